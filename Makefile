@@ -1,0 +1,33 @@
+# Set-up and everyday commands. Each target creates .venv on first use.
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+
+.PHONY: demo test lint format bench clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/mlirtune bench matmul M=256 N=256 K=256 --baseline numpy
+
+test: $(STAMP)
+	$(BIN)/pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check mlirtune tests benchmarks
+	$(BIN)/ruff format --check mlirtune tests benchmarks
+
+format: $(STAMP)
+	$(BIN)/ruff format mlirtune tests benchmarks
+	$(BIN)/ruff check --fix mlirtune tests benchmarks
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/matmul_vs_numpy.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

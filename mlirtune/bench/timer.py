@@ -1,0 +1,70 @@
+"""A native timer loop added to the payload module, so no Python runs inside a sample.
+
+`mlirtune_timer(args..., iterations, samples)` fills `samples[s]` with the nanoseconds taken by
+`iterations` back-to-back calls of the entry function, read from CLOCK_MONOTONIC through
+`clock_gettime` (ns resolution; `rtclock` in the runner utils only has microseconds).
+The entry function is marked `no_inline`, so its stores into the output arguments (which
+escape) stay in every iteration and the kernel cannot be optimised away.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, func, llvm, memref, scf
+
+TIMER_ENTRY = "mlirtune_timer"
+CLOCK_ENTRY = "mlirtune_now_ns"
+CLOCK_MONOTONIC = 1  # Linux value of CLOCK_MONOTONIC
+
+
+def add_timer(module: ir.Module, entry: str) -> None:
+    """Append the clock and the timer loop to `module`, calling the function `entry`."""
+    kernel = _find_function(module, entry)
+    kernel.attributes["no_inline"] = ir.UnitAttr.get()
+    i32, i64, index = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(64), None
+    index = ir.IndexType.get()
+    ptr = llvm.PointerType.get()
+    samples_type = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], i64)
+    arg_types = list(kernel.type.inputs)
+    with ir.InsertionPoint(module.body), ir.Location.name("mlirtune.timer"):
+        clock = func.FuncOp("clock_gettime", ([i32, ptr], [i32]), visibility="private")
+        now = func.FuncOp(CLOCK_ENTRY, ([], [i64]), visibility="private")
+        with ir.InsertionPoint(now.add_entry_block()):
+            spec = memref.alloca(ir.MemRefType.get([2], i64), [], [])
+            address = memref.extract_aligned_pointer_as_index(spec)
+            pointer = llvm.inttoptr(ptr, arith.index_cast(i64, address))
+            func.call(
+                [i32],
+                ir.FlatSymbolRefAttr.get(clock.name.value),
+                [arith.constant(i32, CLOCK_MONOTONIC), pointer],
+            )
+            seconds = memref.load(spec, [arith.constant(index, 0)])
+            nanos = memref.load(spec, [arith.constant(index, 1)])
+            total = arith.addi(arith.muli(seconds, arith.constant(i64, 1_000_000_000)), nanos)
+            func.ReturnOp([total])
+
+        timer = func.FuncOp(TIMER_ENTRY, ([*arg_types, index, samples_type], []))
+        timer.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+        block = timer.add_entry_block()
+        with ir.InsertionPoint(block):
+            *args, iterations, samples = block.arguments
+            zero, one = arith.constant(index, 0), arith.constant(index, 1)
+            count = memref.dim(samples, zero)
+            outer = scf.ForOp(zero, count, one)
+            with ir.InsertionPoint(outer.body):
+                start = func.call([i64], ir.FlatSymbolRefAttr.get(CLOCK_ENTRY), [])
+                inner = scf.ForOp(zero, iterations, one)
+                with ir.InsertionPoint(inner.body):
+                    func.call([], ir.FlatSymbolRefAttr.get(entry), list(args))
+                    scf.YieldOp([])
+                stop = func.call([i64], ir.FlatSymbolRefAttr.get(CLOCK_ENTRY), [])
+                memref.store(arith.subi(stop, start), samples, [outer.induction_variable])
+                scf.YieldOp([])
+            func.ReturnOp([])
+
+
+def _find_function(module: ir.Module, name: str) -> func.FuncOp:
+    for op in module.body.operations:
+        if isinstance(op.opview, func.FuncOp) and op.opview.name.value == name:
+            return op.opview
+    raise KeyError(name)

@@ -1,0 +1,19 @@
+"""Runtimes own memory and placement: the host now, accelerators and embedded devices later."""
+
+from mlirtune.runtime.base import (
+    AcceleratorDevice,
+    Buffer,
+    EmbeddedDevice,
+    Placement,
+    Runtime,
+)
+from mlirtune.runtime.host import HostRuntime
+
+__all__ = [
+    "AcceleratorDevice",
+    "Buffer",
+    "EmbeddedDevice",
+    "HostRuntime",
+    "Placement",
+    "Runtime",
+]

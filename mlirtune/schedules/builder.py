@@ -1,0 +1,118 @@
+"""A thin builder over the transform dialect bindings.
+
+Every op is created under a named location (`schedule:step`), so when a transform fails
+the diagnostic says which step of which schedule it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+from mlir import ir
+from mlir.dialects import transform
+from mlir.dialects.transform import loop, structured
+from mlir.dialects.transform import vector as tvector
+
+ENTRY_POINT = "__transform_main"
+
+
+class ScheduleBuilder:
+    """Builds one `__transform_main` named sequence; use `with ScheduleBuilder(name) as s:`."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.module = ir.Module.create()
+        self.module.operation.attributes["transform.with_named_sequence"] = ir.UnitAttr.get()
+        any_op = transform.AnyOpType.get()
+        with ir.InsertionPoint(self.module.body):
+            self._sequence = transform.NamedSequenceOp(
+                ENTRY_POINT, [any_op], [], arg_attrs=[{"transform.consumed": ir.UnitAttr.get()}]
+            )
+        self.root = self._sequence.bodyTarget
+        self._ip = ir.InsertionPoint(self._sequence.body)
+
+    def __enter__(self) -> ScheduleBuilder:
+        self._ip.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if exc[0] is None:
+            with self.at("end"):
+                transform.YieldOp([])
+        self._ip.__exit__(*exc)
+
+    @contextmanager
+    def at(self, step: str) -> Iterator[None]:
+        """Create the ops of one step under the location `schedule:step`."""
+        with ir.Location.name(f"{self.name}:{step}"):
+            yield
+
+    # --- handles ---------------------------------------------------------------------------
+
+    def match(self, target: ir.Value, op_names: Sequence[str], step: str = "match") -> ir.Value:
+        with self.at(step):
+            return structured.MatchOp.match_op_names(target, list(op_names)).result
+
+    def match_attribute(self, target: ir.Value, attribute: str, step: str = "match") -> ir.Value:
+        """Ops carrying the unit attribute `attribute` (root-op annotations)."""
+        with self.at(step):
+            attrs = ir.DictAttr.get({attribute: ir.UnitAttr.get()})
+            return structured.MatchOp(transform.AnyOpType.get(), target, op_attrs=attrs).result
+
+    def parent_function(self, handle: ir.Value) -> ir.Value:
+        with self.at("parent_function"):
+            return transform.GetParentOp(
+                transform.AnyOpType.get(), handle, op_name="func.func"
+            ).result
+
+    # --- loop transformations ----------------------------------------------------------------
+
+    def tile(self, target: ir.Value, sizes: Sequence[int], step: str) -> tuple[ir.Value, list]:
+        """Tile with scf.for; a size of 0 leaves that dimension untiled."""
+        with self.at(step):
+            op = structured.TileUsingForOp(target, sizes=list(sizes))
+        return op.tiled_linalg_op, list(op.loops)
+
+    def fuse(self, target: ir.Value, sizes: Sequence[int], step: str) -> ir.Value:
+        """Tile `target` and fuse its producers (fills, element-wise ops) into the tiles."""
+        with self.at(step):
+            return structured.FuseOp(target, tile_sizes=list(sizes), apply_cleanup=True).transformed
+
+    def fuse_into(self, producer: ir.Value, loop_handle: ir.Value, step: str) -> ir.Value:
+        """Fuse `producer` into the containing loop `loop_handle`."""
+        with self.at(step):
+            op = structured.FuseIntoContainingOp(producer, loop_handle)
+        return op.fused_op
+
+    def vectorize_function(self, function: ir.Value) -> ir.Value:
+        """Vectorize every static-shaped linalg op in the function and fold what follows."""
+        with self.at("vectorize"):
+            return structured.VectorizeChildrenAndApplyPatternsOp(function).result
+
+    def hoist_invariant_subsets(self, function: ir.Value) -> None:
+        """Keep accumulators in registers: hoist loop-invariant read/write pairs out of loops."""
+        with self.at("hoist"):
+            loops = structured.MatchOp.match_op_names(function, ["scf.for"]).result
+            each = transform.ForeachOp([], [loops])
+            with ir.InsertionPoint(each.body):
+                loop.HoistLoopInvariantSubsetsOp(each.bodyTargets[0])
+                transform.YieldOp([])
+
+    def lower_vectors(self, function: ir.Value) -> None:
+        """Lower contractions to outer products, i.e. broadcast + FMA, and tidy transfers."""
+        with self.at("lower_vectors"):
+            patterns = transform.ApplyPatternsOp(function)
+            with ir.InsertionPoint(patterns.patterns):
+                tvector.apply_patterns_vector_lower_contraction(
+                    lowering_strategy=tvector.VectorContractLowering.OuterProduct
+                )
+                tvector.apply_patterns_vector_lower_outerproduct()
+                tvector.apply_patterns_vector_lower_multi_reduction(
+                    lowering_strategy=tvector.VectorMultiReductionLowering.InnerParallel
+                )
+                tvector.apply_patterns_vector_transfer_permutation_patterns()
+                tvector.apply_patterns_vector_lower_transfer(max_transfer_rank=1)
+                tvector.apply_patterns_vector_lower_shape_cast()
+                tvector.apply_patterns_vector_lower_broadcast()
+                transform.apply_patterns_canonicalization()

@@ -1,0 +1,248 @@
+"""The Workload interface: a payload of fixed size, its schedule, inputs, reference and cost.
+
+One workload object is reused across thousands of executions, so its seeded inputs and its
+reference outputs are computed once and cached on the object.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+from mlir import ir
+
+from mlirtune.errors import MlirtuneError, UsageError
+from mlirtune.ir.dtypes import DType
+from mlirtune.runtime import Buffer, Placement
+from mlirtune.verify import VerificationResult, compare
+
+if TYPE_CHECKING:
+    from mlirtune.engine.base import Engine
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """One payload argument, in call order. Outputs are written in place by the kernel."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: DType
+    is_output: bool = False
+    placement: Placement = Placement.HOST
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+
+@dataclass(frozen=True)
+class Complexity:
+    """Work done by one execution: floating-point operations and bytes moved."""
+
+    flops: int
+    bytes_read: int
+    bytes_written: int
+
+
+@dataclass(frozen=True)
+class Param:
+    """A constructor option that the CLI accepts as KEY=VALUE."""
+
+    name: str
+    kind: type
+    default: Any
+    help: str
+    choices: tuple[Any, ...] | None = None
+
+    def parse(self, text: str, owner: str) -> Any:
+        """Convert a command-line string, naming the key on failure."""
+        if self.kind is int:
+            try:
+                value = int(text)
+            except ValueError:
+                raise UsageError(f"{owner}: {self.name}={text!r} is not an integer") from None
+        elif self.kind is bool:
+            lowered = text.lower()
+            if lowered not in {"0", "1", "true", "false", "yes", "no"}:
+                raise UsageError(f"{owner}: {self.name}={text!r} is not a boolean")
+            value = lowered in {"1", "true", "yes"}
+        else:
+            value = text
+        self.check(value, owner)
+        return value
+
+    def check(self, value: Any, owner: str) -> None:
+        """Validate an already-typed value."""
+        if self.kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+            raise UsageError(f"{owner}: {self.name} must be an integer, got {value!r}")
+        if self.kind is int and self.name not in NON_SIZE_INTS and value <= 0:
+            raise UsageError(f"{owner}: {self.name} must be positive, got {value}")
+        if self.choices is not None and value not in self.choices:
+            allowed = ", ".join(str(c) for c in self.choices)
+            raise UsageError(f"{owner}: {self.name}={value!r} is not one of {allowed}")
+
+
+# Integer options that are not sizes and may be zero.
+NON_SIZE_INTS = {"seed", "padding"}
+
+
+class Workload(ABC):
+    """A kernel of fixed size: payload IR, schedule, seeded inputs, reference and complexity."""
+
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+    parameters: ClassVar[tuple[Param, ...]] = ()
+    entry: str = "payload"
+
+    def __init__(self, **options: Any) -> None:
+        known = {p.name: p for p in self.parameters}
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise UsageError(
+                f"{self.name}: unknown option(s) {', '.join(unknown)}; "
+                f"known: {', '.join(known) or 'none'}"
+            )
+        self.options = {p.name: options.get(p.name, p.default) for p in self.parameters}
+        for param in self.parameters:
+            param.check(self.options[param.name], self.name)
+        self._buffers: list[Buffer] | None = None
+
+    @classmethod
+    def from_strings(cls, pairs: dict[str, str]) -> Workload:
+        """Build from command-line KEY=VALUE strings, parsing each by its declared type."""
+        known = {p.name: p for p in cls.parameters}
+        parsed = {}
+        for key, text in pairs.items():
+            if key not in known:
+                raise UsageError(
+                    f"{cls.name}: unknown key {key!r}; known: {', '.join(known) or 'none'}"
+                )
+            parsed[key] = known[key].parse(text, cls.name)
+        return cls(**parsed)
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-friendly identity: workload name plus its options."""
+        return {"name": self.name, **self.options}
+
+    # --- what each workload defines -------------------------------------------------------
+
+    @abstractmethod
+    def arguments(self) -> list[ArgSpec]:
+        """Payload arguments in call order."""
+
+    @abstractmethod
+    def payload_module(self) -> ir.Module:
+        """A new module holding the entry function; needs an active MLIR context."""
+
+    @abstractmethod
+    def reference(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        """Expected outputs (in output-argument order), computed with numpy."""
+
+    @abstractmethod
+    def get_complexity(self) -> Complexity:
+        """FLOPs and bytes for one execution."""
+
+    def default_schedule_parameters(self) -> dict[str, int]:
+        """Schedule parameters used when the caller sets none."""
+        return {}
+
+    def schedule_module(self, parameters: dict[str, Any] | None = None) -> ir.Module | None:
+        """A new transform module for `parameters` (None: lower the payload unscheduled)."""
+        return None
+
+    def accumulation_length(self) -> int:
+        """Terms summed per output element; scales the absolute verification tolerance."""
+        return 1
+
+    def requirements(self) -> list[str]:
+        """Shared libraries and runtimes the engine must provide."""
+        from mlirtune.toolchain import runner_library
+
+        return [runner_library("mlir_c_runner_utils")]
+
+    # --- shared machinery -----------------------------------------------------------------
+
+    def resolve_parameters(self, parameters: dict[str, Any] | None) -> dict[str, Any]:
+        """Defaults overlaid with `parameters`; an unknown name is an error naming it."""
+        resolved = self.default_schedule_parameters()
+        for key, value in (parameters or {}).items():
+            if key not in resolved:
+                known = ", ".join(resolved) or "none"
+                raise UsageError(
+                    f"{self.name}: unknown schedule parameter {key!r}; known: {known}",
+                    stage="schedule",
+                )
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise UsageError(
+                    f"{self.name}: schedule parameter {key}={value!r} must be a positive integer",
+                    stage="schedule",
+                )
+            resolved[key] = value
+        return resolved
+
+    @property
+    def seed(self) -> int:
+        return int(self.options.get("seed", 0))
+
+    def make_inputs(self) -> list[np.ndarray]:
+        """Seeded random inputs in [-1, 1); override for inputs with structure."""
+        rng = np.random.default_rng(self.seed)
+        return [
+            rng.uniform(-1.0, 1.0, size=spec.shape).astype(spec.dtype.numpy)
+            for spec in self.arguments()
+            if not spec.is_output
+        ]
+
+    @cached_property
+    def inputs(self) -> list[np.ndarray]:
+        """Cached, reproducible input arrays (input arguments only, in call order)."""
+        return self.make_inputs()
+
+    @cached_property
+    def reference_outputs(self) -> list[np.ndarray]:
+        """Cached reference outputs."""
+        return self.reference(self.inputs)
+
+    @contextmanager
+    def allocate(self, engine: Engine) -> Iterator[list[Buffer]]:
+        """Allocate every argument on the engine's runtime; outputs start as NaN so a kernel
+        that skips writing them fails verification."""
+        runtime = engine.runtime
+        inputs = iter(self.inputs)
+        buffers = []
+        try:
+            for spec in self.arguments():
+                initial = (
+                    np.full(spec.shape, np.nan, dtype=spec.dtype.numpy)
+                    if spec.is_output
+                    else next(inputs)
+                )
+                buffers.append(runtime.allocate(spec.name, initial, spec.placement))
+            self._buffers = buffers
+            yield buffers
+        finally:
+            self._buffers = None
+            for buffer in buffers:
+                runtime.release(buffer)
+
+    def get_input_arrays(self, engine: Engine) -> list[Buffer]:
+        """Handles to the allocated payload arguments, in call order (inside `allocate`)."""
+        if self._buffers is None:
+            raise MlirtuneError(f"{self.name}: get_input_arrays called outside allocate()")
+        return self._buffers
+
+    def verify(self, engine: Engine) -> VerificationResult:
+        """Compare the allocated outputs with the cached reference."""
+        buffers = self.get_input_arrays(engine)
+        specs = self.arguments()
+        outputs = [
+            (spec, engine.runtime.to_host(buf))
+            for spec, buf in zip(specs, buffers, strict=True)
+            if spec.is_output
+        ]
+        return compare(outputs, self.reference_outputs, self.accumulation_length())

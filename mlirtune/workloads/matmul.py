@@ -1,0 +1,123 @@
+"""Matrix multiplication, alone or as an MLP layer with fused bias and ReLU."""
+
+from __future__ import annotations
+
+import numpy as np
+from mlir import ir
+from mlir.dialects import arith, linalg
+
+from mlirtune.ir.dtypes import DTYPES, dtype_named
+from mlirtune.schedules import contraction_schedule
+from mlirtune.schedules.contraction import CONTRACTION_PARAMETERS
+from mlirtune.workload import ArgSpec, Complexity, Param, Workload
+from mlirtune.workloads.payload import (
+    build_payload,
+    generic,
+    identity_map,
+    projection_map,
+    zero_filled,
+)
+
+SIZE_PARAMS = (
+    Param("M", int, 256, "rows of A and C"),
+    Param("N", int, 256, "columns of B and C"),
+    Param("K", int, 256, "reduction size"),
+    Param("dtype", str, "f32", "element type of A and B", tuple(DTYPES)),
+    Param("seed", int, 0, "input RNG seed"),
+)
+
+
+class Matmul(Workload):
+    """C[M,N] = A[M,K] @ B[K,N], optionally followed by + bias[N] and ReLU in the same payload."""
+
+    name = "matmul"
+    description = "C = A @ B (+ bias, ReLU)"
+    parameters = (
+        *SIZE_PARAMS,
+        Param("bias", bool, False, "add a bias row vector"),
+        Param("relu", bool, False, "apply ReLU"),
+    )
+
+    @property
+    def dtype(self):
+        return dtype_named(self.options["dtype"])
+
+    @property
+    def out_dtype(self):
+        # bf16 products accumulate in f32, as every bf16 GEMM does.
+        return DTYPES["f32"] if self.dtype.name == "bf16" else self.dtype
+
+    @property
+    def has_epilogue(self) -> bool:
+        return self.options["bias"] or self.options["relu"]
+
+    def arguments(self) -> list[ArgSpec]:
+        m, n, k = (self.options[d] for d in "MNK")
+        args = [ArgSpec("A", (m, k), self.dtype), ArgSpec("B", (k, n), self.dtype)]
+        if self.options["bias"]:
+            args.append(ArgSpec("bias", (n,), self.out_dtype))
+        return [*args, ArgSpec("C", (m, n), self.out_dtype, is_output=True)]
+
+    def payload_module(self) -> ir.Module:
+        out_type = self.out_dtype.mlir()
+
+        def body(inputs, inits):
+            a, b, *bias = inputs
+            product = linalg.matmul(a, b, outs=[zero_filled(inits[0], out_type)])
+            if not self.has_epilogue:
+                return [product]
+            maps = [identity_map(2)] + [projection_map(2, [1])] * len(bias) + [identity_map(2)]
+
+            def epilogue(x, *rest):
+                *bias_value, _ = rest
+                if bias_value:
+                    x = arith.addf(x, bias_value[0])
+                if self.options["relu"]:
+                    x = arith.maximumf(x, arith.constant(out_type, 0.0))
+                return x
+
+            return [generic([product, *bias], inits[0], maps, ["parallel"] * 2, epilogue)]
+
+        return build_payload(self.arguments(), body)
+
+    def default_schedule_parameters(self) -> dict[str, int]:
+        return dict(CONTRACTION_PARAMETERS)
+
+    def schedule_module(self, parameters=None) -> ir.Module:
+        return contraction_schedule(
+            anchor_op="linalg.generic" if self.has_epilogue else "linalg.matmul",
+            contraction_op="linalg.matmul",
+            dims=[self.options[d] for d in "MNK"],
+            parameters=self.resolve_parameters(parameters),
+            name=f"{self.name}_default",
+        )
+
+    def reference(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        a, b, *bias = (x.astype(np.float64) for x in inputs)
+        c = a @ b
+        if bias:
+            c = c + bias[0]
+        if self.options["relu"]:
+            c = np.maximum(c, 0.0)
+        return [c]
+
+    def accumulation_length(self) -> int:
+        return self.options["K"]
+
+    def get_complexity(self) -> Complexity:
+        m, n, k = (self.options[d] for d in "MNK")
+        epilogue = (int(self.options["bias"]) + int(self.options["relu"])) * m * n
+        read = sum(a.nbytes for a in self.arguments() if not a.is_output)
+        return Complexity(2 * m * n * k + epilogue, read, m * n * self.out_dtype.itemsize)
+
+
+class Mlp(Matmul):
+    """One MLP layer: ReLU(A @ B + bias), fused in one payload."""
+
+    name = "mlp"
+    description = "ReLU(A @ B + bias), fused"
+    parameters = (
+        *SIZE_PARAMS,
+        Param("bias", bool, True, "add a bias row vector"),
+        Param("relu", bool, True, "apply ReLU"),
+    )

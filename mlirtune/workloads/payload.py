@@ -1,0 +1,85 @@
+"""Build payload functions through the bindings: memref arguments, tensor bodies.
+
+Each payload takes every tensor as a memref argument (outputs last), views them as tensors
+with `bufferization.to_tensor restrict`, computes on tensors and writes results back with
+`materialize_in_destination`, so one-shot bufferization writes outputs in place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from mlir import ir
+from mlir.dialects import arith, bufferization, func, linalg
+
+from mlirtune.workload import ArgSpec
+
+Body = Callable[[list[ir.Value], list[ir.Value]], Sequence[ir.Value]]
+
+
+def tensor_type(spec: ArgSpec) -> ir.RankedTensorType:
+    return ir.RankedTensorType.get(list(spec.shape), spec.dtype.mlir())
+
+
+def build_payload(args: Sequence[ArgSpec], body: Body, name: str = "payload") -> ir.Module:
+    """A module with one function `name(args...)`; `body(inputs, output_inits)` returns the
+    output tensors in output-argument order."""
+    module = ir.Module.create()
+    memref_types = [ir.MemRefType.get(list(a.shape), a.dtype.mlir()) for a in args]
+    with ir.InsertionPoint(module.body):
+        function = func.FuncOp(name, (memref_types, []))
+        function.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+        entry = function.add_entry_block()
+        with ir.InsertionPoint(entry):
+            inputs, inits, destinations = [], [], []
+            for spec, memref in zip(args, entry.arguments, strict=True):
+                view = bufferization.to_tensor(
+                    tensor_type(spec), memref, restrict=True, writable=spec.is_output
+                )
+                if spec.is_output:
+                    inits.append(view)
+                    destinations.append(memref)
+                else:
+                    inputs.append(view)
+            results = body(inputs, inits)
+            for result, destination in zip(results, destinations, strict=True):
+                bufferization.materialize_in_destination(
+                    None, result, destination, restrict=True, writable=True
+                )
+            func.ReturnOp([])
+    return module
+
+
+def generic(
+    inputs: Sequence[ir.Value],
+    init: ir.Value,
+    maps: Sequence[ir.AffineMap],
+    iterators: Sequence[str],
+    body: Callable[..., ir.Value],
+) -> ir.Value:
+    """A single-result linalg.generic; `body(*input_scalars, out_scalar)` returns the yield."""
+    iterator_attrs = [ir.Attribute.parse(f"#linalg.iterator_type<{it}>") for it in iterators]
+    op = linalg.GenericOp_(
+        list(inputs),
+        [init],
+        ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps]),
+        ir.ArrayAttr.get(iterator_attrs),
+    )
+    with ir.InsertionPoint(op.regions[0].blocks[0]):
+        linalg.YieldOp([body(*op.regions[0].blocks[0].arguments)])
+    return op.result
+
+
+def identity_map(rank: int) -> ir.AffineMap:
+    return ir.AffineMap.get_identity(rank)
+
+
+def projection_map(rank: int, dims: Sequence[int]) -> ir.AffineMap:
+    """(d0..d{rank-1}) -> (d{dims[0]}, ...): broadcasts and reductions."""
+    return ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(d) for d in dims])
+
+
+def zero_filled(init: ir.Value, element_type: ir.Type) -> ir.Value:
+    """`init` filled with 0 of the element type."""
+    zero = arith.constant(element_type, 0.0)
+    return linalg.fill(zero, outs=[init])
