@@ -7,7 +7,7 @@ reference outputs are computed once and cached on the object.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -153,6 +153,11 @@ class Workload(ABC):
 
     def schedule_module(self, parameters: dict[str, Any] | None = None) -> ir.Module | None:
         """A new transform module for `parameters` (None: lower the payload unscheduled)."""
+        return None
+
+    def numpy_baseline(self) -> Callable[[], object] | None:
+        """A closure computing the same result with numpy in the workload's dtype, for
+        side-by-side timing (None when there is no meaningful baseline)."""
         return None
 
     def accumulation_length(self) -> int:

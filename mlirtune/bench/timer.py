@@ -12,6 +12,8 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, func, llvm, memref, scf
 
+from mlirtune.ir.inspect import find_function
+
 TIMER_ENTRY = "mlirtune_timer"
 CLOCK_ENTRY = "mlirtune_now_ns"
 CLOCK_MONOTONIC = 1  # Linux value of CLOCK_MONOTONIC
@@ -19,9 +21,9 @@ CLOCK_MONOTONIC = 1  # Linux value of CLOCK_MONOTONIC
 
 def add_timer(module: ir.Module, entry: str) -> None:
     """Append the clock and the timer loop to `module`, calling the function `entry`."""
-    kernel = _find_function(module, entry)
+    kernel = find_function(module, entry)
     kernel.attributes["no_inline"] = ir.UnitAttr.get()
-    i32, i64, index = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(64), None
+    i32, i64 = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(64)
     index = ir.IndexType.get()
     ptr = llvm.PointerType.get()
     samples_type = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], i64)
@@ -61,10 +63,3 @@ def add_timer(module: ir.Module, entry: str) -> None:
                 memref.store(arith.subi(stop, start), samples, [outer.induction_variable])
                 scf.YieldOp([])
             func.ReturnOp([])
-
-
-def _find_function(module: ir.Module, name: str) -> func.FuncOp:
-    for op in module.body.operations:
-        if isinstance(op.opview, func.FuncOp) and op.opview.name.value == name:
-            return op.opview
-    raise KeyError(name)

@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 from mlir import ir
-from mlir.dialects import func
 from mlir.dialects.transform import interpreter
 from mlir.execution_engine import ExecutionEngine
 from mlir.runtime import get_ranked_memref_descriptor
@@ -21,6 +20,7 @@ from mlirtune.engine.base import Engine, ExecutionResult
 from mlirtune.engine.lowering import host_pipeline
 from mlirtune.errors import MlirtuneError, UsageError, VerificationError
 from mlirtune.ir.context import new_context, run_passes
+from mlirtune.ir.inspect import find_function
 from mlirtune.runtime import Buffer, HostRuntime, Runtime
 from mlirtune.schedules.builder import ENTRY_POINT
 
@@ -76,7 +76,7 @@ class MlirJitEngine(Engine):
     def _lower(self, workload, parameters, with_timer, observer=None, print_after_all=False):
         with new_context(), ir.Location.unknown():
             module = workload.payload_module()
-            _check_entry(module, workload.entry)
+            find_function(module, workload.entry)
             schedule = workload.schedule_module(parameters)
             if schedule is not None:
                 apply_schedule(module, schedule)
@@ -160,18 +160,6 @@ def apply_schedule(payload: ir.Module, schedule: ir.Module) -> None:
         interpreter.apply_named_sequence(payload, entry, schedule)
     except (ValueError, ir.MLIRError) as error:
         raise MlirtuneError(f"schedule failed to apply: {error}", stage="schedule") from None
-
-
-def _check_entry(module: ir.Module, entry: str) -> None:
-    names = [
-        op.opview.name.value for op in module.body.operations if isinstance(op.opview, func.FuncOp)
-    ]
-    if entry not in names:
-        raise UsageError(
-            f"entry function @{entry} not found; the module defines "
-            f"{', '.join('@' + n for n in names) or 'no functions'}",
-            stage="inspect",
-        )
 
 
 def _pointer_to_descriptor(array: np.ndarray):

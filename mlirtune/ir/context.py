@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from mlir import ir
 from mlir.passmanager import PassManager
 
@@ -13,30 +15,42 @@ def new_context() -> ir.Context:
     return ir.Context()
 
 
+def describe_location(location: ir.Location) -> str:
+    """`file:line:col` for file locations, the name for named ones (schedule steps)."""
+    if location.is_a_file():
+        return f"{location.filename}:{location.start_line}:{location.start_col}"
+    if location.is_a_name():
+        return location.name_str
+    if location.is_a_callsite():
+        return describe_location(location.callee)
+    return str(location)
+
+
+def _diagnostic_lines(diagnostic, depth: int = 0) -> list[str]:
+    lines = [f"{'  ' * depth}{describe_location(diagnostic.location)}: {diagnostic.message}"]
+    for note in diagnostic.notes:
+        lines += _diagnostic_lines(note, depth + 1)
+    return lines
+
+
 def format_diagnostics(error: Exception) -> str:
     """Render an MLIRError's diagnostics as `location: message` lines (locations keep file:line)."""
     diagnostics = getattr(error, "error_diagnostics", None)
     if not diagnostics:
         return str(error).strip()
-    lines = []
-
-    def walk(diag, depth: int) -> None:
-        lines.append(f"{'  ' * depth}{diag.location}: {diag.message}")
-        for note in diag.notes:
-            walk(note, depth + 1)
-
-    for diag in diagnostics:
-        walk(diag, 0)
-    return "\n".join(lines)
+    return "\n".join(line for diag in diagnostics for line in _diagnostic_lines(diag))
 
 
-def parse_module(text: str, source_name: str = "<input>") -> ir.Module:
-    """Parse MLIR text in the current context; malformed input becomes a UsageError with lines."""
+def parse_module(path: str | Path) -> ir.Module:
+    """Parse an MLIR file in the current context; diagnostics keep their file:line:col."""
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(f"{path}: no such file", stage="parse")
     try:
-        return ir.Module.parse(text)
+        return ir.Module.parseFile(str(path))
     except ir.MLIRError as error:
         raise UsageError(
-            f"cannot parse {source_name}:\n{format_diagnostics(error)}", stage="parse"
+            f"cannot parse {path}:\n{format_diagnostics(error)}", stage="parse"
         ) from None
 
 

@@ -101,6 +101,21 @@ class Matmul(Workload):
             c = np.maximum(c, 0.0)
         return [c]
 
+    def numpy_baseline(self):
+        a, b, *bias = (
+            x.astype(np.float32) if x.dtype != self.out_dtype.numpy else x for x in self.inputs
+        )
+        out = np.empty((self.options["M"], self.options["N"]), dtype=self.out_dtype.numpy)
+
+        def run():
+            np.matmul(a, b, out=out)
+            if bias:
+                np.add(out, bias[0], out=out)
+            if self.options["relu"]:
+                np.maximum(out, 0, out=out)
+
+        return run
+
     def accumulation_length(self) -> int:
         return self.options["K"]
 

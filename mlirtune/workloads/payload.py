@@ -81,5 +81,9 @@ def projection_map(rank: int, dims: Sequence[int]) -> ir.AffineMap:
 
 def zero_filled(init: ir.Value, element_type: ir.Type) -> ir.Value:
     """`init` filled with 0 of the element type."""
-    zero = arith.constant(element_type, 0.0)
-    return linalg.fill(zero, outs=[init])
+    return filled(init, element_type, 0.0)
+
+
+def filled(init: ir.Value, element_type: ir.Type, value: float) -> ir.Value:
+    """`init` filled with `value` (e.g. -inf, the identity of a max reduction)."""
+    return linalg.fill(arith.constant(element_type, value), outs=[init])

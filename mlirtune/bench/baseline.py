@@ -1,0 +1,41 @@
+"""Numpy baselines, timed in the same run as the kernel with one BLAS thread."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from mlirtune.bench.harness import BenchOptions, run_benchmark
+from mlirtune.bench.result import BenchResult
+from mlirtune.errors import UsageError
+from mlirtune.workload import Workload
+
+BASELINES = ("numpy",)
+
+
+def measure_numpy(workload: Workload, options: BenchOptions | None = None) -> BenchResult:
+    """Time the workload's numpy baseline; one BLAS thread, same sampling rules as kernels."""
+    run = workload.numpy_baseline()
+    if run is None:
+        raise UsageError(f"{workload.name} has no numpy baseline", stage="baseline")
+
+    def timer(iterations: int, samples: int) -> np.ndarray:
+        out = np.empty(samples, dtype=np.int64)
+        for s in range(samples):
+            start = time.perf_counter_ns()
+            for _ in range(iterations):
+                run()
+            out[s] = time.perf_counter_ns() - start
+        return out
+
+    with threadpool_limits(limits=1):
+        seconds = run_benchmark(timer, options or BenchOptions())
+    return BenchResult.from_samples(
+        workload=workload.describe(),
+        parameters={},
+        seconds=seconds,
+        complexity=workload.get_complexity(),
+        verified=True,
+    )

@@ -1,0 +1,82 @@
+"""Batched matrix multiplication: B independent matmuls in one linalg.batch_matmul."""
+
+from __future__ import annotations
+
+import numpy as np
+from mlir import ir
+from mlir.dialects import linalg
+
+from mlirtune.ir.dtypes import DType, dtype_named
+from mlirtune.schedules import contraction_schedule
+from mlirtune.schedules.contraction import CONTRACTION_PARAMETERS
+from mlirtune.workload import ArgSpec, Complexity, Param, Workload
+from mlirtune.workloads.payload import build_payload, zero_filled
+
+# bf16 would need an f32 accumulator and a matching tolerance; only full-precision types here.
+FLOAT_DTYPES = ("f32", "f64")
+
+
+class BatchMatmul(Workload):
+    """C[B,M,N] = A[B,M,K] @ B[B,K,N]; scheduled as a contraction with one batch dimension."""
+
+    name = "batch_matmul"
+    description = "C[b] = A[b] @ B[b] for each batch b"
+    parameters = (
+        Param("B", int, 8, "batch size"),
+        Param("M", int, 128, "rows of each A and C"),
+        Param("N", int, 128, "columns of each B and C"),
+        Param("K", int, 128, "reduction size"),
+        Param("dtype", str, "f32", "element type", FLOAT_DTYPES),
+        Param("seed", int, 0, "input RNG seed"),
+    )
+
+    @property
+    def dtype(self) -> DType:
+        return dtype_named(self.options["dtype"])
+
+    @property
+    def dims(self) -> list[int]:
+        """Loop sizes in contraction order: batch, M, N, K."""
+        return [self.options[d] for d in "BMNK"]
+
+    def arguments(self) -> list[ArgSpec]:
+        b, m, n, k = self.dims
+        return [
+            ArgSpec("A", (b, m, k), self.dtype),
+            ArgSpec("B", (b, k, n), self.dtype),
+            ArgSpec("C", (b, m, n), self.dtype, is_output=True),
+        ]
+
+    def payload_module(self) -> ir.Module:
+        element = self.dtype.mlir()
+
+        def body(inputs, inits):
+            a, b = inputs
+            return [linalg.batch_matmul(a, b, outs=[zero_filled(inits[0], element)])]
+
+        return build_payload(self.arguments(), body)
+
+    def default_schedule_parameters(self) -> dict[str, int]:
+        return dict(CONTRACTION_PARAMETERS)
+
+    def schedule_module(self, parameters=None) -> ir.Module:
+        return contraction_schedule(
+            anchor_op="linalg.batch_matmul",
+            contraction_op="linalg.batch_matmul",
+            dims=self.dims,
+            parameters=self.resolve_parameters(parameters),
+            batch_dims=1,
+            name=f"{self.name}_default",
+        )
+
+    def reference(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        a, b = (x.astype(np.float64) for x in inputs)
+        return [a @ b]
+
+    def accumulation_length(self) -> int:
+        return self.options["K"]
+
+    def get_complexity(self) -> Complexity:
+        b, m, n, k = self.dims
+        read = sum(a.nbytes for a in self.arguments() if not a.is_output)
+        return Complexity(2 * b * m * n * k, read, b * m * n * self.dtype.itemsize)

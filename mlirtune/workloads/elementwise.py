@@ -1,0 +1,124 @@
+"""A chain of element-wise ops (add, mul, relu) over 2-D tensors, fused into one linalg.generic.
+
+The chain starts from X; each `add` or `mul` consumes the next extra input (Y0, Y1, ...), and
+`relu` consumes none, so `ops="add,mul,relu"` computes relu((X + Y0) * Y1).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from mlir import ir
+from mlir.dialects import arith
+
+from mlirtune.errors import UsageError
+from mlirtune.ir.dtypes import DType, dtype_named
+from mlirtune.schedules import elementwise_schedule
+from mlirtune.schedules.elementwise import ELEMENTWISE_PARAMETERS
+from mlirtune.workload import ArgSpec, Complexity, Param, Workload
+from mlirtune.workloads.payload import build_payload, generic, identity_map
+
+# Ops that consume one extra input tensor, and those that consume none.
+BINARY_OPS = ("add", "mul")
+UNARY_OPS = ("relu",)
+
+
+def parse_chain(text: str, owner: str = "elementwise") -> tuple[str, ...]:
+    """Split `text` ("add,relu") into op names, rejecting an empty chain or an unknown op."""
+    ops = tuple(op.strip() for op in text.split(","))
+    if not text.strip() or any(not op for op in ops):
+        raise UsageError(f"{owner}: ops={text!r} needs a comma-separated list of add, mul, relu")
+    known = (*BINARY_OPS, *UNARY_OPS)
+    for op in ops:
+        if op not in known:
+            raise UsageError(
+                f"{owner}: unknown op {op!r} in ops={text!r}; known: {', '.join(known)}"
+            )
+    return ops
+
+
+class Elementwise(Workload):
+    """out[M,N] = the `ops` chain applied to X and the extra inputs Y0, Y1, ... in one pass."""
+
+    name = "elementwise"
+    description = "fused chain of add/mul/relu over [M, N]"
+    parameters = (
+        Param("M", int, 1024, "rows"),
+        Param("N", int, 1024, "columns"),
+        Param("ops", str, "add,relu", "comma-separated chain of add, mul, relu"),
+        Param("dtype", str, "f32", "element type", ("f32", "f64")),
+        Param("seed", int, 0, "input RNG seed"),
+    )
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        if not isinstance(self.options["ops"], str):
+            raise UsageError(f"{self.name}: ops must be a string, got {self.options['ops']!r}")
+        self.ops = parse_chain(self.options["ops"], self.name)
+
+    @property
+    def dtype(self) -> DType:
+        return dtype_named(self.options["dtype"])
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.options["M"], self.options["N"]
+
+    @property
+    def extra_inputs(self) -> int:
+        return sum(op in BINARY_OPS for op in self.ops)
+
+    def arguments(self) -> list[ArgSpec]:
+        inputs = [ArgSpec("X", self.shape, self.dtype)]
+        inputs += [ArgSpec(f"Y{i}", self.shape, self.dtype) for i in range(self.extra_inputs)]
+        return [*inputs, ArgSpec("out", self.shape, self.dtype, is_output=True)]
+
+    def payload_module(self) -> ir.Module:
+        element_type = self.dtype.mlir()
+
+        def scalar_chain(x: ir.Value, *rest: ir.Value) -> ir.Value:
+            *operands, _ = rest  # the last block argument is the (unused) output element
+            operands = iter(operands)
+            for op in self.ops:
+                if op == "add":
+                    x = arith.addf(x, next(operands))
+                elif op == "mul":
+                    x = arith.mulf(x, next(operands))
+                else:
+                    x = arith.maximumf(x, arith.constant(element_type, 0.0))
+            return x
+
+        def body(inputs, inits):
+            maps = [identity_map(2)] * (len(inputs) + 1)
+            return [generic(inputs, inits[0], maps, ["parallel"] * 2, scalar_chain)]
+
+        return build_payload(self.arguments(), body)
+
+    def default_schedule_parameters(self) -> dict[str, int]:
+        return dict(ELEMENTWISE_PARAMETERS)
+
+    def schedule_module(self, parameters=None) -> ir.Module:
+        return elementwise_schedule(
+            anchor_op="linalg.generic",
+            shape=self.shape,
+            parameters=self.resolve_parameters(parameters),
+            name=f"{self.name}_default",
+        )
+
+    def reference(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        x, *others = (a.astype(np.float64) for a in inputs)
+        operands = iter(others)
+        for op in self.ops:
+            if op == "add":
+                x = x + next(operands)
+            elif op == "mul":
+                x = x * next(operands)
+            else:
+                x = np.maximum(x, 0.0)
+        return [x]
+
+    def get_complexity(self) -> Complexity:
+        m, n = self.shape
+        read = sum(a.nbytes for a in self.arguments() if not a.is_output)
+        return Complexity(len(self.ops) * m * n, read, m * n * self.dtype.itemsize)

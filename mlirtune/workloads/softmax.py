@@ -1,0 +1,117 @@
+"""Row-wise softmax over the last dim of an [M, N] input, as four linalg.generic ops.
+
+The payload is the numerically stable form: row max, exp(x - max), row sum, divide. The two
+reductions and the exp are producers of the final divide, so a row tile fuses all four.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from mlir import ir
+from mlir.dialects import arith, math, tensor
+
+from mlirtune.ir.dtypes import DType, dtype_named
+from mlirtune.schedules.reduction import ROWWISE_PARAMETERS, rowwise_schedule
+from mlirtune.workload import ArgSpec, Complexity, Param, Workload
+from mlirtune.workloads.payload import (
+    build_payload,
+    filled,
+    generic,
+    identity_map,
+    projection_map,
+    zero_filled,
+)
+
+# Per element: max, subtract, exp, add, divide.
+FLOPS_PER_ELEMENT = 5
+
+PARALLEL = ["parallel", "parallel"]
+ROW_REDUCTION = ["parallel", "reduction"]
+
+
+class Softmax(Workload):
+    """out[i, :] = exp(X[i, :] - max X[i, :]) / sum exp(X[i, :] - max X[i, :])."""
+
+    name = "softmax"
+    description = "row-wise softmax over the last dim of [M, N]"
+    parameters = (
+        Param("M", int, 512, "rows"),
+        Param("N", int, 1024, "columns (the softmax dim)"),
+        Param("dtype", str, "f32", "element type", ("f32", "f64")),
+        Param("seed", int, 0, "input RNG seed"),
+    )
+
+    @property
+    def dtype(self) -> DType:
+        return dtype_named(self.options["dtype"])
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.options["M"], self.options["N"]
+
+    def arguments(self) -> list[ArgSpec]:
+        return [
+            ArgSpec("X", self.shape, self.dtype),
+            ArgSpec("out", self.shape, self.dtype, is_output=True),
+        ]
+
+    def payload_module(self) -> ir.Module:
+        element_type = self.dtype.mlir()
+        m, n = self.shape
+        full, row = identity_map(2), projection_map(2, [0])
+
+        def body(inputs, inits):
+            (x,) = inputs
+            row_init = tensor.empty([m], element_type)
+            row_max = generic(
+                [x],
+                filled(row_init, element_type, float("-inf")),
+                [full, row],
+                ROW_REDUCTION,
+                arith.maximumf,
+            )
+            exps = generic(
+                [x, row_max],
+                tensor.empty([m, n], element_type),
+                [full, row, full],
+                PARALLEL,
+                lambda v, top, _: math.exp(arith.subf(v, top)),
+            )
+            row_sum = generic(
+                [exps],
+                zero_filled(row_init, element_type),
+                [full, row],
+                ROW_REDUCTION,
+                arith.addf,
+            )
+            return [
+                generic(
+                    [exps, row_sum],
+                    inits[0],
+                    [full, row, full],
+                    PARALLEL,
+                    lambda e, total, _: arith.divf(e, total),
+                )
+            ]
+
+        return build_payload(self.arguments(), body)
+
+    def default_schedule_parameters(self) -> dict[str, int]:
+        return dict(ROWWISE_PARAMETERS)
+
+    def schedule_module(self, parameters=None) -> ir.Module:
+        return rowwise_schedule(
+            shape=self.shape,
+            parameters=self.resolve_parameters(parameters),
+            name=f"{self.name}_default",
+        )
+
+    def reference(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        x = inputs[0].astype(np.float64)
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return [e / e.sum(axis=1, keepdims=True)]
+
+    def get_complexity(self) -> Complexity:
+        m, n = self.shape
+        nbytes = m * n * self.dtype.itemsize
+        return Complexity(FLOPS_PER_ELEMENT * m * n, nbytes, nbytes)
