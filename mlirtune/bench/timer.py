@@ -3,7 +3,7 @@
 `mlirtune_timer(args..., iterations, samples)` fills `samples[s]` with the nanoseconds taken by
 `iterations` back-to-back calls of the entry function, read from CLOCK_MONOTONIC through
 `clock_gettime` (ns resolution; `rtclock` in the runner utils only has microseconds).
-The entry function is marked `no_inline`, so its stores into the output arguments (which
+The entry function gets the LLVM `noinline` attribute, so its stores into the output arguments (which
 escape) stay in every iteration and the kernel cannot be optimised away.
 """
 
@@ -22,7 +22,7 @@ CLOCK_MONOTONIC = 1  # Linux value of CLOCK_MONOTONIC
 def add_timer(module: ir.Module, entry: str) -> None:
     """Append the clock and the timer loop to `module`, calling the function `entry`."""
     kernel = find_function(module, entry)
-    kernel.attributes["no_inline"] = ir.UnitAttr.get()
+    _forbid_inlining(kernel)
     i32, i64 = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(64)
     index = ir.IndexType.get()
     ptr = llvm.PointerType.get()
@@ -63,3 +63,13 @@ def add_timer(module: ir.Module, entry: str) -> None:
                 memref.store(arith.subi(stop, start), samples, [outer.induction_variable])
                 scf.YieldOp([])
             func.ReturnOp([])
+
+
+def _forbid_inlining(function: func.FuncOp) -> None:
+    """Add LLVM's `noinline` to the function's passthrough attributes (kept by func-to-llvm)."""
+    existing = []
+    if "passthrough" in function.attributes:
+        existing = list(ir.ArrayAttr(function.attributes["passthrough"]))
+    noinline = ir.StringAttr.get("noinline")
+    if noinline not in existing:
+        function.attributes["passthrough"] = ir.ArrayAttr.get([*existing, noinline])

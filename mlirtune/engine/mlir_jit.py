@@ -98,8 +98,15 @@ class MlirJitEngine(Engine):
             libraries = sorted(set(workload.requirements()) | set(self.runtime.requirements()))
             try:
                 engine = ExecutionEngine(module, opt_level=self.opt_level, shared_libs=libraries)
+                # Code is materialised lazily; look the entry points up now so that
+                # unresolved symbols fail here, as a JIT error, not at the first call.
+                for name in (workload.entry, TIMER_ENTRY):
+                    engine.lookup(name)
             except RuntimeError as error:
-                raise MlirtuneError(f"JIT compilation failed: {error}", stage="jit") from None
+                raise MlirtuneError(
+                    f"JIT compilation failed: {error} (LLVM's reason is printed above)",
+                    stage="jit",
+                ) from None
             self._cache[key] = CompiledKernel(engine, workload.entry, module)
         return self._cache[key]
 

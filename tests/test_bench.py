@@ -1,0 +1,49 @@
+"""Sampling and statistics, driven by synthetic timers (no wall-clock assertions)."""
+
+import numpy as np
+
+from mlirtune.bench.harness import BenchOptions, run_benchmark
+from mlirtune.bench.result import Statistics
+from mlirtune.bench.stats import median_ci
+
+
+def _fake_timer(per_call_ns: float, noise: float = 0.0, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    calls = []
+
+    def timer(iterations: int, samples: int) -> np.ndarray:
+        calls.append((iterations, samples))
+        jitter = 1 + noise * rng.standard_normal(samples)
+        return (per_call_ns * iterations * jitter).astype(np.int64)
+
+    return timer, calls
+
+
+def test_batches_calls_to_reach_target_sample_length():
+    timer, calls = _fake_timer(per_call_ns=1_000)  # 1 us per call
+    samples = run_benchmark(timer, BenchOptions(target_sample_s=0.002))
+    timed = [it for it, n in calls if n > 1]
+    assert timed and all(it == 2000 for it in timed)
+    np.testing.assert_allclose(samples, 1e-6)
+
+
+def test_stops_early_when_ci_is_tight():
+    timer, _ = _fake_timer(per_call_ns=50_000)
+    samples = run_benchmark(timer, BenchOptions(min_samples=10, chunk=10))
+    assert len(samples) == 10
+
+
+def test_noisy_timer_keeps_sampling_until_cap():
+    timer, _ = _fake_timer(per_call_ns=50_000, noise=0.5)
+    samples = run_benchmark(timer, BenchOptions(max_samples=200, max_time_s=60, rel_ci=1e-6))
+    assert len(samples) == 200
+
+
+def test_statistics():
+    values = np.array([1.0, 2.0, 3.0, 4.0, 100.0])
+    stats = Statistics.of(values)
+    assert stats.median == 3.0 and stats.min == 1.0
+    assert stats.iqr == 2.0
+    assert stats.count == 5
+    low, high = median_ci(values)
+    assert low <= stats.median <= high

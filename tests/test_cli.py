@@ -1,0 +1,175 @@
+"""The command line: outputs, JSON, exit codes and one-line errors (never a traceback)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from mlirtune.cli import main
+from tests.payloads import FAILING_SCHEDULE, MATMUL_16x8x32, UNRESOLVED_SYMBOL
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+def test_list_shows_workloads_and_parameters(capsys):
+    code, out, _ = run(capsys, "list")
+    assert code == 0
+    assert "matmul" in out and "mlp" in out and "M=256" in out and "MC=64" in out
+
+
+def test_run_verifies(capsys):
+    code, out, _ = run(capsys, "run", "matmul", "M=24", "N=40", "K=8", "--param", "MR=4")
+    assert code == 0 and "verification passed" in out
+
+
+def test_bench_json_with_numpy_baseline(capsys):
+    code, out, _ = run(
+        capsys,
+        "bench",
+        "matmul",
+        "M=32",
+        "N=32",
+        "K=32",
+        "--baseline",
+        "numpy",
+        "--json",
+        "--max-time",
+        "0.05",
+    )
+    assert code == 0
+    report = json.loads(out)
+    for key in ("workload", "median_s", "min_s", "gflops", "verified", "samples"):
+        assert key in report
+    assert report["workload"]["name"] == "matmul" and report["verified"] is True
+    assert set(report["baseline"]) >= {"name", "median_s", "gflops"}
+    assert report["speedup_vs_baseline"] == pytest.approx(
+        report["baseline"]["median_s"] / report["median_s"]
+    )
+
+
+def test_bench_table(capsys):
+    code, out, _ = run(capsys, "bench", "mlp", "M=16", "N=16", "K=16", "--max-time", "0.05")
+    assert code == 0 and "GFLOP/s" in out and "verified: yes" in out
+
+
+def test_opt_prints_scheduled_and_lowered_ir(capsys):
+    code, out, _ = run(capsys, "opt", "matmul", "M=16", "N=16", "K=16")
+    assert code == 0
+    assert "after schedule" in out and "vector.fma" in out
+    assert "after lower" in out and "llvm.func @payload" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run", "matmal"], "unknown workload 'matmal'"),
+        (["run", "matmul", "Q=1"], "unknown key 'Q'"),
+        (["run", "matmul", "M=0"], "M must be positive"),
+        (["run", "matmul", "M=-4"], "M must be positive"),
+        (["run", "matmul", "M=1.5"], "M='1.5' is not an integer"),
+        (["run", "matmul", "M"], "'M' is not KEY=VALUE"),
+        (["run", "matmul", "--param", "XX=2"], "unknown schedule parameter 'XX'"),
+        (["run", "matmul", "--param", "MR=two"], "MR='two' is not an integer"),
+        (["run"], "name a workload"),
+        (["bench", "matmul", "dtype=f16"], "dtype='f16' is not one of"),
+    ],
+)
+def test_bad_input_is_one_clear_line_with_exit_2(capsys, argv, message):
+    code, _, err = run(capsys, *argv)
+    assert code == 2
+    assert message in err and err.startswith("mlirtune: error:")
+
+
+@pytest.fixture
+def payload_dir(tmp_path):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((16, 8)).astype(np.float32)
+    b = rng.standard_normal((8, 32)).astype(np.float32)
+    (tmp_path / "mm.mlir").write_text(MATMUL_16x8x32)
+    (tmp_path / "bad.mlir").write_text("func.func @f() {\n  %x = arith.addf %y, %y : f32\n}\n")
+    (tmp_path / "sched.mlir").write_text(FAILING_SCHEDULE)
+    (tmp_path / "jit.mlir").write_text(UNRESOLVED_SYMBOL)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    np.save(tmp_path / "c.npy", a @ b)
+    np.save(tmp_path / "wrong.npy", a @ b * 2)
+    return tmp_path
+
+
+def test_run_payload_file(capsys, payload_dir):
+    d = payload_dir
+    code, out, _ = run(
+        capsys,
+        "run",
+        "--payload",
+        str(d / "mm.mlir"),
+        "--entry",
+        "mm",
+        "--inputs",
+        f"{d / 'a.npy'},{d / 'b.npy'}",
+        "--expect",
+        str(d / "c.npy"),
+    )
+    assert code == 0 and "verification passed" in out
+
+
+def test_failed_verification_exits_1_with_statistics(capsys, payload_dir):
+    d = payload_dir
+    code, out, _ = run(
+        capsys,
+        "run",
+        "--payload",
+        str(d / "mm.mlir"),
+        "--entry",
+        "mm",
+        "--inputs",
+        f"{d / 'a.npy'},{d / 'b.npy'}",
+        "--expect",
+        str(d / "wrong.npy"),
+    )
+    assert code == 1
+    assert "verification FAILED" in out and "max abs error" in out and "arg2[" in out
+
+
+def test_malformed_mlir_shows_file_and_line(capsys, payload_dir):
+    code, _, err = run(capsys, "run", "--payload", str(payload_dir / "bad.mlir"), "--entry", "f")
+    assert code == 2 and "[parse]" in err and "bad.mlir:2:" in err
+
+
+def test_missing_entry_function(capsys, payload_dir):
+    code, _, err = run(capsys, "run", "--payload", str(payload_dir / "mm.mlir"), "--entry", "nope")
+    assert code == 2 and "entry function @nope not found; it defines @mm" in err
+
+
+def test_schedule_failure_names_the_transform_op(capsys, payload_dir):
+    d = payload_dir
+    code, _, err = run(
+        capsys,
+        "run",
+        "--payload",
+        str(d / "mm.mlir"),
+        "--entry",
+        "mm",
+        "--schedule",
+        str(d / "sched.mlir"),
+    )
+    assert code == 2 and "[schedule]" in err
+    assert 'sched.mlir":5:' in err and "too many tiles provided" in err
+
+
+def test_jit_failure(capsys, payload_dir):
+    code, _, err = run(capsys, "run", "--payload", str(payload_dir / "jit.mlir"), "--entry", "f")
+    assert code == 2 and "[jit]" in err
+
+
+def test_help_teaches(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", "--help"])
+    out = capsys.readouterr().out
+    assert exit_info.value.code == 0
+    assert "--baseline" in out and "examples:" in out and "KEY=VALUE" in out

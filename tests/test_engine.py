@@ -1,0 +1,95 @@
+"""MLIR JIT engine: lowering, the native timer, benchmark results, error stages."""
+
+import pytest
+from mlir import ir
+
+from mlirtune.bench.timer import TIMER_ENTRY
+from mlirtune.engine import MlirJitEngine
+from mlirtune.errors import MlirtuneError
+from mlirtune.runtime import AcceleratorDevice
+from mlirtune.workloads import Matmul
+
+
+def _ops(module: ir.Module) -> set[str]:
+    names: set[str] = set()
+
+    def visit(op):
+        names.add(op.name)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return names
+
+
+def test_lower_payload_reaches_llvm_dialect(engine):
+    module = engine.lower_payload(Matmul(M=32, N=32, K=32))
+    assert {n.split(".")[0] for n in _ops(module)} <= {"llvm", "builtin"}
+
+
+def test_default_schedule_emits_vector_fmas(engine):
+    stages = {}
+    engine.lower_payload(
+        Matmul(M=64, N=64, K=64), observer=lambda stage, m: stages.update({stage: _ops(m)})
+    )
+    assert "vector.fma" in stages["schedule"]
+    assert "linalg.matmul" not in stages["schedule"]  # fully vectorized, no scalar fallback
+
+
+def test_compiled_kernel_has_timer_and_non_inlined_payload(engine):
+    kernel = engine.compile(Matmul(M=16, N=16, K=16))
+    functions = {}
+
+    def visit(op):
+        if op.name == "llvm.func":
+            functions[ir.StringAttr(op.attributes["sym_name"]).value] = op
+        return ir.WalkResult.ADVANCE
+
+    kernel.module.operation.walk(visit)
+    assert TIMER_ENTRY in functions
+    # The timed calls cannot be folded away: the payload is never inlined into the loop.
+    passthrough = ir.ArrayAttr(functions["payload"].attributes["passthrough"])
+    assert ir.StringAttr.get("noinline", passthrough.context) in list(passthrough)
+
+
+def test_compile_is_cached(engine):
+    workload = Matmul(M=16, N=24, K=8)
+    assert engine.compile(workload) is engine.compile(workload)
+    assert engine.compile(workload) is not engine.compile(workload, {"MR": 4})
+
+
+def test_benchmark_result(engine):
+    from mlirtune.bench.harness import BenchOptions
+
+    options = BenchOptions(max_time_s=0.2, min_samples=5)
+    result = engine.benchmark(Matmul(M=64, N=64, K=64), options=options)
+    s = result.stats
+    assert result.verified
+    assert len(result.samples) == s.count >= 5
+    assert all(x > 0 for x in result.samples)
+    assert s.min <= s.ci_low <= s.median <= s.ci_high
+    assert s.iqr >= 0 and s.cv >= 0
+    assert result.gflops == pytest.approx(2 * 64**3 / s.median / 1e9)
+    payload = result.to_json()
+    for key in ("workload", "median_s", "min_s", "gflops", "verified", "samples"):
+        assert key in payload
+
+
+def test_benchmark_refuses_wrong_results(engine):
+    workload = Matmul(M=16, N=16, K=16)
+    workload.__dict__["reference_outputs"] = [workload.reference_outputs[0] + 1]
+    with pytest.raises(MlirtuneError, match=r"\[verify\] verification FAILED"):
+        engine.benchmark(workload)
+
+
+def test_engine_rejects_non_host_runtime():
+    class FakeGpu(AcceleratorDevice):
+        kind = "fake-gpu"
+
+        def allocate(self, name, initial, placement): ...
+        def release(self, buffer): ...
+        def to_host(self, buffer): ...
+        def copy_to_device(self, buffer): ...
+        def copy_to_host(self, buffer): ...
+
+    with pytest.raises(MlirtuneError, match="host runtime only"):
+        MlirJitEngine(FakeGpu(0))

@@ -1,0 +1,105 @@
+"""Matmul and MLP workloads: verification, caching, tolerance, complexity, options."""
+
+import numpy as np
+import pytest
+
+from mlirtune.errors import UsageError
+from mlirtune.workloads import Matmul, Mlp
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"M": 64, "N": 64, "K": 64},
+        {"M": 50, "N": 30, "K": 70},  # nothing divides the default tiles
+        {"M": 8, "N": 200, "K": 3},
+        {"M": 32, "N": 48, "K": 16, "dtype": "f64"},
+        {"M": 16, "N": 64, "K": 32, "dtype": "bf16"},
+        {"M": 24, "N": 40, "K": 8, "bias": True},
+        {"M": 24, "N": 40, "K": 8, "relu": True},
+    ],
+)
+def test_matmul_verifies(engine, options):
+    result = engine.execute(Matmul(**options))
+    assert result.verification.ok, result.verification.summary()
+    assert not result.verification.skipped
+
+
+def test_mlp_fuses_bias_and_relu_and_verifies(engine):
+    workload = Mlp(M=40, N=72, K=24)
+    assert [a.name for a in workload.arguments()] == ["A", "B", "bias", "C"]
+    result = engine.execute(workload)
+    assert result.verification.ok, result.verification.summary()
+    # ReLU really applied: the reference has zeros and negatives were clipped.
+    assert (workload.reference_outputs[0] == 0).any()
+    assert (workload.reference_outputs[0] >= 0).all()
+
+
+def test_matmul_with_non_default_schedule_parameters(engine):
+    result = engine.execute(Matmul(M=48, N=96, K=40), {"MC": 16, "NC": 32, "KC": 8, "MR": 4})
+    assert result.verification.ok
+    assert result.parameters["MR"] == 4 and result.parameters["NR"] == 32
+
+
+def test_wrong_reference_is_reported_with_location(engine):
+    workload = Matmul(M=16, N=16, K=16)
+    wrong = workload.reference_outputs[0].copy()
+    wrong[3, 5] += 10.0
+    workload.__dict__["reference_outputs"] = [wrong]
+    verification = engine.execute(workload).verification
+    assert not verification.ok
+    assert verification.worst_output == "C" and verification.worst_index == (3, 5)
+    assert verification.max_abs_error == pytest.approx(10.0, rel=1e-3)
+    assert "FAILED" in verification.summary()
+
+
+def test_inputs_are_cached_and_seeded():
+    workload = Matmul(M=8, N=8, K=8)
+    assert workload.inputs is workload.inputs
+    assert workload.reference_outputs is workload.reference_outputs
+    same_seed = Matmul(M=8, N=8, K=8)
+    np.testing.assert_array_equal(workload.inputs[0], same_seed.inputs[0])
+    other_seed = Matmul(M=8, N=8, K=8, seed=1)
+    assert not np.array_equal(workload.inputs[0], other_seed.inputs[0])
+
+
+def test_reference_is_computed_once_across_executions(engine, monkeypatch):
+    workload = Matmul(M=8, N=8, K=8)
+    calls = []
+    original = Matmul.reference
+    monkeypatch.setattr(Matmul, "reference", lambda self, x: calls.append(1) or original(self, x))
+    for _ in range(3):
+        assert engine.execute(workload).verification.ok
+    assert len(calls) == 1
+
+
+def test_complexity():
+    c = Matmul(M=4, N=5, K=6).get_complexity()
+    assert c.flops == 2 * 4 * 5 * 6
+    assert c.bytes_read == (4 * 6 + 6 * 5) * 4
+    assert c.bytes_written == 4 * 5 * 4
+    mlp = Mlp(M=4, N=5, K=6).get_complexity()
+    assert mlp.flops == 2 * 4 * 5 * 6 + 2 * 4 * 5
+    assert mlp.bytes_read == (4 * 6 + 6 * 5 + 5) * 4
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"M": 0}, "M must be positive"),
+        ({"K": -3}, "K must be positive"),
+        ({"M": 2.5}, "M must be an integer"),
+        ({"dtype": "f16"}, "dtype='f16' is not one of"),
+        ({"Q": 1}, "unknown option"),
+    ],
+)
+def test_bad_options(options, message):
+    with pytest.raises(UsageError, match=message):
+        Matmul(**options)
+
+
+def test_bad_schedule_parameter_names_it():
+    with pytest.raises(UsageError, match="unknown schedule parameter 'XX'"):
+        Matmul().resolve_parameters({"XX": 4})
+    with pytest.raises(UsageError, match="MR=0 must be a positive integer"):
+        Matmul().resolve_parameters({"MR": 0})
