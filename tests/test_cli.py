@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mlirtune.cli import main
-from tests.payloads import FAILING_SCHEDULE, MATMUL_16x8x32, UNRESOLVED_SYMBOL
+from tests.payloads import FAILING_SCHEDULE, UNRESOLVED_SYMBOL, MATMUL_16x8x32
 
 
 def run(capsys, *argv):

@@ -3,8 +3,8 @@
 `mlirtune_timer(args..., iterations, samples)` fills `samples[s]` with the nanoseconds taken by
 `iterations` back-to-back calls of the entry function, read from CLOCK_MONOTONIC through
 `clock_gettime` (ns resolution; `rtclock` in the runner utils only has microseconds).
-The entry function gets the LLVM `noinline` attribute, so its stores into the output arguments (which
-escape) stay in every iteration and the kernel cannot be optimised away.
+The entry function gets LLVM's `noinline` attribute, so its stores into the output arguments
+(which escape) stay in every iteration and the kernel cannot be optimised away.
 """
 
 from __future__ import annotations
