@@ -93,3 +93,10 @@ def test_engine_rejects_non_host_runtime():
 
     with pytest.raises(MlirtuneError, match="host runtime only"):
         MlirJitEngine(FakeGpu(0))
+
+
+def test_lowered_payload_has_no_stack_buffers(engine):
+    # A stack buffer per loop iteration (from partially lowered n-D transfers) overflowed the
+    # stack on 1024^3 matmuls; the lowering must unroll transfers fully.
+    module = engine.lower_payload(Matmul(M=256, N=256, K=512))
+    assert "llvm.alloca" not in _ops(module)

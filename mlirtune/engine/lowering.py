@@ -9,7 +9,9 @@ HOST_LOWERING = ",".join(
         "buffer-deallocation-pipeline",
         "canonicalize",
         "cse",
-        "convert-vector-to-scf",
+        # Fully unrolled: otherwise each n-D transfer gets a stack buffer per loop iteration,
+        # which overflows the stack on large tiles.
+        "convert-vector-to-scf{full-unroll=true}",
         "convert-linalg-to-loops",
         "expand-strided-metadata",
         "lower-affine",
