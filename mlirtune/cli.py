@@ -58,7 +58,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
         print(f"{name:14s} {cls.description}")
         for p in cls.parameters:
             choices = f" {{{','.join(map(str, p.choices))}}}" if p.choices else ""
-            print(f"    {p.name}={p.default!s:8s} {p.help}{choices}")
+            print(f"    {f'{p.name}={p.default}':16s} {p.help}{choices}")
         defaults = cls().default_schedule_parameters()
         if defaults:
             shown = " ".join(f"{k}={v}" for k, v in defaults.items())

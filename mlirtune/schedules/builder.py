@@ -60,6 +60,28 @@ class ScheduleBuilder:
             attrs = ir.DictAttr.get({attribute: ir.UnitAttr.get()})
             return structured.MatchOp(transform.AnyOpType.get(), target, op_attrs=attrs).result
 
+    def producer(self, consumer: ir.Value, operand: int = 0, step: str = "producer") -> ir.Value:
+        """The op defining operand `operand` of `consumer` (e.g. the op whose result a
+        `materialize_in_destination` writes, i.e. the last op of a payload)."""
+        with self.at(step):
+            return transform.GetProducerOfOperand(
+                transform.AnyOpType.get(), consumer, operand
+            ).result
+
+    def match_generic(
+        self, target: ir.Value, iterators: Sequence[str], step: str = "match"
+    ) -> ir.Value:
+        """linalg.generic ops whose iterator types are exactly `iterators`, e.g. the row
+        reductions ["parallel", "reduction"] of a row-wise payload."""
+        types = [ir.Attribute.parse(f"#linalg.iterator_type<{it}>") for it in iterators]
+        with self.at(step):
+            return structured.MatchOp(
+                transform.AnyOpType.get(),
+                target,
+                ops=["linalg.generic"],
+                op_attrs=ir.DictAttr.get({"iterator_types": ir.ArrayAttr.get(types)}),
+            ).result
+
     def parent_function(self, handle: ir.Value) -> ir.Value:
         with self.at("parent_function"):
             return transform.GetParentOp(
@@ -76,8 +98,42 @@ class ScheduleBuilder:
 
     def fuse(self, target: ir.Value, sizes: Sequence[int], step: str) -> ir.Value:
         """Tile `target` and fuse its producers (fills, element-wise ops) into the tiles."""
+        return self.fuse_with_loops(target, sizes, step)[0]
+
+    def fuse_with_loops(
+        self, target: ir.Value, sizes: Sequence[int], step: str
+    ) -> tuple[ir.Value, list]:
+        """`fuse`, also returning the loop handles (outermost first, one per non-zero size)."""
         with self.at(step):
-            return structured.FuseOp(target, tile_sizes=list(sizes), apply_cleanup=True).transformed
+            op = structured.FuseOp(target, tile_sizes=list(sizes), apply_cleanup=True)
+        return op.transformed, list(op.loops)
+
+    def peel(self, loop_handle: ir.Value, step: str) -> tuple[ir.Value, ir.Value]:
+        """Split an scf.for into a main loop whose trip count the step divides (so its tiles
+        have static sizes and vectorize) and a remainder loop for the partial tile."""
+        with self.at(step):
+            any_op = transform.AnyOpType.get()
+            op = loop.LoopPeelOp(any_op, any_op, loop_handle)
+        return op.peeled_loop, op.remainder_loop
+
+    def canonicalize(self, target: ir.Value, step: str = "canonicalize") -> None:
+        """Apply canonicalization patterns (folds single-iteration loops, static sizes)."""
+        with self.at(step):
+            patterns = transform.ApplyPatternsOp(target)
+            with ir.InsertionPoint(patterns.patterns):
+                transform.apply_patterns_canonicalization()
+
+    def tile_reduction(
+        self, target: ir.Value, sizes: Sequence[int], step: str
+    ) -> tuple[ir.Value, ir.Value, ir.Value]:
+        """Tile reduction dims into a loop that accumulates a partial result of tile shape
+        element-wise, merged once after the loop; returns (partial op, merge op, loop)."""
+        with self.at(step):
+            any_op = transform.AnyOpType.get()
+            op = structured.TileReductionUsingForOp(
+                [any_op], any_op, any_op, any_op, target, tile_sizes=list(sizes)
+            )
+        return op.split_op, op.combining_op, op.for_op
 
     def fuse_into(self, producer: ir.Value, loop_handle: ir.Value, step: str) -> ir.Value:
         """Fuse `producer` into the containing loop `loop_handle`."""
@@ -90,6 +146,15 @@ class ScheduleBuilder:
         with self.at("vectorize"):
             return structured.VectorizeChildrenAndApplyPatternsOp(function).result
 
+    def drop_leading_unit_dims(self, function: ir.Value) -> None:
+        """Rewrite vectors with leading unit dims (batch, image rows) to lower rank, so that
+        accumulators are carried as 2-D vectors and need no broadcast to be re-formed."""
+        with self.at("drop_leading_unit_dims"):
+            patterns = transform.ApplyPatternsOp(function)
+            with ir.InsertionPoint(patterns.patterns):
+                tvector.apply_patterns_vector_cast_away_vector_leading_one_dim()
+                transform.apply_patterns_canonicalization()
+
     def hoist_invariant_subsets(self, function: ir.Value) -> None:
         """Keep accumulators in registers: hoist loop-invariant read/write pairs out of loops."""
         with self.at("hoist"):
@@ -99,8 +164,17 @@ class ScheduleBuilder:
                 loop.HoistLoopInvariantSubsetsOp(each.bodyTargets[0])
                 transform.YieldOp([])
 
-    def lower_vectors(self, function: ir.Value) -> None:
-        """Lower contractions to outer products, i.e. broadcast + FMA, and tidy transfers."""
+    def lower_vectors(
+        self,
+        function: ir.Value,
+        reductions: tvector.VectorMultiReductionLowering = (
+            tvector.VectorMultiReductionLowering.InnerParallel
+        ),
+    ) -> None:
+        """Lower contractions to outer products, i.e. broadcast + FMA, and tidy transfers.
+        `reductions` picks how multi-reductions lower: InnerParallel (element-wise across
+        the kept dims, right for contractions) or InnerReduction (one horizontal reduction
+        per kept element, right for reducing the contiguous dim)."""
         with self.at("lower_vectors"):
             patterns = transform.ApplyPatternsOp(function)
             with ir.InsertionPoint(patterns.patterns):
@@ -109,7 +183,7 @@ class ScheduleBuilder:
                 )
                 tvector.apply_patterns_vector_lower_outerproduct()
                 tvector.apply_patterns_vector_lower_multi_reduction(
-                    lowering_strategy=tvector.VectorMultiReductionLowering.InnerParallel
+                    lowering_strategy=reductions
                 )
                 tvector.apply_patterns_vector_transfer_permutation_patterns()
                 tvector.apply_patterns_vector_lower_transfer(max_transfer_rank=1)

@@ -44,6 +44,9 @@ def contraction_schedule(
         s.tile(others, [*ones, mr, nr], step="register_tile_elementwise")
         function = s.match(s.root, ["func.func"], step="match_function")
         function = s.vectorize_function(function)
+        if batch_dims:
+            # Unit batch dims in the accumulators would make lower_vectors loop forever.
+            s.drop_leading_unit_dims(function)
         s.hoist_invariant_subsets(function)
         s.lower_vectors(function)
     return s.module

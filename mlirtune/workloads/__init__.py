@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from mlirtune.errors import UsageError
 from mlirtune.workload import Workload
+from mlirtune.workloads.batch_matmul import BatchMatmul
+from mlirtune.workloads.conv2d import Conv2d
 from mlirtune.workloads.matmul import Matmul, Mlp
 
-WORKLOADS: dict[str, type[Workload]] = {cls.name: cls for cls in (Matmul, Mlp)}
+WORKLOADS: dict[str, type[Workload]] = {cls.name: cls for cls in (Matmul, Mlp, BatchMatmul, Conv2d)}
 
 
 def workload_class(name: str) -> type[Workload]:
@@ -19,4 +21,4 @@ def workload_class(name: str) -> type[Workload]:
         ) from None
 
 
-__all__ = ["WORKLOADS", "Matmul", "Mlp", "workload_class"]
+__all__ = ["WORKLOADS", "BatchMatmul", "Conv2d", "Matmul", "Mlp", "workload_class"]

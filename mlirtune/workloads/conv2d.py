@@ -1,0 +1,136 @@
+"""2-D convolution in NHWC / HWCF / NHWF layout, with stride and dilation, no padding."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from mlir import ir
+from mlir.dialects import linalg
+
+from mlirtune.errors import UsageError
+from mlirtune.ir.dtypes import DType, dtype_named
+from mlirtune.schedules.convolution import convolution_parameters, convolution_schedule
+from mlirtune.workload import ArgSpec, Complexity, Param, Workload
+from mlirtune.workloads.payload import build_payload, zero_filled
+
+# bf16 would need an f32 accumulator and a matching tolerance; only full-precision types here.
+FLOAT_DTYPES = ("f32", "f64")
+
+
+def output_size(size: int, kernel: int, stride: int, dilation: int) -> int:
+    """Output extent of a valid (unpadded) convolution along one spatial dim."""
+    return (size - dilation * (kernel - 1) - 1) // stride + 1
+
+
+class Conv2d(Workload):
+    """O[n,oh,ow,f] = sum over kh,kw,c of I[n, oh*s + kh*d, ow*s + kw*d, c] * K[kh,kw,c,f]."""
+
+    name = "conv2d"
+    description = "2-D convolution, NHWC input, HWCF filter, NHWF output"
+    parameters = (
+        Param("N", int, 1, "batch size"),
+        Param("H", int, 58, "input height"),
+        Param("W", int, 58, "input width"),
+        Param("C", int, 64, "input channels"),
+        Param("F", int, 64, "output channels (filters)"),
+        Param("KH", int, 3, "filter height"),
+        Param("KW", int, 3, "filter width"),
+        Param("stride", int, 1, "stride along H and W"),
+        Param("dilation", int, 1, "dilation along H and W"),
+        Param("dtype", str, "f32", "element type", FLOAT_DTYPES),
+        Param("seed", int, 0, "input RNG seed"),
+    )
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        oh, ow = self.output_hw
+        if oh < 1 or ow < 1:
+            o = self.options
+            raise UsageError(
+                f"{self.name}: empty output {oh}x{ow} for H={o['H']} W={o['W']} "
+                f"KH={o['KH']} KW={o['KW']} stride={o['stride']} dilation={o['dilation']}; "
+                "need H >= dilation*(KH-1)+1 and W >= dilation*(KW-1)+1",
+                stage="workload",
+            )
+
+    @property
+    def dtype(self) -> DType:
+        return dtype_named(self.options["dtype"])
+
+    @property
+    def output_hw(self) -> tuple[int, int]:
+        o = self.options
+        return (
+            output_size(o["H"], o["KH"], o["stride"], o["dilation"]),
+            output_size(o["W"], o["KW"], o["stride"], o["dilation"]),
+        )
+
+    @property
+    def loop_sizes(self) -> list[int]:
+        """Sizes of the conv's loops in linalg order: N, OH, OW, F, KH, KW, C."""
+        o = self.options
+        return [o["N"], *self.output_hw, o["F"], o["KH"], o["KW"], o["C"]]
+
+    def arguments(self) -> list[ArgSpec]:
+        o = self.options
+        oh, ow = self.output_hw
+        return [
+            ArgSpec("I", (o["N"], o["H"], o["W"], o["C"]), self.dtype),
+            ArgSpec("K", (o["KH"], o["KW"], o["C"], o["F"]), self.dtype),
+            ArgSpec("O", (o["N"], oh, ow, o["F"]), self.dtype, is_output=True),
+        ]
+
+    def payload_module(self) -> ir.Module:
+        element = self.dtype.mlir()
+        stride, dilation = self.options["stride"], self.options["dilation"]
+
+        def body(inputs, inits):
+            image, kernel = inputs
+            conv = linalg.conv_2d_nhwc_hwcf(
+                image,
+                kernel,
+                outs=[zero_filled(inits[0], element)],
+                strides=[stride, stride],
+                dilations=[dilation, dilation],
+            )
+            return [conv]
+
+        return build_payload(self.arguments(), body)
+
+    def default_schedule_parameters(self) -> dict[str, int]:
+        return convolution_parameters(self.dtype.itemsize)
+
+    def schedule_module(self, parameters=None) -> ir.Module:
+        return convolution_schedule(
+            loop_sizes=self.loop_sizes,
+            parameters=self.resolve_parameters(parameters),
+            name=f"{self.name}_default",
+        )
+
+    def reference(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        image, kernel = (x.astype(np.float64) for x in inputs)
+        n, oh, ow, f, kh_size, kw_size, _ = self.loop_sizes
+        stride, dilation = self.options["stride"], self.options["dilation"]
+        out = np.zeros((n, oh, ow, f))
+        for kh in range(kh_size):
+            for kw in range(kw_size):
+                h0, w0 = kh * dilation, kw * dilation
+                window = image[
+                    :,
+                    h0 : h0 + stride * (oh - 1) + 1 : stride,
+                    w0 : w0 + stride * (ow - 1) + 1 : stride,
+                    :,
+                ]
+                out += np.tensordot(window, kernel[kh, kw], axes=([3], [0]))
+        return [out]
+
+    def accumulation_length(self) -> int:
+        o = self.options
+        return o["KH"] * o["KW"] * o["C"]
+
+    def get_complexity(self) -> Complexity:
+        n, oh, ow, f, kh, kw, c = self.loop_sizes
+        read = sum(a.nbytes for a in self.arguments() if not a.is_output)
+        written = n * oh * ow * f * self.dtype.itemsize
+        return Complexity(2 * n * oh * ow * f * kh * kw * c, read, written)
