@@ -16,7 +16,9 @@ examples:
   mlirtune run matmul M=128 N=256 K=64 --param MR=4
   mlirtune bench matmul M=512 N=512 K=512 dtype=f32 --baseline numpy
   mlirtune bench mlp M=256 N=1024 K=1024 --json
-  mlirtune opt matmul M=64 N=64 K=64
+  mlirtune opt matmul M=64 N=64 K=64 --pipeline x86_64/matmul
+  mlirtune opt matmul --target nvidia-gpu
+  mlirtune pipelines
   mlirtune run --payload kernel.mlir --entry f --inputs a.npy,b.npy --expect c.npy
 
 Workload options are KEY=VALUE (see `mlirtune list`); schedule parameters are
@@ -68,10 +70,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from mlirtune.engine import MlirJitEngine
-
     workload = _workload(args)
-    result = MlirJitEngine().execute(workload, _params(args.param))
+    result = _engine(args).execute(workload, _params(args.param))
     verification = result.verification
     print(verification.summary())
     return 0 if verification.ok else 1
@@ -80,13 +80,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_bench(args: argparse.Namespace) -> int:
     from mlirtune.bench.baseline import measure_numpy
     from mlirtune.bench.harness import BenchOptions
-    from mlirtune.engine import MlirJitEngine
 
     workload = _workload(args)
     options = BenchOptions(max_time_s=args.max_time)
     if not args.json:
         print(f"benchmarking {_label(workload.describe())} ...", file=sys.stderr)
-    result = MlirJitEngine().benchmark(workload, _params(args.param), options=options)
+    result = _engine(args).benchmark(workload, _params(args.param), options=options)
     report: dict[str, Any] = result.to_json()
     baseline = None
     if args.baseline:
@@ -106,21 +105,53 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _cmd_opt(args: argparse.Namespace) -> int:
-    from mlirtune.engine import MlirJitEngine
-
     workload = _workload(args)
 
     def show(stage: str, module) -> None:
         print(f"// ----- after {stage} -----")
         print(module)
 
-    MlirJitEngine().lower_payload(
-        workload, _params(args.param), observer=show, print_after_all=args.print_after_all
+    _target(args).lower(
+        workload,
+        _params(args.param),
+        pipeline=_pipeline(args),
+        observer=show,
+        print_after_all=args.print_after_all,
     )
     return 0
 
 
+def _cmd_pipelines(args: argparse.Namespace) -> int:
+    from mlirtune.pipeline import list_descriptors
+
+    for name, description, _ in list_descriptors():
+        print(f"{name:28s} {description}")
+    target = _target(args)
+    print(f"\nsearch order on {target.name}: {', '.join(target.descriptor_search_path())}")
+    return 0
+
+
 # --- helpers -----------------------------------------------------------------------------
+
+
+def _target(args: argparse.Namespace):
+    from mlirtune.targets import TARGETS
+
+    return TARGETS[args.target]()
+
+
+def _pipeline(args: argparse.Namespace):
+    if getattr(args, "schedule", None):
+        if args.pipeline:
+            raise UsageError("give either --pipeline or --schedule, not both")
+        from mlirtune.pipeline import with_schedule_file
+
+        return with_schedule_file(args.schedule, _target(args))
+    return args.pipeline
+
+
+def _engine(args: argparse.Namespace):
+    return _target(args).engine(_pipeline(args))
 
 
 def _workload(args: argparse.Namespace):
@@ -134,7 +165,6 @@ def _workload(args: argparse.Namespace):
             entry=args.entry,
             inputs=_split(args.inputs),
             expect=_split(args.expect),
-            schedule=args.schedule,
         )
     if not args.workload:
         raise UsageError("name a workload (see `mlirtune list`) or give --payload FILE")
@@ -175,9 +205,11 @@ def _label(description: dict[str, Any]) -> str:
 
 
 def _print_bench(result, baseline, report) -> None:
-    params = " ".join(f"{k}={v}" for k, v in result.parameters.items()) or "(none)"
+    sources = report.get("parameter_sources", {})
+    params = " ".join(f"{k}={v}({sources.get(k, '?')})" for k, v in result.parameters.items())
     print(f"{_label(result.workload)}")
-    print(f"  schedule parameters: {params}")
+    print(f"  pipeline: {report.get('pipeline', '?')}")
+    print(f"  schedule parameters: {params or '(none)'}")
     rows = [("mlirtune", result)] + ([("numpy (1 thread)", baseline)] if baseline else [])
     for name, r in rows:
         s = r.stats
@@ -201,8 +233,21 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    def add_target(cmd: argparse.ArgumentParser) -> None:
+        from mlirtune.targets import TARGETS
+
+        cmd.add_argument(
+            "--target",
+            choices=sorted(TARGETS),
+            default="host",
+            help="compilation target (default: host, with detected CPU features)",
+        )
+
     listing = commands.add_parser("list", help="list workloads and their options")
     listing.set_defaults(handler=_cmd_list)
+    pipelines = commands.add_parser("pipelines", help="list the pipeline descriptors")
+    pipelines.set_defaults(handler=_cmd_pipelines)
+    add_target(pipelines)
 
     def workload_command(name: str, help_text: str, handler) -> argparse.ArgumentParser:
         cmd = commands.add_parser(
@@ -226,6 +271,12 @@ def _parser() -> argparse.ArgumentParser:
         cmd.add_argument("--inputs", metavar="A.npy,...", help="input arrays for --payload")
         cmd.add_argument("--expect", metavar="OUT.npy,...", help="expected outputs for --payload")
         cmd.add_argument("--schedule", metavar="FILE.mlir", help="transform schedule for --payload")
+        cmd.add_argument(
+            "--pipeline",
+            metavar="NAME|FILE.yaml",
+            help="pipeline descriptor (default: looked up by workload and root-op kind)",
+        )
+        add_target(cmd)
         cmd.set_defaults(handler=handler)
         return cmd
 

@@ -23,6 +23,8 @@ from mlirtune.verify import VerificationResult, compare
 
 if TYPE_CHECKING:
     from mlirtune.engine.base import Engine
+    from mlirtune.ir.roots import OpInfo
+    from mlirtune.schedules.library import ScheduleEntry
 
 
 @dataclass(frozen=True)
@@ -147,13 +149,43 @@ class Workload(ABC):
     def get_complexity(self) -> Complexity:
         """FLOPs and bytes for one execution."""
 
+    @cached_property
+    def root(self) -> OpInfo | None:
+        """The payload's first root op, inspected once through the bindings."""
+        from mlirtune.ir.context import new_context
+        from mlirtune.ir.roots import find_roots
+
+        with new_context(), ir.Location.unknown():
+            roots = find_roots(self.payload_module())
+        return roots[0][1] if roots else None
+
+    def schedule_entry(self) -> ScheduleEntry | None:
+        """The library schedule for this payload's root op (None: nothing to schedule)."""
+        from mlirtune.schedules.library import SCHEDULES
+
+        if self.root is None:
+            return None
+        return next((e for e in SCHEDULES.values() if self.root.kind in e.root_kinds), None)
+
     def default_schedule_parameters(self) -> dict[str, int]:
-        """Schedule parameters used when the caller sets none."""
-        return {}
+        """The library defaults of this workload's schedule."""
+        entry = self.schedule_entry()
+        return entry.defaults(self.root) if entry else {}
+
+    def resolve_parameters(self, parameters: dict[str, Any] | None) -> dict[str, Any]:
+        """Defaults overlaid with `parameters`; an unknown name is an error naming it."""
+        entry = self.schedule_entry()
+        if entry is None:
+            if parameters:
+                raise UsageError(f"{self.name} has no schedule parameters", stage="schedule")
+            return {}
+        return entry.parameters(self.root, parameters)
 
     def schedule_module(self, parameters: dict[str, Any] | None = None) -> ir.Module | None:
-        """A new transform module for `parameters` (None: lower the payload unscheduled)."""
-        return None
+        """A new transform module for `parameters`; the payload must have its root ops
+        annotated (mlirtune.ir.roots.annotate_roots), as every pipeline does first."""
+        entry = self.schedule_entry()
+        return entry.build(self.root, self.resolve_parameters(parameters)) if entry else None
 
     def numpy_baseline(self) -> Callable[[], object] | None:
         """A closure computing the same result with numpy in the workload's dtype, for
@@ -171,24 +203,6 @@ class Workload(ABC):
         return [runner_library("mlir_c_runner_utils")]
 
     # --- shared machinery -----------------------------------------------------------------
-
-    def resolve_parameters(self, parameters: dict[str, Any] | None) -> dict[str, Any]:
-        """Defaults overlaid with `parameters`; an unknown name is an error naming it."""
-        resolved = self.default_schedule_parameters()
-        for key, value in (parameters or {}).items():
-            if key not in resolved:
-                known = ", ".join(resolved) or "none"
-                raise UsageError(
-                    f"{self.name}: unknown schedule parameter {key!r}; known: {known}",
-                    stage="schedule",
-                )
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise UsageError(
-                    f"{self.name}: schedule parameter {key}={value!r} must be a positive integer",
-                    stage="schedule",
-                )
-            resolved[key] = value
-        return resolved
 
     @property
     def seed(self) -> int:

@@ -73,7 +73,7 @@ def test_opt_prints_scheduled_and_lowered_ir(capsys):
         (["run", "matmul", "M=-4"], "M must be positive"),
         (["run", "matmul", "M=1.5"], "M='1.5' is not an integer"),
         (["run", "matmul", "M"], "'M' is not KEY=VALUE"),
-        (["run", "matmul", "--param", "XX=2"], "unknown schedule parameter 'XX'"),
+        (["run", "matmul", "--param", "XX=2"], "unknown parameter(s) XX"),
         (["run", "matmul", "--param", "MR=two"], "MR='two' is not an integer"),
         (["run"], "name a workload"),
         (["bench", "matmul", "dtype=f16"], "dtype='f16' is not one of"),

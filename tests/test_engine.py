@@ -31,8 +31,10 @@ def test_default_schedule_emits_vector_fmas(engine):
     engine.lower_payload(
         Matmul(M=64, N=64, K=64), observer=lambda stage, m: stages.update({stage: _ops(m)})
     )
-    assert "vector.fma" in stages["schedule"]
-    assert "linalg.matmul" not in stages["schedule"]  # fully vectorized, no scalar fallback
+    assert "vector.fma" in stages["schedule contraction"]
+    assert (
+        "linalg.matmul" not in stages["schedule contraction"]
+    )  # fully vectorized, no scalar fallback
 
 
 def test_compiled_kernel_has_timer_and_non_inlined_payload(engine):

@@ -99,7 +99,7 @@ def test_bad_options(options, message):
 
 
 def test_bad_schedule_parameter_names_it():
-    with pytest.raises(UsageError, match="unknown schedule parameter 'XX'"):
+    with pytest.raises(UsageError, match="unknown parameter 'XX'"):
         Matmul().resolve_parameters({"XX": 4})
-    with pytest.raises(UsageError, match="MR=0 must be a positive integer"):
+    with pytest.raises(UsageError, match="parameter MR=0 must be a positive integer"):
         Matmul().resolve_parameters({"MR": 0})

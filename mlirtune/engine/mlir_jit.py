@@ -5,11 +5,11 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from mlir import ir
-from mlir.dialects.transform import interpreter
 from mlir.execution_engine import ExecutionEngine
 from mlir.runtime import get_ranked_memref_descriptor
 
@@ -17,12 +17,13 @@ from mlirtune.bench.harness import BenchOptions, run_benchmark
 from mlirtune.bench.result import BenchResult
 from mlirtune.bench.timer import TIMER_ENTRY, add_timer
 from mlirtune.engine.base import Engine, ExecutionResult
-from mlirtune.engine.lowering import host_pipeline
-from mlirtune.errors import MlirtuneError, UsageError, VerificationError
-from mlirtune.ir.context import new_context, run_passes
+from mlirtune.errors import MlirtuneError, VerificationError
+from mlirtune.ir.context import new_context
 from mlirtune.ir.inspect import find_function
+from mlirtune.ir.roots import annotate_roots
+from mlirtune.pipeline import Descriptor, Lowering, resolve_descriptor, resolve_values, run_pipeline
 from mlirtune.runtime import Buffer, HostRuntime, Runtime
-from mlirtune.schedules.builder import ENTRY_POINT
+from mlirtune.targets.base import Target
 
 Observer = Callable[[str, ir.Module], None]
 
@@ -34,6 +35,14 @@ class CompiledKernel:
     engine: ExecutionEngine
     entry: str
     module: ir.Module
+    lowering: Lowering
+
+    def provenance(self) -> dict[str, Any]:
+        """Which pipeline ran and where each parameter value came from."""
+        return {
+            "pipeline": str(self.lowering.descriptor.path),
+            "parameter_sources": dict(self.lowering.sources),
+        }
 
     def call(self, buffers: list[Buffer]) -> None:
         """Run the entry function once on `buffers`."""
@@ -52,12 +61,25 @@ class CompiledKernel:
 
 
 class MlirJitEngine(Engine):
-    """Lowers with the workload's transform schedule and runs through MLIR's ExecutionEngine."""
+    """Lowers through the target's pipeline descriptor and runs with MLIR's ExecutionEngine."""
 
-    def __init__(self, runtime: Runtime | None = None, opt_level: int = 3) -> None:
+    def __init__(
+        self,
+        runtime: Runtime | None = None,
+        *,
+        target: Target | None = None,
+        pipeline: str | Path | Descriptor | None = None,
+        opt_level: int = 3,
+    ) -> None:
         super().__init__(runtime or HostRuntime())
         if not isinstance(self.runtime, HostRuntime):
             raise MlirtuneError("the MLIR JIT engine runs on the host runtime only")
+        if target is None:
+            from mlirtune.targets.host_cpu import HostCPU
+
+            target = HostCPU()
+        self.target = target
+        self.pipeline = pipeline
         self.opt_level = opt_level
         self._cache: dict[str, CompiledKernel] = {}
 
@@ -71,30 +93,37 @@ class MlirJitEngine(Engine):
         observer: Observer | None = None,
         print_after_all: bool = False,
     ) -> ir.Module:
-        return self._lower(workload, schedule_parameters, False, observer, print_after_all)
+        module, _ = self._lower(workload, schedule_parameters, False, observer, print_after_all)
+        return module
 
     def _lower(self, workload, parameters, with_timer, observer=None, print_after_all=False):
         with new_context(), ir.Location.unknown():
             module = workload.payload_module()
             find_function(module, workload.entry)
-            schedule = workload.schedule_module(parameters)
-            if schedule is not None:
-                apply_schedule(module, schedule)
-            if observer:
-                observer("schedule", module)
-            if with_timer:
-                add_timer(module, workload.entry)
-            run_passes(module, host_pipeline(), stage="lower", print_after_all=print_after_all)
-            if observer:
-                observer("lower", module)
-            return module
+            roots = annotate_roots(module)
+            lowering = resolve_values(
+                self._descriptor(workload, roots), self.target, roots, explicit=parameters
+            )
+            run_pipeline(
+                module,
+                lowering,
+                observer=observer,
+                print_after_all=print_after_all,
+                after_schedules=(lambda m: add_timer(m, workload.entry)) if with_timer else None,
+            )
+            return module, lowering
+
+    def _descriptor(self, workload, roots) -> Descriptor:
+        if isinstance(self.pipeline, Descriptor):
+            return self.pipeline
+        names = [workload.name, *(op.kind for op in roots[:1])]
+        return resolve_descriptor(self.pipeline, self.target, names)
 
     def compile(self, workload, schedule_parameters=None) -> CompiledKernel:
         """Lower and JIT once per (workload, parameters); later calls hit the cache."""
-        parameters = workload.resolve_parameters(schedule_parameters)
-        key = repr((workload.describe(), sorted(parameters.items())))
+        key = repr((workload.describe(), sorted((schedule_parameters or {}).items())))
         if key not in self._cache:
-            module = self._lower(workload, parameters, with_timer=True)
+            module, lowering = self._lower(workload, schedule_parameters, with_timer=True)
             libraries = sorted(set(workload.requirements()) | set(self.runtime.requirements()))
             try:
                 engine = ExecutionEngine(module, opt_level=self.opt_level, shared_libs=libraries)
@@ -107,7 +136,7 @@ class MlirJitEngine(Engine):
                     f"JIT compilation failed: {error} (LLVM's reason is printed above)",
                     stage="jit",
                 ) from None
-            self._cache[key] = CompiledKernel(engine, workload.entry, module)
+            self._cache[key] = CompiledKernel(engine, workload.entry, module, lowering)
         return self._cache[key]
 
     # --- running -------------------------------------------------------------------------
@@ -118,9 +147,7 @@ class MlirJitEngine(Engine):
             kernel.call(buffers)
             self.runtime.synchronize()
             verification = workload.verify(self) if check_correctness else None
-        return ExecutionResult(
-            workload.describe(), workload.resolve_parameters(schedule_parameters), verification
-        )
+        return ExecutionResult(workload.describe(), dict(kernel.lowering.values), verification)
 
     def benchmark(
         self,
@@ -138,35 +165,17 @@ class MlirJitEngine(Engine):
                 verification = workload.verify(self)
                 if not verification.ok and not verification.skipped:
                     raise VerificationError(verification.summary(), stage="verify")
-            samples_ns = run_benchmark(
+            seconds = run_benchmark(
                 lambda iterations, count: kernel.time(buffers, iterations, count), options
             )
         return BenchResult.from_samples(
             workload=workload.describe(),
-            parameters=workload.resolve_parameters(schedule_parameters),
-            seconds=samples_ns,
+            parameters=kernel.lowering.values,
+            seconds=seconds,
             complexity=workload.get_complexity(),
             verified=bool(verification and verification.ok and not verification.skipped),
+            extra={"target": self.target.name, **kernel.provenance()},
         )
-
-
-def apply_schedule(payload: ir.Module, schedule: ir.Module) -> None:
-    """Run the schedule's entry sequence on `payload` with the transform interpreter."""
-    entry = next(
-        (
-            op
-            for op in schedule.body.operations
-            if op.operation.name == "transform.named_sequence"
-            and ir.StringAttr(op.attributes["sym_name"]).value == ENTRY_POINT
-        ),
-        None,
-    )
-    if entry is None:
-        raise UsageError(f"schedule has no @{ENTRY_POINT} named sequence", stage="schedule")
-    try:
-        interpreter.apply_named_sequence(payload, entry, schedule)
-    except (ValueError, ir.MLIRError) as error:
-        raise MlirtuneError(f"schedule failed to apply: {error}", stage="schedule") from None
 
 
 def _pointer_to_descriptor(array: np.ndarray):

@@ -14,6 +14,8 @@ from mlir.dialects import transform
 from mlir.dialects.transform import loop, structured
 from mlir.dialects.transform import vector as tvector
 
+from mlirtune.ir.roots import ROOT_ATTRIBUTE
+
 ENTRY_POINT = "__transform_main"
 
 
@@ -54,11 +56,16 @@ class ScheduleBuilder:
         with self.at(step):
             return structured.MatchOp.match_op_names(target, list(op_names)).result
 
-    def match_attribute(self, target: ir.Value, attribute: str, step: str = "match") -> ir.Value:
-        """Ops carrying the unit attribute `attribute` (root-op annotations)."""
+    def match_root(self, target: ir.Value, kind: str, step: str = "match_root") -> ir.Value:
+        """Root ops annotated `mlirtune.root = kind` (see mlirtune.ir.roots)."""
         with self.at(step):
-            attrs = ir.DictAttr.get({attribute: ir.UnitAttr.get()})
+            attrs = ir.DictAttr.get({ROOT_ATTRIBUTE: ir.StringAttr.get(kind)})
             return structured.MatchOp(transform.AnyOpType.get(), target, op_attrs=attrs).result
+
+    def last_op(self, step: str = "match_last_op") -> ir.Value:
+        """The op whose result the payload writes to its output argument."""
+        store = self.match(self.root, ["bufferization.materialize_in_destination"], step=step)
+        return self.producer(store, 0, step=step)
 
     def producer(self, consumer: ir.Value, operand: int = 0, step: str = "producer") -> ir.Value:
         """The op defining operand `operand` of `consumer` (e.g. the op whose result a
@@ -123,6 +130,17 @@ class ScheduleBuilder:
             with ir.InsertionPoint(patterns.patterns):
                 transform.apply_patterns_canonicalization()
 
+    def canonicalize_loops(self, target: ir.Value, step: str = "canonicalize_loops") -> None:
+        """`canonicalize` plus the scf.for loop canonicalizations: min/max of loop indices
+        folded from the loop bounds, and dims of loop results and iter_args resolved to
+        the dims of the loop's inits. After peeling, this gives tiles that consume the
+        result of an earlier loop (an epilogue after the K loop) static shapes too."""
+        with self.at(step):
+            patterns = transform.ApplyPatternsOp(target)
+            with ir.InsertionPoint(patterns.patterns):
+                loop.apply_patterns_scf_for_loop_canonicalization()
+                transform.apply_patterns_canonicalization()
+
     def tile_reduction(
         self, target: ir.Value, sizes: Sequence[int], step: str
     ) -> tuple[ir.Value, ir.Value, ir.Value]:
@@ -182,9 +200,7 @@ class ScheduleBuilder:
                     lowering_strategy=tvector.VectorContractLowering.OuterProduct
                 )
                 tvector.apply_patterns_vector_lower_outerproduct()
-                tvector.apply_patterns_vector_lower_multi_reduction(
-                    lowering_strategy=reductions
-                )
+                tvector.apply_patterns_vector_lower_multi_reduction(lowering_strategy=reductions)
                 tvector.apply_patterns_vector_transfer_permutation_patterns()
                 tvector.apply_patterns_vector_lower_transfer(max_transfer_rank=1)
                 tvector.apply_patterns_vector_lower_shape_cast()

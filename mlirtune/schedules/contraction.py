@@ -3,49 +3,108 @@
 Two tiling levels: a cache tile (MC x NC x KC) that fuses the fill and element-wise consumers,
 then a register tile (MR x NR) with a K loop of step 1 that vectorizes to broadcast + FMA.
 Accumulators stay in registers because loop-invariant subsets are hoisted out of the K loop.
+
+When a tile size does not divide its loop, the last tile of that loop is partial and has a
+dynamic shape, which the vectorizer skips (it would run as scalar code). Those loops are
+peeled into a main loop of full tiles and one partial tile, and canonicalization then gives
+every tile a static shape, so that all of them vectorize. Shapes that every tile size divides
+get no peeling, so their IR is the same as without remainder handling.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import dataclass
 
 from mlir import ir
 
+from mlirtune.ir.roots import OpInfo
 from mlirtune.schedules.builder import ScheduleBuilder
 
 CONTRACTION_PARAMETERS = {"MC": 64, "NC": 128, "KC": 256, "MR": 8, "NR": 32}
 
 
-def contraction_schedule(
-    *,
-    anchor_op: str,
-    contraction_op: str,
-    dims: Sequence[int],
-    parameters: dict[str, int],
-    batch_dims: int = 0,
-    name: str = "contraction",
-) -> ir.Module:
-    """Schedule for a payload whose last op is `anchor_op` and whose contraction is
-    `contraction_op`; `dims` are the contraction's loop sizes (batch..., M, N, K)."""
-    *_, m, n, k = dims
+@dataclass(frozen=True)
+class _Remainders:
+    """Which loops have a partial last tile and must be peeled (see `_remainders`)."""
+
+    cache_m: bool
+    cache_n: bool
+    cache_k: bool
+    register_m: bool
+    register_n: bool
+
+    @property
+    def any(self) -> bool:
+        return self.cache_m or self.cache_n or self.cache_k or self.register_m or self.register_n
+
+
+def _remainders(dims: tuple[int, int, int], tiles: tuple[int, int, int, int, int]) -> _Remainders:
+    """Loops whose trip count the step may not divide. A register loop runs over a cache
+    tile, whose extent is the cache tile size, or the remainder of the dimension for the
+    last cache tile; it is peeled if either extent leaves a partial register tile."""
+    m, n, k = dims
+    mc, nc, kc, mr, nr = tiles
+    return _Remainders(
+        cache_m=m % mc != 0,
+        cache_n=n % nc != 0,
+        cache_k=k % kc != 0,
+        register_m=mc % mr != 0 or (m % mc) % mr != 0,
+        register_n=nc % nr != 0 or (n % nc) % nr != 0,
+    )
+
+
+def _register_extents(size: int, cache: int, register: int) -> set[int]:
+    """Extents the register tiles of a dimension of `size` take: full tiles and the partial
+    last tile of each cache tile extent (the full cache tile and the dimension's remainder)."""
+    cache_extents = {cache} | ({size % cache} - {0})
+    extents = set()
+    for extent in cache_extents:
+        if extent >= register:
+            extents.add(register)
+        if extent % register:
+            extents.add(extent % register)
+    return extents
+
+
+def contraction_schedule(op: OpInfo, parameters: dict[str, int]) -> ir.Module:
+    """Schedule for the annotated matmul or batch_matmul root `op` and the element-wise ops
+    that consume it (bias, ReLU), which are fused into its cache tiles."""
+    batch_dims = 1 if op.kind == "batch_matmul" else 0
+    m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
     p = parameters
     mc, nc, kc = min(p["MC"], m), min(p["NC"], n), min(p["KC"], k)
     mr, nr = min(p["MR"], mc), min(p["NR"], nc)
-    ones = [1] * batch_dims
-    with ScheduleBuilder(name) as s:
-        anchor = s.match(s.root, [anchor_op], step="match_anchor")
-        tile = s.fuse(anchor, [*ones, mc, nc], step="cache_tile_mn")
-        del tile  # the handle is consumed by the matches below
-        contraction = s.match(s.root, [contraction_op], step="match_contraction")
-        contraction, _ = s.tile(contraction, [*[0] * batch_dims, 0, 0, kc], step="cache_tile_k")
-        contraction, _ = s.tile(contraction, [*ones, mr, nr, 0], step="register_tile")
-        contraction, _ = s.tile(contraction, [*[0] * batch_dims, 0, 0, 1], step="k_step")
+    remainders = _remainders((m, n, k), (mc, nc, kc, mr, nr))
+    ones, zeros = [1] * batch_dims, [0] * batch_dims
+    with ScheduleBuilder("contraction") as s:
+        # The root's own function: the module may hold others (e.g. a timer loop).
+        function = s.parent_function(s.match_root(s.root, op.kind, step="match_root"))
+        _, cache_loops = s.fuse_with_loops(s.last_op(), [*ones, mc, nc], step="cache_tile_mn")
+        contraction = s.match_root(s.root, op.kind, step="match_contraction")
+        contraction, k_loops = s.tile(contraction, [*zeros, 0, 0, kc], step="cache_tile_k")
+        contraction, register_loops = s.tile(contraction, [*ones, mr, nr, 0], step="register_tile")
+        contraction, _ = s.tile(contraction, [*zeros, 0, 0, 1], step="k_step")
         others = s.match(s.root, ["linalg.fill", "linalg.generic"], step="match_elementwise")
-        s.tile(others, [*ones, mr, nr], step="register_tile_elementwise")
-        function = s.match(s.root, ["func.func"], step="match_function")
+        _, elementwise_loops = s.tile(others, [*ones, mr, nr], step="register_tile_elementwise")
+        if remainders.any:
+            # Innermost loops first: peeling an outer loop clones its body, already peeled.
+            peels = [
+                (remainders.register_n, register_loops[-1], "peel_register_n"),
+                (remainders.register_m, register_loops[-2], "peel_register_m"),
+                (remainders.cache_k, k_loops[-1], "peel_cache_k"),
+                (remainders.register_n, elementwise_loops[-1], "peel_elementwise_n"),
+                (remainders.register_m, elementwise_loops[-2], "peel_elementwise_m"),
+                (remainders.cache_n, cache_loops[-1], "peel_cache_n"),
+                (remainders.cache_m, cache_loops[-2], "peel_cache_m"),
+            ]
+            for needed, loop_handle, step in peels:
+                if needed:
+                    s.peel(loop_handle, step=step)
+            s.canonicalize_loops(function, step="static_tile_shapes")
         function = s.vectorize_function(function)
-        if batch_dims:
-            # Unit batch dims in the accumulators would make lower_vectors loop forever.
+        if batch_dims or 1 in _register_extents(m, mc, mr):
+            # Unit leading dims in the accumulators (the batch dim, or register tiles of one
+            # row) would make lower_vectors loop forever or crash: drop them first.
             s.drop_leading_unit_dims(function)
         s.hoist_invariant_subsets(function)
         s.lower_vectors(function)

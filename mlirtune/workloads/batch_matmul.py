@@ -7,8 +7,6 @@ from mlir import ir
 from mlir.dialects import linalg
 
 from mlirtune.ir.dtypes import DType, dtype_named
-from mlirtune.schedules import contraction_schedule
-from mlirtune.schedules.contraction import CONTRACTION_PARAMETERS
 from mlirtune.workload import ArgSpec, Complexity, Param, Workload
 from mlirtune.workloads.payload import build_payload, zero_filled
 
@@ -55,19 +53,6 @@ class BatchMatmul(Workload):
             return [linalg.batch_matmul(a, b, outs=[zero_filled(inits[0], element)])]
 
         return build_payload(self.arguments(), body)
-
-    def default_schedule_parameters(self) -> dict[str, int]:
-        return dict(CONTRACTION_PARAMETERS)
-
-    def schedule_module(self, parameters=None) -> ir.Module:
-        return contraction_schedule(
-            anchor_op="linalg.batch_matmul",
-            contraction_op="linalg.batch_matmul",
-            dims=self.dims,
-            parameters=self.resolve_parameters(parameters),
-            batch_dims=1,
-            name=f"{self.name}_default",
-        )
 
     def reference(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         a, b = (x.astype(np.float64) for x in inputs)

@@ -10,7 +10,6 @@ from mlir.dialects import linalg
 
 from mlirtune.errors import UsageError
 from mlirtune.ir.dtypes import DType, dtype_named
-from mlirtune.schedules.convolution import convolution_parameters, convolution_schedule
 from mlirtune.workload import ArgSpec, Complexity, Param, Workload
 from mlirtune.workloads.payload import build_payload, zero_filled
 
@@ -97,16 +96,6 @@ class Conv2d(Workload):
             return [conv]
 
         return build_payload(self.arguments(), body)
-
-    def default_schedule_parameters(self) -> dict[str, int]:
-        return convolution_parameters(self.dtype.itemsize)
-
-    def schedule_module(self, parameters=None) -> ir.Module:
-        return convolution_schedule(
-            loop_sizes=self.loop_sizes,
-            parameters=self.resolve_parameters(parameters),
-            name=f"{self.name}_default",
-        )
 
     def reference(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         image, kernel = (x.astype(np.float64) for x in inputs)

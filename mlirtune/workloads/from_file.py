@@ -32,13 +32,11 @@ class FromFile(Workload):
         entry: str = "payload",
         inputs: list[str | Path] | None = None,
         expect: list[str | Path] | None = None,
-        schedule: str | Path | None = None,
         seed: int = 0,
     ) -> None:
         super().__init__()
         self.path = Path(path)
         self.entry = entry
-        self.schedule_path = Path(schedule) if schedule else None
         self.options = {"path": str(self.path), "entry": entry, "seed": seed}
         self._input_files = [_load_npy(p) for p in inputs or []]
         self._expected = [_load_npy(p) for p in expect or []]
@@ -106,9 +104,6 @@ class FromFile(Workload):
             ir.UnitAttr.get()
         )
         return module
-
-    def schedule_module(self, parameters=None):
-        return parse_module(self.schedule_path) if self.schedule_path else None
 
     def make_inputs(self) -> list[np.ndarray]:
         if self._input_files:

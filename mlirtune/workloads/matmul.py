@@ -7,8 +7,6 @@ from mlir import ir
 from mlir.dialects import arith, linalg
 
 from mlirtune.ir.dtypes import DTYPES, dtype_named
-from mlirtune.schedules import contraction_schedule
-from mlirtune.schedules.contraction import CONTRACTION_PARAMETERS
 from mlirtune.workload import ArgSpec, Complexity, Param, Workload
 from mlirtune.workloads.payload import (
     build_payload,
@@ -79,18 +77,6 @@ class Matmul(Workload):
             return [generic([product, *bias], inits[0], maps, ["parallel"] * 2, epilogue)]
 
         return build_payload(self.arguments(), body)
-
-    def default_schedule_parameters(self) -> dict[str, int]:
-        return dict(CONTRACTION_PARAMETERS)
-
-    def schedule_module(self, parameters=None) -> ir.Module:
-        return contraction_schedule(
-            anchor_op="linalg.generic" if self.has_epilogue else "linalg.matmul",
-            contraction_op="linalg.matmul",
-            dims=[self.options[d] for d in "MNK"],
-            parameters=self.resolve_parameters(parameters),
-            name=f"{self.name}_default",
-        )
 
     def reference(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         a, b, *bias = (x.astype(np.float64) for x in inputs)

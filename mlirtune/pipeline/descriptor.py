@@ -1,0 +1,215 @@
+"""YAML pipeline descriptors: a list of `pass`, `schedule` and `include` stages with `$slots`.
+
+    description: matmul-like contractions on x86-64
+    flow: select            # optional: a Python flow fills slots from the target's selector
+    params: {MC: 64, MR: 8} # descriptor defaults; `null` means "a flow must provide it"
+    stages:
+      - schedule: contraction {MC=$MC MR=$MR}
+      - include: ../generic/lower_cpu.yaml
+      - pass: canonicalize
+
+Includes are expanded at load time (with their own `{key=value}` bindings), so a loaded
+Descriptor is a flat list of pass and schedule stages. Every problem is reported with the
+file, the stage number and the cause.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mlirtune.errors import UsageError
+
+STAGE_KINDS = ("pass", "schedule", "include")
+SLOT = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+ARGUMENT = re.compile(r"^\s*([^\s{}]+)\s*(?:\{(.*)\})?\s*$", re.DOTALL)
+ParamValue = int | str | bool | None
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One pass or schedule stage; `origin` is `file:stage N` for error messages."""
+
+    kind: str
+    name: str
+    arguments: dict[str, Any]
+    origin: str
+    base_dir: Path
+
+    def slots(self) -> set[str]:
+        """Slot names this stage reads."""
+        text = self.name if self.kind == "pass" else " ".join(map(str, self.arguments.values()))
+        return set(SLOT.findall(text))
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    """A validated, include-expanded pipeline."""
+
+    path: Path
+    description: str
+    flow: str | None
+    params: dict[str, ParamValue]
+    stages: list[Stage] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.path.stem
+
+
+class DescriptorError(UsageError):
+    """A descriptor that cannot be used; the message names file and stage."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, stage="pipeline")
+
+
+def load_descriptor(path: str | Path, bindings: dict[str, Any] | None = None) -> Descriptor:
+    """Load and validate `path`, expanding includes; `bindings` override its params."""
+    return _load(Path(path).resolve(), dict(bindings or {}), ())
+
+
+def _load(path: Path, bindings: dict[str, Any], chain: tuple[Path, ...]) -> Descriptor:
+    if path in chain:
+        cycle = " -> ".join(p.name for p in (*chain, path))
+        raise DescriptorError(f"{chain[-1]}: include cycle: {cycle}")
+    document = _read_yaml(path)
+    declared = _params(document.get("params") or {}, path)
+    unknown = sorted(set(bindings) - set(declared))
+    if unknown:
+        where = f"{chain[-1]} (include of {path.name})" if chain else str(path)
+        raise DescriptorError(f"{where}: binds unknown param(s) {', '.join(unknown)}")
+    # Bound params are fixed by the includer; the others stay slots of the whole pipeline.
+    params = {k: v for k, v in declared.items() if k not in bindings}
+    flow = document.get("flow")
+    if flow is not None and not isinstance(flow, str):
+        raise DescriptorError(f"{path}: 'flow' must be a name, got {flow!r}")
+    raw_stages = document.get("stages")
+    if not isinstance(raw_stages, list) or not raw_stages:
+        raise DescriptorError(f"{path}: 'stages' must be a non-empty list")
+    stages: list[Stage] = []
+    for number, raw in enumerate(raw_stages, start=1):
+        origin = f"{path}: stage {number}"
+        kind, name, arguments = _parse_stage(raw, origin)
+        if kind == "include":
+            target = (path.parent / name).resolve()
+            if not target.is_file():
+                raise DescriptorError(f"{origin}: include {name!r} not found ({target})")
+            _check_declared(Stage(kind, name, arguments, origin, path.parent), declared)
+            included = _load(target, arguments, (*chain, path))
+            stages.extend(_fill(s, bindings, strict=False) for s in included.stages)
+            for key, value in included.params.items():
+                params.setdefault(key, value)
+            continue
+        stage = Stage(kind, name, arguments, origin, path.parent)
+        _check_declared(stage, declared)
+        stages.append(_fill(stage, bindings, strict=False))
+    description = str(document.get("description", ""))
+    return Descriptor(path, description, flow, params, stages)
+
+
+def _check_declared(stage: Stage, declared: dict[str, Any]) -> None:
+    missing = sorted(stage.slots() - set(declared))
+    if missing:
+        raise DescriptorError(
+            f"{stage.origin}: unfilled slot(s) {', '.join('$' + m for m in missing)}: "
+            "declare them under 'params'"
+        )
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        document = yaml.safe_load(path.read_text())
+    except OSError as error:
+        raise DescriptorError(f"{path}: cannot read: {error.strerror}") from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise DescriptorError(
+            f"{where}: invalid YAML: {getattr(error, 'problem', error)}"
+        ) from None
+    if not isinstance(document, dict):
+        raise DescriptorError(f"{path}: a descriptor is a mapping with a 'stages' list")
+    unknown = sorted(set(document) - {"description", "flow", "params", "stages"})
+    if unknown:
+        raise DescriptorError(f"{path}: unknown key(s) {', '.join(unknown)}")
+    return document
+
+
+def _params(raw: Any, path: Path) -> dict[str, ParamValue]:
+    if not isinstance(raw, dict):
+        raise DescriptorError(f"{path}: 'params' must be a mapping")
+    for key, value in raw.items():
+        if value is not None and not isinstance(value, int | str | bool):
+            raise DescriptorError(
+                f"{path}: param {key} has a bad value type ({type(value).__name__}); "
+                "use an integer, a string, a boolean or null"
+            )
+    return dict(raw)
+
+
+def _parse_stage(raw: Any, origin: str) -> tuple[str, str, dict[str, Any]]:
+    if not isinstance(raw, dict) or len(raw) != 1:
+        raise DescriptorError(f"{origin}: a stage is one of {', '.join(STAGE_KINDS)}: VALUE")
+    ((kind, text),) = raw.items()
+    if kind not in STAGE_KINDS:
+        raise DescriptorError(
+            f"{origin}: unknown stage {kind!r}; expected one of {', '.join(STAGE_KINDS)}"
+        )
+    if not isinstance(text, str) or not text.strip():
+        raise DescriptorError(f"{origin}: {kind} needs a text value, got {text!r}")
+    if kind == "pass":  # upstream pass syntax, options included, is kept verbatim
+        return kind, text.strip(), {}
+    match = ARGUMENT.match(text)
+    if not match:
+        raise DescriptorError(f"{origin}: cannot read {kind} {text!r}; expected NAME {{k=v ...}}")
+    name, body = match.group(1), match.group(2) or ""
+    arguments: dict[str, Any] = {}
+    for item in body.replace(",", " ").split():
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value:
+            raise DescriptorError(f"{origin}: argument {item!r} is not key=value")
+        arguments[key] = _scalar(value)
+    return kind, name, arguments
+
+
+def _scalar(text: str) -> Any:
+    if SLOT.fullmatch(text):
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        return {"true": True, "false": False}.get(text.lower(), text)
+
+
+def _fill(stage: Stage, values: dict[str, Any], strict: bool) -> Stage:
+    """Replace `$slot`s that have a value in `values`; others stay (or fail if strict)."""
+    missing = sorted(n for n in stage.slots() if values.get(n) is None)
+    if strict and missing:
+        raise DescriptorError(
+            f"{stage.origin}: unfilled slot(s) {', '.join('$' + m for m in missing)}: no tuned "
+            "config, selector or default provides them"
+        )
+
+    def fill(text: str) -> Any:
+        whole = SLOT.fullmatch(text)
+        if whole and values.get(whole.group(1)) is not None:
+            return values[whole.group(1)]  # keeps the value's type (int, bool)
+        return SLOT.sub(
+            lambda m: str(values[m.group(1)]) if values.get(m.group(1)) is not None else m.group(0),
+            text,
+        )
+
+    if stage.kind == "pass":
+        return Stage(stage.kind, fill(stage.name), {}, stage.origin, stage.base_dir)
+    arguments = {k: fill(v) if isinstance(v, str) else v for k, v in stage.arguments.items()}
+    return Stage(stage.kind, stage.name, arguments, stage.origin, stage.base_dir)
+
+
+def resolve_stage(stage: Stage, values: dict[str, Any]) -> Stage:
+    """The stage with every slot filled from `values`; an unfilled slot is an error."""
+    return _fill(stage, values, strict=True)

@@ -1,0 +1,121 @@
+"""Descriptor parsing, includes, slots, and every validation error (file, stage, cause)."""
+
+import textwrap
+
+import pytest
+
+from mlirtune.pipeline import DescriptorError, list_descriptors, load_descriptor
+from mlirtune.pipeline.descriptor import resolve_stage
+
+
+def write(directory, name, text):
+    path = directory / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_stages_args_and_defaults(tmp_path):
+    path = write(
+        tmp_path,
+        "p.yaml",
+        """\
+        description: demo
+        flow: select
+        params: {A: 4, B: null}
+        stages:
+          - schedule: contraction {MC=$A, NR=$B KC=7}
+          - pass: canonicalize{max-iterations=$A}
+        """,
+    )
+    d = load_descriptor(path)
+    assert d.description == "demo" and d.flow == "select"
+    assert d.params == {"A": 4, "B": None}
+    schedule, canonicalize = d.stages
+    assert schedule.arguments == {"MC": "$A", "NR": "$B", "KC": 7}
+    assert schedule.slots() == {"A", "B"}
+    assert resolve_stage(canonicalize, {"A": 3}).name == "canonicalize{max-iterations=3}"
+    assert resolve_stage(schedule, {"A": 3, "B": 9}).arguments == {"MC": 3, "NR": 9, "KC": 7}
+
+
+def test_includes_are_expanded_with_bindings(tmp_path):
+    write(
+        tmp_path,
+        "inner.yaml",
+        """\
+        params: {X: 1, Y: 2}
+        stages:
+          - schedule: s {a=$X b=$Y}
+        """,
+    )
+    outer = write(
+        tmp_path,
+        "outer.yaml",
+        """\
+        params: {Z: 5, Y: 20}
+        stages:
+          - pass: cse
+          - include: inner.yaml {X=$Z}
+        """,
+    )
+    d = load_descriptor(outer)
+    assert [s.kind for s in d.stages] == ["pass", "schedule"]
+    # X is bound to the includer's slot $Z; Y stays a slot and the includer's default wins.
+    assert d.stages[1].arguments == {"a": "$Z", "b": "$Y"}
+    assert d.params == {"Z": 5, "Y": 20}
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        ({"p.yaml": "stages:\n  - frobnicate: x\n"}, "stage 1: unknown stage 'frobnicate'"),
+        (
+            {"p.yaml": "stages:\n  - include: nowhere.yaml\n"},
+            "stage 1: include 'nowhere.yaml' not found",
+        ),
+        (
+            {
+                "p.yaml": "stages:\n  - include: q.yaml\n",
+                "q.yaml": "stages:\n  - include: p.yaml\n",
+            },
+            "include cycle: p.yaml -> q.yaml -> p.yaml",
+        ),
+        (
+            {"p.yaml": "stages:\n  - pass: cse\n  - schedule: s {a=$NOPE}\n"},
+            "stage 2: unfilled slot(s) $NOPE",
+        ),
+        (
+            {"p.yaml": "params: {A: [1, 2]}\nstages:\n  - pass: cse\n"},
+            "param A has a bad value type (list)",
+        ),
+        ({"p.yaml": "stages: []\n"}, "'stages' must be a non-empty list"),
+        ({"p.yaml": "stages:\n  - pass: cse\n  bad: [\n"}, "invalid YAML"),
+        ({"p.yaml": "stages:\n  - schedule: s {a}\n"}, "argument 'a' is not key=value"),
+        ({"p.yaml": "stagez:\n  - pass: cse\n"}, "unknown key(s) stagez"),
+    ],
+)
+def test_errors_name_file_stage_and_cause(tmp_path, files, message):
+    for name, text in files.items():
+        write(tmp_path, name, text)
+    with pytest.raises(DescriptorError) as error:
+        load_descriptor(tmp_path / "p.yaml")
+    assert message in str(error.value)
+    assert "p.yaml" in str(error.value)
+
+
+def test_slot_without_any_value_fails_at_lowering(tmp_path):
+    d = load_descriptor(
+        write(tmp_path, "p.yaml", "params: {B: null}\nstages:\n  - schedule: s {a=$B}\n")
+    )
+    with pytest.raises(DescriptorError, match=r"stage 1: unfilled slot\(s\) \$B"):
+        resolve_stage(d.stages[0], d.params)
+
+
+def test_every_packaged_descriptor_loads():
+    found = list_descriptors()
+    names = {name for name, _, _ in found}
+    for kind in ("matmul", "mlp", "batch_matmul", "conv2d", "softmax", "elementwise"):
+        assert f"x86_64/{kind}" in names
+    for isa in ("avx512", "avx2"):
+        assert f"x86_64/{isa}/matmul" in names
+    assert "generic/default" in names
+    assert all(description for _, description, _ in found)

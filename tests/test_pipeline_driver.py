@@ -1,0 +1,97 @@
+"""Slot sources (explicit > tuned > selector > defaults), flows, and schedule stages."""
+
+import textwrap
+
+import pytest
+from mlir import ir
+
+from mlirtune.errors import MlirtuneError, UsageError
+from mlirtune.ir.roots import OpInfo, annotate_roots
+from mlirtune.pipeline import DescriptorError, load_descriptor, resolve_values, run_pipeline
+from mlirtune.targets.base import Target
+from mlirtune.workloads import Conv2d, Matmul
+
+
+class StubTarget(Target):
+    name = "stub"
+
+    def descriptor_search_path(self):
+        return ["x86_64", "generic"]
+
+    def select_parameters(self, schedule, op: OpInfo):
+        return {"MR": 4, "NR": 16, "KC": 32}
+
+    def fingerprint(self):
+        return {}
+
+
+def descriptor(tmp_path, body):
+    path = tmp_path / "p.yaml"
+    path.write_text(textwrap.dedent(body))
+    return load_descriptor(path)
+
+
+MATMUL_PIPELINE = """\
+    flow: select
+    params: {MC: 16, NC: 32, KC: 64, MR: 8, NR: 32}
+    stages:
+      - schedule: contraction {MC=$MC NC=$NC KC=$KC MR=$MR NR=$NR}
+    """
+
+
+def test_sources_in_priority_order(tmp_path):
+    d = descriptor(tmp_path, MATMUL_PIPELINE)
+    roots = [Matmul(M=32, N=32, K=32).root]
+    lowering = resolve_values(d, StubTarget(), roots, explicit={"NR": 8}, tuned={"KC": 16})
+    assert lowering.values == {"MC": 16, "NC": 32, "KC": 16, "MR": 4, "NR": 8}
+    assert lowering.sources == {
+        "MC": "descriptor",
+        "NC": "descriptor",
+        "KC": "tuned",
+        "MR": "selector",
+        "NR": "explicit",
+    }
+
+
+def test_without_flow_the_selector_is_not_asked(tmp_path):
+    d = descriptor(tmp_path, MATMUL_PIPELINE.replace("flow: select", ""))
+    lowering = resolve_values(d, StubTarget(), [Matmul().root])
+    assert set(lowering.sources.values()) == {"descriptor"}
+
+
+def test_unknown_explicit_parameter_is_named(tmp_path):
+    d = descriptor(tmp_path, MATMUL_PIPELINE)
+    with pytest.raises(UsageError, match=r"unknown parameter.*ZZ"):
+        resolve_values(d, StubTarget(), [Matmul().root], explicit={"ZZ": 1})
+
+
+def test_unknown_flow(tmp_path):
+    d = descriptor(tmp_path, MATMUL_PIPELINE.replace("flow: select", "flow: oracle"))
+    with pytest.raises(DescriptorError, match="unknown flow 'oracle'"):
+        resolve_values(d, StubTarget(), [Matmul().root])
+
+
+def test_schedule_stage_runs_and_bad_value_type_is_reported(tmp_path):
+    workload = Matmul(M=32, N=32, K=32)
+    with ir.Context(), ir.Location.unknown():
+        module = workload.payload_module()
+        roots = annotate_roots(module)
+        d = descriptor(tmp_path, MATMUL_PIPELINE)
+        seen = []
+        run_pipeline(
+            module, resolve_values(d, StubTarget(), roots), observer=lambda s, m: seen.append(s)
+        )
+        assert seen == ["schedule contraction", "lowering"]
+        bad = descriptor(tmp_path, MATMUL_PIPELINE.replace("MC: 16", "MC: sixteen"))
+        with pytest.raises(DescriptorError, match="stage 1: schedule contraction parameter MC"):
+            run_pipeline(workload.payload_module(), resolve_values(bad, StubTarget(), roots))
+
+
+def test_schedule_needs_a_matching_root(tmp_path):
+    conv = Conv2d(H=8, W=8, C=2, F=4)
+    with ir.Context(), ir.Location.unknown():
+        module = conv.payload_module()
+        roots = annotate_roots(module)
+        d = descriptor(tmp_path, MATMUL_PIPELINE.replace("flow: select", ""))
+        with pytest.raises(MlirtuneError, match="needs a matmul or batch_matmul root op"):
+            run_pipeline(module, resolve_values(d, StubTarget(), roots))

@@ -1,0 +1,284 @@
+"""The host CPU target: feature detection, overrides and the analytic parameter selector."""
+
+import dataclasses
+import math
+
+import pytest
+from mlir import ir
+
+from mlirtune.errors import UsageError
+from mlirtune.ir.roots import OpInfo, annotate_roots
+from mlirtune.schedules.contraction import CONTRACTION_PARAMETERS
+from mlirtune.schedules.convolution import CONVOLUTION_PARAMETERS
+from mlirtune.schedules.elementwise import ELEMENTWISE_PARAMETERS
+from mlirtune.schedules.reduction import ROWWISE_PARAMETERS
+from mlirtune.targets import CpuFeatures, HostCPU, Target, detect_features, host_cpu
+from mlirtune.workloads import BatchMatmul, Conv2d, Matmul, Mlp
+
+AVX512 = CpuFeatures(
+    arch="x86_64",
+    model="test avx512",
+    isa="avx512",
+    flags=frozenset({"avx512f", "avx2", "fma"}),
+    vector_bits=512,
+    vector_registers=32,
+    l1d_bytes=32 << 10,
+    l2_bytes=1 << 20,
+    l3_bytes=32 << 20,
+    cores=8,
+    ghz=2.0,
+)
+FEATURE_SETS = {
+    "avx512": {},
+    "avx2": {"isa": "avx2"},
+    "sse": {"isa": "sse"},
+    "small_l1": {"l1d_bytes": 16 << 10, "l2_bytes": 256 << 10},
+}
+
+
+def host(**overrides) -> HostCPU:
+    return HostCPU(AVX512, **overrides)
+
+
+def matmul_op(m: int, n: int, k: int, dtype: str = "f32") -> OpInfo:
+    out = "f32" if dtype == "bf16" else dtype
+    return OpInfo("matmul", {"M": m, "N": n, "K": k}, (dtype, dtype, out))
+
+
+# --- detection ------------------------------------------------------------------------------
+
+
+def test_detected_features_are_plausible():
+    features = detect_features()
+    assert features is detect_features(), "detection runs once"
+    assert features.isa in host_cpu.ISA_VECTORS
+    assert features.vector_bits in (128, 256, 512)
+    assert features.vector_registers in (16, 32)
+    assert 0 < features.l1d_bytes < features.l2_bytes <= features.l3_bytes
+    assert features.cores >= 1 and features.ghz > 0
+    if features.arch == "x86_64" and "avx512f" in features.flags:
+        assert (features.isa, features.vector_bits, features.vector_registers) == (
+            "avx512",
+            512,
+            32,
+        )
+
+
+def test_features_read_from_cpuinfo_and_sysfs(tmp_path, monkeypatch):
+    monkeypatch.setattr(host_cpu.platform, "machine", lambda: "x86_64")
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(
+        "processor\t: 0\nmodel name\t: Test CPU\ncpu MHz\t\t: 2400.000\n"
+        "flags\t\t: fpu sse2 avx avx2 fma pse\n\nprocessor\t: 1\nmodel name\t: Other\n"
+    )
+    caches = tmp_path / "cache"
+    for index, (level, kind, size) in enumerate(
+        [
+            (1, "Data", "48K"),
+            (1, "Instruction", "32K"),
+            (2, "Unified", "2048K"),
+            (3, "Unified", "32M"),
+        ]
+    ):
+        folder = caches / f"index{index}"
+        folder.mkdir(parents=True)
+        for name, value in (("level", level), ("type", kind), ("size", size)):
+            (folder / name).write_text(f"{value}\n")
+    features = host_cpu.read_features(cpuinfo, caches)
+    assert features.model == "Test CPU"
+    assert features.isa == "avx2" and features.vector_bits == 256
+    assert features.flags == {"sse2", "avx", "avx2", "fma"}
+    assert (features.l1d_bytes, features.l2_bytes, features.l3_bytes) == (
+        48 << 10,
+        2 << 20,
+        32 << 20,
+    )
+    assert features.ghz == pytest.approx(2.4)
+
+
+def test_missing_files_fall_back(tmp_path, monkeypatch):
+    monkeypatch.setattr(host_cpu.platform, "machine", lambda: "aarch64")
+    features = host_cpu.read_features(tmp_path / "none", tmp_path / "none")
+    assert (features.arch, features.isa, features.vector_registers) == ("aarch64", "generic", 32)
+    assert (features.l1d_bytes, features.l2_bytes, features.l3_bytes) == (
+        32 << 10,
+        1 << 20,
+        8 << 20,
+    )
+    assert features.ghz == host_cpu.FALLBACK_GHZ
+
+
+@pytest.mark.parametrize(
+    ("text", "size"), [("64K", 65536), ("2048K\n", 2 << 20), ("32M", 32 << 20)]
+)
+def test_cache_sizes_parse(text, size):
+    assert host_cpu._parse_size(text) == size
+
+
+# --- overrides, search path, fingerprint --------------------------------------------------
+
+
+def test_host_cpu_is_a_target_with_detected_defaults():
+    target = HostCPU()
+    assert isinstance(target, Target) and target.name == "host"
+    assert target.features == detect_features()
+
+
+def test_isa_override_sets_vector_shape_and_search_path():
+    avx2 = host(isa="avx2")
+    assert (avx2.features.vector_bits, avx2.features.vector_registers) == (256, 16)
+    assert avx2.descriptor_search_path() == ["x86_64/avx2", "x86_64", "generic"]
+    assert host().descriptor_search_path() == ["x86_64/avx512", "x86_64", "generic"]
+    assert host(isa="sse").descriptor_search_path() == ["x86_64", "generic"]
+    assert host(arch="aarch64", isa="generic").descriptor_search_path() == ["generic"]
+    # Fields given explicitly win over the ISA's usual shape.
+    assert host(isa="avx2", vector_registers=32).features.vector_registers == 32
+
+
+def test_unknown_override_is_a_usage_error():
+    with pytest.raises(UsageError, match="l4_bytes"):
+        host(l4_bytes=1)
+    with pytest.raises(UsageError, match="avx1024"):
+        host(isa="avx1024")
+
+
+def test_fingerprint_and_peak():
+    fingerprint = host().fingerprint()
+    assert fingerprint["isa"] == "avx512" and fingerprint["model"] == "test avx512"
+    assert fingerprint["flags"] == ["avx2", "avx512f", "fma"]
+    assert fingerprint["l1d_bytes"] == 32 << 10
+    # 16 f32 lanes x 2 flops x 2 FMA pipes x 2 GHz; f64 has half the lanes, bf16 runs in f32.
+    assert host().peak_gflops("f32") == pytest.approx(128.0)
+    assert host().peak_gflops("f64") == pytest.approx(64.0)
+    assert host().peak_gflops("bf16") == host().peak_gflops("f32")
+
+
+# --- the selector -------------------------------------------------------------------------
+
+
+def check_contraction(target: HostCPU, op: OpInfo, chosen: dict[str, int]) -> None:
+    """Properties every contraction choice must have."""
+    assert chosen.keys() == CONTRACTION_PARAMETERS.keys()
+    m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
+    lanes = target.lanes(op.element_type)
+    assert chosen["MC"] <= m and chosen["NC"] <= n and chosen["KC"] <= k
+    assert chosen["MR"] <= chosen["MC"] and chosen["NR"] <= chosen["NC"]
+    assert chosen["MC"] % chosen["MR"] == 0 or chosen["MC"] == m
+    assert chosen["NC"] % chosen["NR"] == 0 or chosen["NC"] == n
+    # A register tile column is at most one vector or a whole number of vectors.
+    assert chosen["NR"] <= lanes or chosen["NR"] % lanes == 0
+    vectors = math.ceil(chosen["NR"] / lanes)
+    registers = chosen["MR"] * vectors + vectors + 1
+    assert registers <= target.features.vector_registers
+
+
+@pytest.mark.parametrize("features", FEATURE_SETS)
+@pytest.mark.parametrize("dtype", ["f32", "f64", "bf16"])
+@pytest.mark.parametrize(
+    "shape", [(512, 512, 512), (500, 300, 700), (1024, 64, 2048), (33, 17, 9), (1, 1, 1)]
+)
+def test_contraction_choices_respect_the_model(features, dtype, shape):
+    target = host(**FEATURE_SETS[features])
+    op = matmul_op(*shape, dtype)
+    check_contraction(target, op, target.select_parameters("contraction", op))
+
+
+def test_register_tile_follows_the_isa():
+    op = matmul_op(512, 512, 512)
+    assert host().select_parameters("contraction", op) | {} == {
+        "MC": 64,
+        "NC": 128,
+        "KC": 128,
+        "MR": 8,
+        "NR": 32,
+    }
+    avx2 = host(isa="avx2").select_parameters("contraction", op)
+    assert avx2["NR"] == 16 and avx2["MR"] <= 6
+    sse = host(isa="sse").select_parameters("contraction", op)
+    assert sse["NR"] == 8
+
+
+def test_f64_halves_lanes_and_bf16_computes_in_f32():
+    target = host()
+    f32, f64, bf16 = (
+        target.select_parameters("contraction", matmul_op(512, 512, 512, dtype))
+        for dtype in ("f32", "f64", "bf16")
+    )
+    assert f64["NR"] == f32["NR"] // 2
+    assert bf16["NR"] == f32["NR"]
+
+
+def test_smaller_l1_gives_shorter_k_panels():
+    op = matmul_op(1024, 1024, 1024)
+    small = host(l1d_bytes=8 << 10).select_parameters("contraction", op)
+    large = host(l1d_bytes=64 << 10).select_parameters("contraction", op)
+    assert small["KC"] < large["KC"]
+    assert (small["MR"] + small["NR"]) * small["KC"] * 4 <= 8 << 10
+
+
+def test_divisors_close_to_the_model_are_preferred():
+    # K=700: the L1 model asks for ~204, and 175 divides 700 while 128 does not.
+    chosen = host().select_parameters("contraction", matmul_op(512, 512, 700))
+    assert chosen["KC"] == 175
+    # M=480: rows 8 (the register budget's target) divides it; 12 columns do not fit.
+    chosen = host().select_parameters("contraction", matmul_op(480, 512, 512))
+    assert 480 % chosen["MR"] == 0
+
+
+def test_small_outputs_are_one_cache_tile():
+    chosen = host().select_parameters("contraction", matmul_op(128, 96, 64))
+    assert (chosen["MC"], chosen["NC"], chosen["KC"]) == (128, 96, 64)
+
+
+def test_other_schedules_return_their_parameter_names():
+    target = host()
+    conv = OpInfo(
+        "conv2d", {"N": 1, "OH": 56, "OW": 56, "F": 64, "KH": 3, "KW": 3, "C": 64}, ("f32",) * 3
+    )
+    chosen = target.select_parameters("convolution", conv)
+    assert chosen.keys() == CONVOLUTION_PARAMETERS.keys()
+    assert chosen["F_TILE"] == 32 and 56 % chosen["OW_TILE"] == 0
+    rows = OpInfo("elementwise", {"ROWS": 512, "COLS": 1200}, ("f32",) * 2)
+    elementwise = target.select_parameters("elementwise", rows)
+    assert elementwise.keys() == ELEMENTWISE_PARAMETERS.keys()
+    assert elementwise["COLS"] % 16 == 0 and 1200 % elementwise["COLS"] == 0
+    rowwise = target.select_parameters("rowwise", dataclasses.replace(rows, kind="reduction"))
+    assert rowwise.keys() == ROWWISE_PARAMETERS.keys()
+    assert rowwise["ROWS"] * rowwise["COLS"] // 16 <= 16, "half the registers for a tile"
+    assert host(isa="avx2").select_parameters("elementwise", rows)["COLS"] == 40
+
+
+def test_unknown_schedule_is_a_usage_error():
+    with pytest.raises(UsageError, match="tiling"):
+        host().select_parameters("tiling", matmul_op(8, 8, 8))
+
+
+# --- selected parameters compile and verify -----------------------------------------------
+
+
+def root_of(workload) -> OpInfo:
+    with ir.Context(), ir.Location.unknown():
+        (op,) = annotate_roots(workload.payload_module())
+    return op
+
+
+WORKLOADS = [
+    Matmul(M=64, N=48, K=40),
+    Matmul(M=100, N=300, K=70),
+    Matmul(M=96, N=80, K=64, dtype="f64"),
+    Matmul(M=64, N=64, K=32, dtype="bf16"),
+    Mlp(M=72, N=96, K=64),
+    BatchMatmul(B=2, M=40, N=48, K=24),
+    Conv2d(H=10, W=12, C=8, F=24),
+    Conv2d(H=9, W=9, C=5, F=40, dtype="f64"),
+]
+SCHEDULE = {"matmul": "contraction", "batch_matmul": "contraction", "conv2d": "convolution"}
+
+
+@pytest.mark.parametrize("features", ["avx512", "avx2"])
+@pytest.mark.parametrize("workload", WORKLOADS, ids=lambda w: repr(w.describe()))
+def test_selected_parameters_compile_and_verify(engine, workload, features):
+    op = root_of(workload)
+    parameters = host(**FEATURE_SETS[features]).select_parameters(SCHEDULE[op.kind], op)
+    result = engine.execute(workload, parameters)
+    assert result.verification.ok, (parameters, result.verification.summary())
