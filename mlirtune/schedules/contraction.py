@@ -77,8 +77,6 @@ def contraction_schedule(op: OpInfo, parameters: dict[str, int]) -> ir.Module:
     remainders = _remainders((m, n, k), (mc, nc, kc, mr, nr))
     ones, zeros = [1] * batch_dims, [0] * batch_dims
     with ScheduleBuilder("contraction") as s:
-        # The root's own function: the module may hold others (e.g. a timer loop).
-        function = s.parent_function(s.match_root(s.root, op.kind, step="match_root"))
         _, cache_loops = s.fuse_with_loops(s.last_op(), [*ones, mc, nc], step="cache_tile_mn")
         contraction = s.match_root(s.root, op.kind, step="match_contraction")
         contraction, k_loops = s.tile(contraction, [*zeros, 0, 0, kc], step="cache_tile_k")
@@ -86,6 +84,7 @@ def contraction_schedule(op: OpInfo, parameters: dict[str, int]) -> ir.Module:
         contraction, _ = s.tile(contraction, [*zeros, 0, 0, 1], step="k_step")
         others = s.match(s.root, ["linalg.fill", "linalg.generic"], step="match_elementwise")
         _, elementwise_loops = s.tile(others, [*ones, mr, nr], step="register_tile_elementwise")
+        function = s.match(s.root, ["func.func"], step="match_function")
         if remainders.any:
             # Innermost loops first: peeling an outer loop clones its body, already peeled.
             peels = [
@@ -100,6 +99,7 @@ def contraction_schedule(op: OpInfo, parameters: dict[str, int]) -> ir.Module:
             for needed, loop_handle, step in peels:
                 if needed:
                     s.peel(loop_handle, step=step)
+            # Fold the peeled bounds into the slices, so every tile gets a static shape.
             s.canonicalize_loops(function, step="static_tile_shapes")
         function = s.vectorize_function(function)
         if batch_dims or 1 in _register_extents(m, mc, mr):
