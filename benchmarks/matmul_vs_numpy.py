@@ -1,18 +1,14 @@
-"""f32 matmul with the default schedule against numpy (OpenBLAS, one thread), in one run.
+"""f32 matmul with the default pipeline against numpy (OpenBLAS, one thread), in one run.
 
-Each size is measured in alternating rounds (ours, numpy, ours, numpy, ...) so that machine
-drift hits both sides alike; the reported time is the median of the per-round medians.
-
-    python benchmarks/matmul_vs_numpy.py [--sizes 256,512,1024] [--rounds 3]
+python benchmarks/matmul_vs_numpy.py [--sizes 256,512,1024] [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 
-from mlirtune.bench.baseline import measure_numpy
-from mlirtune.bench.harness import BenchOptions
+from compare import HEADER, compare
+
 from mlirtune.engine import MlirJitEngine
 from mlirtune.workloads import Matmul
 
@@ -25,20 +21,10 @@ def main() -> None:
     args = parser.parse_args()
 
     engine = MlirJitEngine()
-    options = BenchOptions(max_time_s=args.max_time)
-    print(f"{'size':>6} {'mlirtune GFLOP/s':>17} {'numpy GFLOP/s':>14} {'ratio':>7}")
+    print(HEADER)
     for size in (int(s) for s in args.sizes.split(",")):
         workload = Matmul(M=size, N=size, K=size, dtype="f32")
-        ours, theirs = [], []
-        for _ in range(args.rounds):
-            ours.append(engine.benchmark(workload, options=options).median_s)
-            theirs.append(measure_numpy(workload, options).median_s)
-        flops = workload.get_complexity().flops
-        ours_s, theirs_s = statistics.median(ours), statistics.median(theirs)
-        print(
-            f"{size:>6} {flops / ours_s / 1e9:>17.1f} {flops / theirs_s / 1e9:>14.1f} "
-            f"{theirs_s / ours_s:>6.2f}x"
-        )
+        print(compare(engine, workload, f"matmul {size}^3 f32", args.rounds, args.max_time).row())
 
 
 if __name__ == "__main__":

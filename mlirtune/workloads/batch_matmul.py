@@ -58,6 +58,11 @@ class BatchMatmul(Workload):
         a, b = (x.astype(np.float64) for x in inputs)
         return [a @ b]
 
+    def numpy_baseline(self):
+        a, b = self.inputs
+        out = np.empty((self.dims[0], self.dims[1], self.dims[2]), dtype=a.dtype)
+        return lambda: np.matmul(a, b, out=out)
+
     def accumulation_length(self) -> int:
         return self.options["K"]
 

@@ -1,0 +1,55 @@
+"""Side-by-side timing of mlirtune and numpy (one BLAS thread) for one workload, in one run.
+
+Rounds alternate (ours, numpy, ours, numpy, ...) so that machine drift hits both sides alike;
+each side's time is the median of its per-round medians.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from mlirtune.bench.baseline import measure_numpy
+from mlirtune.bench.harness import BenchOptions
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Median seconds per call for both sides, and what they mean in GFLOP/s."""
+
+    label: str
+    ours_s: float
+    numpy_s: float
+    flops: int
+    parameters: dict
+
+    @property
+    def ratio(self) -> float:
+        return self.numpy_s / self.ours_s
+
+    def row(self) -> str:
+        return (
+            f"{self.label:34s} {self.flops / self.ours_s / 1e9:9.1f} "
+            f"{self.flops / self.numpy_s / 1e9:9.1f} {self.ratio:7.2f}x"
+        )
+
+
+HEADER = f"{'workload':34s} {'ours':>9s} {'numpy':>9s} {'ratio':>8s}   (GFLOP/s)"
+
+
+def compare(engine, workload, label: str, rounds: int = 3, max_time_s: float = 1.0) -> Comparison:
+    """Verify once, then alternate kernel and numpy measurements for `rounds` rounds."""
+    options = BenchOptions(max_time_s=max_time_s)
+    ours, theirs, parameters = [], [], {}
+    for _ in range(rounds):
+        result = engine.benchmark(workload, options=options)
+        ours.append(result.median_s)
+        parameters = result.parameters
+        theirs.append(measure_numpy(workload, options).median_s)
+    return Comparison(
+        label,
+        statistics.median(ours),
+        statistics.median(theirs),
+        workload.get_complexity().flops,
+        parameters,
+    )
