@@ -1,0 +1,57 @@
+"""Every packaged descriptor, on every workload it can schedule, verifies against numpy
+(dividing and non-dividing shapes)."""
+
+import pytest
+
+from mlirtune.engine import MlirJitEngine
+from mlirtune.pipeline import list_descriptors, load_descriptor
+from mlirtune.schedules.library import SCHEDULES
+from mlirtune.workloads import BatchMatmul, Conv2d, Matmul, Mlp
+
+WORKLOADS = [
+    Matmul(M=64, N=64, K=64),
+    Matmul(M=37, N=50, K=23),
+    Matmul(M=48, N=32, K=16, dtype="f64"),
+    Mlp(M=32, N=96, K=40),
+    Mlp(M=33, N=70, K=9),
+    BatchMatmul(B=2, M=32, N=32, K=16),
+    BatchMatmul(B=3, M=17, N=40, K=11),
+    Conv2d(H=10, W=12, C=4, F=32),
+    Conv2d(H=11, W=13, C=3, F=20, stride=2),
+]
+
+
+def _schedulable(descriptor_path):
+    """Root kinds the descriptor's schedule stages handle (None: no schedule stage)."""
+    stages = load_descriptor(descriptor_path).stages
+    kinds = [set(SCHEDULES[s.name].root_kinds) for s in stages if s.kind == "schedule"]
+    return set.union(*kinds) if kinds else None
+
+
+CASES = [
+    pytest.param(
+        path,
+        workload,
+        id=f"{name}-{workload.name}-{'x'.join(map(str, workload.root.dims.values()))}",
+    )
+    for name, _, path in list_descriptors()
+    if (kinds := _schedulable(path))
+    for workload in WORKLOADS
+    if workload.root.kind in kinds
+]
+
+
+@pytest.mark.parametrize(("path", "workload"), CASES)
+def test_packaged_pipeline_verifies(path, workload):
+    result = MlirJitEngine(pipeline=path).execute(workload)
+    assert result.verification.ok, result.verification.summary()
+
+
+def test_every_schedule_kind_is_covered():
+    covered = {workload.root.kind for _, workload in (c.values for c in CASES)}
+    assert {"matmul", "batch_matmul", "conv2d"} <= covered
+
+
+def test_unscheduled_default_pipeline_still_verifies():
+    generic = next(path for name, _, path in list_descriptors() if name == "generic/default")
+    assert MlirJitEngine(pipeline=generic).execute(Matmul(M=9, N=7, K=5)).verification.ok
