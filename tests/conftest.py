@@ -1,10 +1,27 @@
 """Shared fixtures: one JIT engine per session (compiled kernels are cached per workload)."""
 
+import numpy as np
 import pytest
 
 from mlirtune.engine import MlirJitEngine
+from tests.payloads import MATMUL_16x8x32
 
 
 @pytest.fixture(scope="session")
 def engine() -> MlirJitEngine:
     return MlirJitEngine()
+
+
+@pytest.fixture
+def matmul_files(tmp_path):
+    """mm.mlir (16x8 @ 8x32 into its last argument) with a.npy, b.npy, the right c.npy and
+    a wrong.npy that is off by one everywhere."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((16, 8)).astype(np.float32)
+    b = rng.standard_normal((8, 32)).astype(np.float32)
+    (tmp_path / "mm.mlir").write_text(MATMUL_16x8x32)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    np.save(tmp_path / "c.npy", a @ b)
+    np.save(tmp_path / "wrong.npy", a @ b + 1)
+    return tmp_path

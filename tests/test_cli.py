@@ -2,11 +2,10 @@
 
 import json
 
-import numpy as np
 import pytest
 
 from mlirtune.cli import main
-from tests.payloads import FAILING_SCHEDULE, UNRESOLVED_SYMBOL, MATMUL_16x8x32
+from tests.payloads import FAILING_SCHEDULE, UNRESOLVED_SYMBOL
 
 
 def run(capsys, *argv):
@@ -86,24 +85,15 @@ def test_bad_input_is_one_clear_line_with_exit_2(capsys, argv, message):
 
 
 @pytest.fixture
-def payload_dir(tmp_path):
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((16, 8)).astype(np.float32)
-    b = rng.standard_normal((8, 32)).astype(np.float32)
-    (tmp_path / "mm.mlir").write_text(MATMUL_16x8x32)
-    (tmp_path / "bad.mlir").write_text("func.func @f() {\n  %x = arith.addf %y, %y : f32\n}\n")
-    (tmp_path / "sched.mlir").write_text(FAILING_SCHEDULE)
-    (tmp_path / "jit.mlir").write_text(UNRESOLVED_SYMBOL)
-    np.save(tmp_path / "a.npy", a)
-    np.save(tmp_path / "b.npy", b)
-    np.save(tmp_path / "c.npy", a @ b)
-    np.save(tmp_path / "wrong.npy", a @ b * 2)
-    return tmp_path
+def payload_dir(matmul_files):
+    (matmul_files / "bad.mlir").write_text("func.func @f() {\n  %x = arith.addf %y, %y : f32\n}\n")
+    (matmul_files / "sched.mlir").write_text(FAILING_SCHEDULE)
+    (matmul_files / "jit.mlir").write_text(UNRESOLVED_SYMBOL)
+    return matmul_files
 
 
-def test_run_payload_file(capsys, payload_dir):
-    d = payload_dir
-    code, out, _ = run(
+def run_matmul_file(capsys, d, expect: str):
+    return run(
         capsys,
         "run",
         "--payload",
@@ -113,25 +103,17 @@ def test_run_payload_file(capsys, payload_dir):
         "--inputs",
         f"{d / 'a.npy'},{d / 'b.npy'}",
         "--expect",
-        str(d / "c.npy"),
+        str(d / expect),
     )
+
+
+def test_run_payload_file(capsys, payload_dir):
+    code, out, _ = run_matmul_file(capsys, payload_dir, "c.npy")
     assert code == 0 and "verification passed" in out
 
 
 def test_failed_verification_exits_1_with_statistics(capsys, payload_dir):
-    d = payload_dir
-    code, out, _ = run(
-        capsys,
-        "run",
-        "--payload",
-        str(d / "mm.mlir"),
-        "--entry",
-        "mm",
-        "--inputs",
-        f"{d / 'a.npy'},{d / 'b.npy'}",
-        "--expect",
-        str(d / "wrong.npy"),
-    )
+    code, out, _ = run_matmul_file(capsys, payload_dir, "wrong.npy")
     assert code == 1
     assert "verification FAILED" in out and "max abs error" in out and "arg2[" in out
 

@@ -1,24 +1,9 @@
 """Workloads from .mlir files: inspection, inputs, expected outputs, skipped verification."""
 
-import numpy as np
 import pytest
 
 from mlirtune.errors import UsageError
 from mlirtune.workloads.from_file import FromFile
-from tests.payloads import MATMUL_16x8x32
-
-
-@pytest.fixture
-def matmul_files(tmp_path):
-    rng = np.random.default_rng(3)
-    a = rng.standard_normal((16, 8)).astype(np.float32)
-    b = rng.standard_normal((8, 32)).astype(np.float32)
-    (tmp_path / "mm.mlir").write_text(MATMUL_16x8x32)
-    np.save(tmp_path / "a.npy", a)
-    np.save(tmp_path / "b.npy", b)
-    np.save(tmp_path / "c.npy", a @ b)
-    np.save(tmp_path / "wrong.npy", a @ b + 1)
-    return tmp_path
 
 
 def test_arguments_are_inspected_from_the_function_type(matmul_files):
