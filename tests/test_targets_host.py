@@ -188,7 +188,7 @@ def test_register_tile_follows_the_isa():
     assert host().select_parameters("contraction", op) | {} == {
         "MC": 64,
         "NC": 128,
-        "KC": 128,
+        "KC": 256,
         "MR": 8,
         "NR": 32,
     }
@@ -213,13 +213,14 @@ def test_smaller_l1_gives_shorter_k_panels():
     small = host(l1d_bytes=8 << 10).select_parameters("contraction", op)
     large = host(l1d_bytes=64 << 10).select_parameters("contraction", op)
     assert small["KC"] < large["KC"]
-    assert (small["MR"] + small["NR"]) * small["KC"] * 4 <= 8 << 10
+    assert small["MR"] * small["KC"] * 4 <= (8 << 10) // 4, "A's micro-panel in L1/4"
 
 
 def test_divisors_close_to_the_model_are_preferred():
-    # K=700: the L1 model asks for ~204, and 175 divides 700 while 128 does not.
-    chosen = host().select_parameters("contraction", matmul_op(512, 512, 700))
-    assert chosen["KC"] == 175
+    # A quarter of L1 holds 8 x 256 f32 of A; 240 divides K=720 and is within 25% of it.
+    chosen = host().select_parameters("contraction", matmul_op(512, 512, 720))
+    assert chosen["KC"] == 240
+    assert host().select_parameters("contraction", matmul_op(512, 512, 1024))["KC"] == 256
     # M=480: rows 8 (the register budget's target) divides it; 12 columns do not fit.
     chosen = host().select_parameters("contraction", matmul_op(480, 512, 512))
     assert 480 % chosen["MR"] == 0

@@ -163,6 +163,8 @@ class HostCPU(Target):
     # --- parameter selection -----------------------------------------------------------
 
     def select_parameters(self, schedule: str, op: OpInfo) -> dict[str, int]:
+        """Parameters for `schedule` on `op` from the register/cache model (see SELECTORS);
+        exactly the names of that schedule's defaults."""
         try:
             selector, defaults = SELECTORS[schedule]
         except KeyError:
@@ -187,24 +189,28 @@ class HostCPU(Target):
         return rows_tile, cols
 
     def _contraction(self, op: OpInfo) -> dict[str, int]:
-        """Register tile MR x NR, then KC so that A's micro-panel (MR x KC, reused from L1
-        by every register tile in a row of the block) and the B micro-panel streaming past
-        it (KC x NR) fit L1 together, then the output block: the whole output when it stays
-        in half of L2 with the KC x N panel of B and the M x KC panel of A across the K
-        loop, else a block of at most OUTPUT_BLOCK_BYTES whose B block KC x NC and A block
-        MC x KC each fit in half of L2."""
+        """Register tile MR x NR; then KC, then the MC x NC output block.
+
+        The schedule runs the register tiles of a block row by row, so A's micro-panel
+        (MR x KC) is re-read from L1 by every tile of a row while B's micro-panels stream
+        past it from L2: KC keeps A's panel in a quarter of L1, leaving the rest to the
+        streamed lines (and to conflict misses: A's rows are K elements apart, often a
+        multiple of 4 KiB). The output block is the whole output when it stays in L2 with
+        the M x KC and KC x N panels across the K loop; otherwise a block of at most
+        OUTPUT_BLOCK_BYTES whose A block (MC x KC) and B block (KC x NC) each fit in half
+        of L2, since B's block is re-read for every row of register tiles.
+        """
         f = self.features
         m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
         dtype = op.element_type
         size_in, size_out = ITEMSIZE.get(dtype, 4), ITEMSIZE.get(op.dtypes[-1], 4)
         mr, nr = self._register_tile(m, n, dtype)
-        kc = _fit(k, f.l1d_bytes // ((mr + nr) * size_in), pow2=True)
-        half_l2 = f.l2_bytes // 2
-        if (m * n * size_out + (kc * n + m * kc) * size_in) <= half_l2:
+        kc = _fit(k, f.l1d_bytes // 4 // (mr * size_in), pow2=True)
+        if m * n * size_out + (m + n) * kc * size_in <= f.l2_bytes:
             mc, nc = m, n
         else:
             block = OUTPUT_BLOCK_BYTES // size_out
-            panel = half_l2 // (kc * size_in)
+            panel = f.l2_bytes // 2 // (kc * size_in)
             nc = _fit(n, min(panel, math.isqrt(2 * block)), step=nr, pow2=True)
             mc = _fit(m, min(panel, block // nc), step=mr, pow2=True)
         return {"MC": mc, "NC": nc, "KC": kc, "MR": min(mr, mc), "NR": min(nr, nc)}
