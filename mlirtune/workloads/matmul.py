@@ -64,17 +64,19 @@ class Matmul(Workload):
             product = linalg.matmul(a, b, outs=[zero_filled(inits[0], out_type)])
             if not self.has_epilogue:
                 return [product]
-            maps = [identity_map(2)] + [projection_map(2, [1])] * len(bias) + [identity_map(2)]
+            # The epilogue updates the product in place (it is the generic's output), so the
+            # fused tiles need no buffer besides C.
+            maps = [projection_map(2, [1])] * len(bias) + [identity_map(2)]
 
-            def epilogue(x, *rest):
-                *bias_value, _ = rest
+            def epilogue(*values):
+                *bias_value, x = values
                 if bias_value:
                     x = arith.addf(x, bias_value[0])
                 if self.options["relu"]:
                     x = arith.maximumf(x, arith.constant(out_type, 0.0))
                 return x
 
-            return [generic([product, *bias], inits[0], maps, ["parallel"] * 2, epilogue)]
+            return [generic(bias, product, maps, ["parallel"] * 2, epilogue)]
 
         return build_payload(self.arguments(), body)
 
