@@ -6,7 +6,7 @@ import pytest
 from mlirtune.engine import MlirJitEngine
 from mlirtune.pipeline import list_descriptors, load_descriptor
 from mlirtune.schedules.library import SCHEDULES
-from mlirtune.workloads import BatchMatmul, Conv2d, Matmul, Mlp
+from mlirtune.workloads import BatchMatmul, Conv2d, Elementwise, Matmul, Mlp, Softmax
 
 WORKLOADS = [
     Matmul(M=64, N=64, K=64),
@@ -18,6 +18,10 @@ WORKLOADS = [
     BatchMatmul(B=3, M=17, N=40, K=11),
     Conv2d(H=10, W=12, C=4, F=32),
     Conv2d(H=11, W=13, C=3, F=20, stride=2),
+    Softmax(M=16, N=128),
+    Softmax(M=7, N=45),
+    Elementwise(M=16, N=128, ops="add,mul,relu"),
+    Elementwise(M=9, N=30),
 ]
 
 
@@ -49,7 +53,7 @@ def test_packaged_pipeline_verifies(path, workload):
 
 def test_every_schedule_kind_is_covered():
     covered = {workload.root.kind for _, workload in (c.values for c in CASES)}
-    assert {"matmul", "batch_matmul", "conv2d"} <= covered
+    assert {"matmul", "batch_matmul", "conv2d", "reduction", "elementwise"} <= covered
 
 
 def test_unscheduled_default_pipeline_still_verifies():

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from mlir import ir
 from mlir.dialects import transform
 from mlir.dialects.transform import loop, structured
+from mlir.dialects.transform import tensor as ttensor
 from mlir.dialects.transform import vector as tvector
 
 from mlirtune.ir.roots import ROOT_ATTRIBUTE
@@ -89,12 +90,6 @@ class ScheduleBuilder:
                 op_attrs=ir.DictAttr.get({"iterator_types": ir.ArrayAttr.get(types)}),
             ).result
 
-    def parent_function(self, handle: ir.Value) -> ir.Value:
-        with self.at("parent_function"):
-            return transform.GetParentOp(
-                transform.AnyOpType.get(), handle, op_name="func.func"
-            ).result
-
     # --- loop transformations ----------------------------------------------------------------
 
     def tile(self, target: ir.Value, sizes: Sequence[int], step: str) -> tuple[ir.Value, list]:
@@ -141,6 +136,15 @@ class ScheduleBuilder:
                 loop.apply_patterns_scf_for_loop_canonicalization()
                 transform.apply_patterns_canonicalization()
 
+    def shrink_temporaries(self, target: ir.Value, step: str = "shrink_temporaries") -> None:
+        """Canonicalize, and fold `tensor.empty` sliced by a tile into a tile-sized one, so a
+        fused intermediate is allocated per tile (and stays in cache), not at full size."""
+        with self.at(step):
+            patterns = transform.ApplyPatternsOp(target)
+            with ir.InsertionPoint(patterns.patterns):
+                ttensor.apply_patterns_tensor_fold_tensor_empty()
+                transform.apply_patterns_canonicalization()
+
     def tile_reduction(
         self, target: ir.Value, sizes: Sequence[int], step: str
     ) -> tuple[ir.Value, ir.Value, ir.Value]:
@@ -182,17 +186,8 @@ class ScheduleBuilder:
                 loop.HoistLoopInvariantSubsetsOp(each.bodyTargets[0])
                 transform.YieldOp([])
 
-    def lower_vectors(
-        self,
-        function: ir.Value,
-        reductions: tvector.VectorMultiReductionLowering = (
-            tvector.VectorMultiReductionLowering.InnerParallel
-        ),
-    ) -> None:
-        """Lower contractions to outer products, i.e. broadcast + FMA, and tidy transfers.
-        `reductions` picks how multi-reductions lower: InnerParallel (element-wise across
-        the kept dims, right for contractions) or InnerReduction (one horizontal reduction
-        per kept element, right for reducing the contiguous dim)."""
+    def lower_vectors(self, function: ir.Value) -> None:
+        """Lower contractions to outer products, i.e. broadcast + FMA, and tidy transfers."""
         with self.at("lower_vectors"):
             patterns = transform.ApplyPatternsOp(function)
             with ir.InsertionPoint(patterns.patterns):
@@ -200,9 +195,24 @@ class ScheduleBuilder:
                     lowering_strategy=tvector.VectorContractLowering.OuterProduct
                 )
                 tvector.apply_patterns_vector_lower_outerproduct()
-                tvector.apply_patterns_vector_lower_multi_reduction(lowering_strategy=reductions)
+                tvector.apply_patterns_vector_lower_multi_reduction(
+                    lowering_strategy=tvector.VectorMultiReductionLowering.InnerParallel
+                )
                 tvector.apply_patterns_vector_transfer_permutation_patterns()
                 tvector.apply_patterns_vector_lower_transfer(max_transfer_rank=1)
                 tvector.apply_patterns_vector_lower_shape_cast()
                 tvector.apply_patterns_vector_lower_broadcast()
+                transform.apply_patterns_canonicalization()
+
+    def lower_row_reductions(self, function: ir.Value) -> None:
+        """Lower multi-reductions over the contiguous (last) dim to one horizontal reduction
+        per row. Only these: the host lowering handles the remaining vector ops, and adding
+        lower_vectors' shape_cast/broadcast patterns makes canonicalization loop forever on
+        single-row or single-column tiles."""
+        with self.at("lower_row_reductions"):
+            patterns = transform.ApplyPatternsOp(function)
+            with ir.InsertionPoint(patterns.patterns):
+                tvector.apply_patterns_vector_lower_multi_reduction(
+                    lowering_strategy=tvector.VectorMultiReductionLowering.InnerReduction
+                )
                 transform.apply_patterns_canonicalization()

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 
 from mlir import ir
 from mlir.dialects import transform
-from mlir.dialects.transform import vector as tvector
 
 from mlirtune.schedules.builder import ScheduleBuilder
 
@@ -30,28 +29,26 @@ def rowwise_schedule(
     m, n = shape
     rows, cols = min(parameters["ROWS"], m), min(parameters["COLS"], n)
     with ScheduleBuilder(name) as s:
-        store = s.match(s.root, ["bufferization.materialize_in_destination"], step="match_store")
-        last = s.producer(store, 0, step="match_last_op")
-        _, (row_loop,) = s.fuse_with_loops(last, [rows, 0], step="tile_rows_and_fuse")
+        _, (row_loop,) = s.fuse_with_loops(s.last_op(), [rows, 0], step="tile_rows_and_fuse")
         function = s.match(s.root, ["func.func"], step="match_function")
         with s.at("dedup_fused_producers"):
             # A producer with two consumers (exp feeds the sum and the divide) is fused once
             # per use; the copies are identical, so CSE keeps one.
             transform.apply_cse(function)
-        elementwise = s.match_generic(row_loop, PARALLEL, step="match_elementwise")
-        reductions = s.match_generic(row_loop, ROW_REDUCTION, step="match_reductions")
+        if m % rows:
+            s.peel(row_loop, step="peel_rows")
+        # Static row counts in every row tile before the column loops are made (they cannot
+        # carry a tile that becomes static later), and per-tile buffers for intermediates.
+        s.shrink_temporaries(function)
+        elementwise = s.match_generic(function, PARALLEL, step="match_elementwise")
+        reductions = s.match_generic(function, ROW_REDUCTION, step="match_reductions")
         _, col_loops = s.tile(elementwise, [0, cols], step="tile_columns")
         _, _, reduction_loops = s.tile_reduction(reductions, [0, cols], step="tile_reductions")
         if n % cols:
             for loop_handle in (*col_loops, reduction_loops):
                 s.peel(loop_handle, step="peel_columns")
-        if m % rows:
-            s.peel(row_loop, step="peel_rows")
-        s.canonicalize(function)
+        s.canonicalize(function)  # static sizes for the peeled column tiles
         function = s.vectorize_function(function)
         s.hoist_invariant_subsets(function)
-        # Single-row tiles give vector<1xN> values, whose lowering crashes MLIR's vector
-        # canonicalizer; drop the unit dims (and fold broadcasts) first.
-        s.drop_leading_unit_dims(function)
-        s.lower_vectors(function, reductions=tvector.VectorMultiReductionLowering.InnerReduction)
+        s.lower_row_reductions(function)
     return s.module

@@ -6,9 +6,13 @@ from mlirtune.errors import UsageError
 from mlirtune.workload import Workload
 from mlirtune.workloads.batch_matmul import BatchMatmul
 from mlirtune.workloads.conv2d import Conv2d
+from mlirtune.workloads.elementwise import Elementwise
 from mlirtune.workloads.matmul import Matmul, Mlp
+from mlirtune.workloads.softmax import Softmax
 
-WORKLOADS: dict[str, type[Workload]] = {cls.name: cls for cls in (Matmul, Mlp, BatchMatmul, Conv2d)}
+WORKLOADS: dict[str, type[Workload]] = {
+    cls.name: cls for cls in (Matmul, Mlp, BatchMatmul, Conv2d, Softmax, Elementwise)
+}
 
 
 def workload_class(name: str) -> type[Workload]:
@@ -21,4 +25,13 @@ def workload_class(name: str) -> type[Workload]:
         ) from None
 
 
-__all__ = ["WORKLOADS", "BatchMatmul", "Conv2d", "Matmul", "Mlp", "workload_class"]
+__all__ = [
+    "WORKLOADS",
+    "BatchMatmul",
+    "Conv2d",
+    "Elementwise",
+    "Matmul",
+    "Mlp",
+    "Softmax",
+    "workload_class",
+]

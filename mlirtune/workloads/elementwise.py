@@ -1,7 +1,8 @@
 """A chain of element-wise ops (add, mul, relu) over 2-D tensors, fused into one linalg.generic.
 
 The chain starts from X; each `add` or `mul` consumes the next extra input (Y0, Y1, ...), and
-`relu` consumes none, so `ops="add,mul,relu"` computes relu((X + Y0) * Y1).
+`relu` consumes none, so `ops="add,mul,relu"` computes relu((X + Y0) * Y1). The payload has no
+contraction or reduction, so the library schedules its one generic with `elementwise`.
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ from mlir.dialects import arith
 
 from mlirtune.errors import UsageError
 from mlirtune.ir.dtypes import DType, dtype_named
-from mlirtune.schedules import elementwise_schedule
-from mlirtune.schedules.elementwise import ELEMENTWISE_PARAMETERS
 from mlirtune.workload import ArgSpec, Complexity, Param, Workload
 from mlirtune.workloads.payload import build_payload, generic, identity_map
 
@@ -95,17 +94,6 @@ class Elementwise(Workload):
 
         return build_payload(self.arguments(), body)
 
-    def default_schedule_parameters(self) -> dict[str, int]:
-        return dict(ELEMENTWISE_PARAMETERS)
-
-    def schedule_module(self, parameters=None) -> ir.Module:
-        return elementwise_schedule(
-            anchor_op="linalg.generic",
-            shape=self.shape,
-            parameters=self.resolve_parameters(parameters),
-            name=f"{self.name}_default",
-        )
-
     def reference(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         x, *others = (a.astype(np.float64) for a in inputs)
         operands = iter(others)
@@ -117,6 +105,23 @@ class Elementwise(Workload):
             else:
                 x = np.maximum(x, 0.0)
         return [x]
+
+    def numpy_baseline(self):
+        x, *others = self.inputs
+        out = np.empty_like(x)
+
+        def run():
+            value, operands = x, iter(others)
+            for op in self.ops:
+                if op == "add":
+                    value = np.add(value, next(operands), out=out)
+                elif op == "mul":
+                    value = np.multiply(value, next(operands), out=out)
+                else:
+                    value = np.maximum(value, 0, out=out)
+            return value
+
+        return run
 
     def get_complexity(self) -> Complexity:
         m, n = self.shape

@@ -1,7 +1,8 @@
 """Row-wise softmax over the last dim of an [M, N] input, as four linalg.generic ops.
 
-The payload is the numerically stable form: row max, exp(x - max), row sum, divide. The two
-reductions and the exp are producers of the final divide, so a row tile fuses all four.
+The payload is the numerically stable form: row max, exp(x - max), row sum, divide. Its root is
+the row-max reduction, so the library schedules it with `rowwise` (schedules/reduction.py):
+the two reductions and the exp are producers of the final divide, and a row tile fuses all four.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from mlir import ir
 from mlir.dialects import arith, math, tensor
 
 from mlirtune.ir.dtypes import DType, dtype_named
-from mlirtune.schedules.reduction import ROWWISE_PARAMETERS, rowwise_schedule
 from mlirtune.workload import ArgSpec, Complexity, Param, Workload
 from mlirtune.workloads.payload import (
     build_payload,
@@ -22,7 +22,7 @@ from mlirtune.workloads.payload import (
     zero_filled,
 )
 
-# Per element: max, subtract, exp, add, divide.
+# Per element: max, subtract, exp, add, divide (exp counted as one flop, as is customary).
 FLOPS_PER_ELEMENT = 5
 
 PARALLEL = ["parallel", "parallel"]
@@ -96,20 +96,24 @@ class Softmax(Workload):
 
         return build_payload(self.arguments(), body)
 
-    def default_schedule_parameters(self) -> dict[str, int]:
-        return dict(ROWWISE_PARAMETERS)
-
-    def schedule_module(self, parameters=None) -> ir.Module:
-        return rowwise_schedule(
-            shape=self.shape,
-            parameters=self.resolve_parameters(parameters),
-            name=f"{self.name}_default",
-        )
-
     def reference(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         x = inputs[0].astype(np.float64)
         e = np.exp(x - x.max(axis=1, keepdims=True))
         return [e / e.sum(axis=1, keepdims=True)]
+
+    def numpy_baseline(self):
+        x = self.inputs[0]
+        out = np.empty_like(x)
+        row = np.empty((x.shape[0], 1), dtype=x.dtype)
+
+        def run():
+            np.max(x, axis=1, keepdims=True, out=row)
+            np.subtract(x, row, out=out)
+            np.exp(out, out=out)
+            np.sum(out, axis=1, keepdims=True, out=row)
+            return np.divide(out, row, out=out)
+
+        return run
 
     def get_complexity(self) -> Complexity:
         m, n = self.shape
