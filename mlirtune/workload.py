@@ -90,7 +90,7 @@ class Param:
 
 
 # Integer options that are not sizes and may be zero.
-NON_SIZE_INTS = {"seed", "padding"}
+NON_SIZE_INTS = {"seed"}
 
 
 class Workload(ABC):

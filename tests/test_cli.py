@@ -155,3 +155,47 @@ def test_help_teaches(capsys):
     out = capsys.readouterr().out
     assert exit_info.value.code == 0
     assert "--baseline" in out and "examples:" in out and "KEY=VALUE" in out
+
+
+def test_bench_json_reports_parameter_sources(capsys):
+    code, out, _ = run(
+        capsys,
+        "bench",
+        "matmul",
+        "M=32",
+        "N=32",
+        "K=32",
+        "--param",
+        "MR=4",
+        "--json",
+        "--max-time",
+        "0.05",
+    )
+    report = json.loads(out)
+    assert code == 0
+    assert report["parameters"]["MR"] == 4 and report["parameter_sources"]["MR"] == "explicit"
+    assert set(report["parameter_sources"].values()) <= {"explicit", "selector", "descriptor"}
+    assert "selector" in report["parameter_sources"].values()
+    assert report["pipeline"].endswith("matmul.yaml") and report["target"] == "host"
+
+
+def test_pipelines_lists_descriptors_and_search_order(capsys):
+    code, out, _ = run(capsys, "pipelines")
+    assert code == 0 and "x86_64/matmul" in out and "generic/lower_cpu" in out
+    assert "search order on host:" in out
+
+
+def test_explicit_pipeline_by_name_and_unknown_name(capsys):
+    code, out, _ = run(
+        capsys, "run", "matmul", "M=16", "N=16", "K=16", "--pipeline", "generic/default"
+    )
+    assert code == 0 and "verification passed" in out
+    code, _, err = run(capsys, "run", "matmul", "--pipeline", "nope")
+    assert code == 2 and "no pipeline descriptor for nope" in err
+
+
+def test_nvidia_target_compiles_to_ptx_but_does_not_execute(capsys):
+    code, out, _ = run(capsys, "opt", "matmul", "M=32", "N=32", "K=32", "--target", "nvidia-gpu")
+    assert code == 0 and "after ptx" in out and ".entry" in out
+    code, _, err = run(capsys, "run", "matmul", "--target", "nvidia-gpu")
+    assert code == 2 and "compile-only" in err
