@@ -118,6 +118,12 @@ class ScheduleBuilder:
             op = loop.LoopPeelOp(any_op, any_op, loop_handle)
         return op.peeled_loop, op.remainder_loop
 
+    def unroll(self, loop_handle: ir.Value, factor: int, step: str) -> None:
+        """Unroll an scf.for by `factor` (the loop handle is consumed). A factor that does not
+        divide the trip count leaves an epilogue loop for the remaining iterations."""
+        with self.at(step):
+            loop.LoopUnrollOp(loop_handle, factor=factor)
+
     def canonicalize(self, target: ir.Value, step: str = "canonicalize") -> None:
         """Apply canonicalization patterns (folds single-iteration loops, static sizes)."""
         with self.at(step):

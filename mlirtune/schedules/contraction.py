@@ -21,6 +21,9 @@ from mlirtune.ir.roots import OpInfo
 from mlirtune.schedules.builder import ScheduleBuilder
 
 CONTRACTION_PARAMETERS = {"MC": 64, "NC": 128, "KC": 256, "MR": 8, "NR": 32}
+# Optional: not chosen by target selectors, nor bound by the packaged descriptors. KU unrolls
+# the K-step loop of the micro-kernel; 1 (the default) leaves it rolled.
+CONTRACTION_OPTIONAL_PARAMETERS = {"KU": 1}
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,12 @@ def contraction_schedule(op: OpInfo, parameters: dict[str, int]) -> ir.Module:
         contraction = s.match_root(s.root, op.kind, step="match_contraction")
         contraction, k_loops = s.tile(contraction, [*zeros, 0, 0, kc], step="cache_tile_k")
         contraction, register_loops = s.tile(contraction, [*ones, mr, nr, 0], step="register_tile")
-        contraction, _ = s.tile(contraction, [*zeros, 0, 0, 1], step="k_step")
+        contraction, k_step_loops = s.tile(contraction, [*zeros, 0, 0, 1], step="k_step")
+        ku = p.get("KU", 1)
+        if ku > 1 and kc % ku == 0 and not remainders.cache_k:
+            # Only when KU divides every K cache tile (the K step loop runs KC iterations),
+            # so the unrolled loop has no epilogue. Before peeling, which clones it unrolled.
+            s.unroll(k_step_loops[-1], ku, step="unroll_k")
         others = s.match(s.root, ["linalg.fill", "linalg.generic"], step="match_elementwise")
         _, elementwise_loops = s.tile(others, [*ones, mr, nr], step="register_tile_elementwise")
         function = s.match(s.root, ["func.func"], step="match_function")

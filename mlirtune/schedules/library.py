@@ -14,9 +14,17 @@ from mlir import ir
 
 from mlirtune.errors import UsageError
 from mlirtune.ir.roots import OpInfo
-from mlirtune.schedules.contraction import CONTRACTION_PARAMETERS, contraction_schedule
+from mlirtune.schedules.contraction import (
+    CONTRACTION_OPTIONAL_PARAMETERS,
+    CONTRACTION_PARAMETERS,
+    contraction_schedule,
+)
 from mlirtune.schedules.convolution import convolution_parameters, convolution_schedule
 from mlirtune.schedules.elementwise import ELEMENTWISE_PARAMETERS, elementwise_schedule
+from mlirtune.schedules.packing import (
+    PACKED_CONTRACTION_PARAMETERS,
+    packed_contraction_schedule,
+)
 from mlirtune.schedules.reduction import ROWWISE_PARAMETERS, rowwise_schedule
 
 ITEMSIZE = {"f32": 4, "f64": 8, "bf16": 2}
@@ -62,8 +70,15 @@ SCHEDULES: dict[str, ScheduleEntry] = {
             "contraction",
             "cache + register tiling, fused epilogue, broadcast/FMA micro-kernel",
             ("matmul", "batch_matmul"),
-            lambda op: dict(CONTRACTION_PARAMETERS),
+            lambda op: {**CONTRACTION_PARAMETERS, **CONTRACTION_OPTIONAL_PARAMETERS},
             contraction_schedule,
+        ),
+        ScheduleEntry(
+            "packed_contraction",
+            "operands packed into register-tile blocks, broadcast/FMA micro-kernel",
+            ("matmul",),
+            lambda op: dict(PACKED_CONTRACTION_PARAMETERS),
+            packed_contraction_schedule,
         ),
         ScheduleEntry(
             "convolution",

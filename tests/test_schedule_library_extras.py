@@ -1,0 +1,146 @@
+"""Schedule-library extras: K-step unrolling in the contraction schedule (KU) and the
+packed_contraction schedule (operands packed into register-tile blocks)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from mlir import ir
+
+from mlirtune.engine import MlirJitEngine
+from mlirtune.workloads.matmul import Matmul, Mlp
+
+DESCRIPTORS = Path(__file__).resolve().parents[1] / "mlirtune" / "pipeline" / "descriptors"
+LOWER_CPU = DESCRIPTORS / "generic" / "lower_cpu.yaml"
+
+WORKLOADS = {"matmul": Matmul, "mlp": Mlp}
+
+
+def _descriptor(tmp_path: Path, name: str, params: dict[str, int]) -> Path:
+    slots = " ".join(f"{key}=${key}" for key in params)
+    values = ", ".join(f"{key}: {value}" for key, value in params.items())
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(
+        f"description: {name} test pipeline\n"
+        f"params: {{{values}}}\n"
+        "stages:\n"
+        f"  - schedule: {name} {{{slots}}}\n"
+        f"  - include: {LOWER_CPU}\n"
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def contraction_engine(tmp_path_factory) -> MlirJitEngine:
+    params = {"MC": 64, "NC": 128, "KC": 256, "MR": 8, "NR": 32, "KU": 1}
+    return MlirJitEngine(pipeline=_descriptor(tmp_path_factory.mktemp("ku"), "contraction", params))
+
+
+def _op_counts(engine, workload, parameters, stage: str) -> Counter:
+    """Op-name counts of the payload right after the schedule stage `stage`."""
+    seen: dict[str, Counter] = {}
+
+    def observer(name: str, module: ir.Module) -> None:
+        if name == stage:
+            counts: Counter = Counter()
+
+            def visit(op: ir.Operation) -> ir.WalkResult:
+                counts[op.name] += 1
+                return ir.WalkResult.ADVANCE
+
+            module.operation.walk(visit)
+            seen["counts"] = counts
+
+    engine.lower_payload(workload, parameters, observer=observer)
+    assert "counts" in seen, f"stage {stage!r} did not run"
+    return seen["counts"]
+
+
+# --- KU: unrolled K step ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ku", [2, 4])
+@pytest.mark.parametrize("kind", sorted(WORKLOADS))
+def test_unrolled_k_step_verifies(contraction_engine, kind, ku):
+    workload = WORKLOADS[kind](M=64, N=96, K=128)
+    result = contraction_engine.execute(workload, {"KU": ku})
+    assert result.verification.ok, result.verification.summary()
+
+
+@pytest.mark.parametrize("ku", [2, 4])
+@pytest.mark.parametrize("kind", sorted(WORKLOADS))
+def test_unrolling_multiplies_the_micro_kernel(contraction_engine, kind, ku):
+    workload = WORKLOADS[kind](M=64, N=64, K=64)
+    rolled = _op_counts(contraction_engine, workload, {"KU": 1}, "schedule contraction")
+    unrolled = _op_counts(contraction_engine, workload, {"KU": ku}, "schedule contraction")
+    assert rolled["vector.fma"] > 0
+    assert unrolled["vector.fma"] == ku * rolled["vector.fma"]
+    assert unrolled["scf.for"] == rolled["scf.for"]
+
+
+@pytest.mark.parametrize("kind", sorted(WORKLOADS))
+def test_ku_1_leaves_the_schedule_unchanged(engine, contraction_engine, kind):
+    """KU=1 gives the IR the packaged descriptor (which has no KU) gives."""
+    workload = WORKLOADS[kind](M=64, N=64, K=64)
+    tiles = {"MC": 64, "NC": 128, "KC": 256, "MR": 8, "NR": 32}
+    before = _op_counts(engine, workload, tiles, "schedule contraction")
+    after = _op_counts(contraction_engine, workload, {**tiles, "KU": 1}, "schedule contraction")
+    assert after == before
+
+
+def test_ku_that_does_not_divide_kc_is_ignored(contraction_engine):
+    workload = Matmul(M=16, N=32, K=24)
+    rolled = _op_counts(contraction_engine, workload, {"KU": 1}, "schedule contraction")
+    skipped = _op_counts(contraction_engine, workload, {"KU": 5}, "schedule contraction")
+    assert skipped == rolled
+    assert contraction_engine.execute(workload, {"KU": 5}).verification.ok
+
+
+# --- packed_contraction ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def packed_engine() -> MlirJitEngine:
+    return MlirJitEngine(pipeline=DESCRIPTORS / "x86_64" / "matmul_packed.yaml")
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize(
+    "shape", [(64, 64, 64), (128, 256, 64), (8, 32, 8)], ids=lambda s: "x".join(map(str, s))
+)
+@pytest.mark.parametrize("kind", sorted(WORKLOADS))
+def test_packed_contraction_verifies(packed_engine, kind, shape, dtype):
+    m, n, k = shape
+    result = packed_engine.execute(WORKLOADS[kind](M=m, N=n, K=k, dtype=dtype))
+    assert result.verification.ok, result.verification.summary()
+
+
+def test_packed_contraction_with_small_blocks(packed_engine):
+    result = packed_engine.execute(Matmul(M=128, N=256, K=64), {"MR": 4, "NR": 16, "KB": 16})
+    assert result.verification.ok, result.verification.summary()
+
+
+def test_packed_contraction_packs_and_vectorizes(packed_engine):
+    counts = _op_counts(
+        packed_engine, Matmul(M=64, N=64, K=64), None, "schedule packed_contraction"
+    )
+    linalg = {name for name in counts if name.startswith("linalg.")}
+    assert linalg == set(), linalg  # packs, unpacks, transposes and the kernel vectorized
+    assert counts["scf.for"] > 0
+
+
+@pytest.mark.parametrize("shape", [(70, 64, 64), (37, 50, 23)], ids=lambda s: "x".join(map(str, s)))
+def test_packed_contraction_non_dividing_shapes_use_divisors(packed_engine, shape):
+    m, n, k = shape
+    result = packed_engine.execute(Matmul(M=m, N=n, K=k))
+    assert result.verification.ok, result.verification.summary()
+
+
+def test_packed_contraction_is_registered():
+    from mlirtune.schedules.library import SCHEDULES
+
+    entry = SCHEDULES["packed_contraction"]
+    assert entry.root_kinds == ("matmul",)
+    assert set(entry.parameters(None)) == {"MR", "NR", "KB"}
