@@ -196,9 +196,11 @@ class HostCPU(Target):
         past it from L2: KC keeps A's panel in a quarter of L1, leaving the rest to the
         streamed lines (and to conflict misses: A's rows are K elements apart, often a
         multiple of 4 KiB). The output block is the whole output when it stays in L2 with
-        the M x KC and KC x N panels across the K loop; otherwise a block of at most
-        OUTPUT_BLOCK_BYTES whose A block (MC x KC) and B block (KC x NC) each fit in half
-        of L2, since B's block is re-read for every row of register tiles.
+        the M x KC and KC x N panels across the K loop. Otherwise the A block (MC x KC) is
+        sized to half of L1, because every column tile of the block re-reads it, and the
+        B block (KC x NC) to half of L2, within OUTPUT_BLOCK_BYTES of output: few rows,
+        many columns (16 x 512 f32 on a 32 KiB L1 / 1 MiB L2 core, measured 1.00x numpy at
+        1024^3 against 0.84x for a 64 x 128 block).
         """
         f = self.features
         m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
@@ -210,9 +212,10 @@ class HostCPU(Target):
             mc, nc = m, n
         else:
             block = OUTPUT_BLOCK_BYTES // size_out
-            panel = f.l2_bytes // 2 // (kc * size_in)
-            nc = _fit(n, min(panel, math.isqrt(2 * block)), step=nr, pow2=True)
-            mc = _fit(m, min(panel, block // nc), step=mr, pow2=True)
+            a_rows = f.l1d_bytes // 2 // (kc * size_in)
+            mc = _fit(m, max(mr, a_rows - a_rows % mr), step=mr, pow2=True)
+            b_columns = f.l2_bytes // 2 // (kc * size_in)
+            nc = _fit(n, max(nr, min(b_columns, block // mc)), step=nr, pow2=True)
         return {"MC": mc, "NC": nc, "KC": kc, "MR": min(mr, mc), "NR": min(nr, nc)}
 
     def _convolution(self, op: OpInfo) -> dict[str, int]:
