@@ -192,8 +192,10 @@ class ScheduleBuilder:
                 loop.HoistLoopInvariantSubsetsOp(each.bodyTargets[0])
                 transform.YieldOp([])
 
-    def lower_vectors(self, function: ir.Value) -> None:
-        """Lower contractions to outer products, i.e. broadcast + FMA, and tidy transfers."""
+    def lower_vectors(self, function: ir.Value, canonicalize: bool = True) -> None:
+        """Lower contractions to outer products, i.e. broadcast + FMA, and tidy transfers.
+        `canonicalize=False` leaves folding to the lowering passes, for kernels where
+        broadcast lowering and canonicalization together crash the pattern driver."""
         with self.at("lower_vectors"):
             patterns = transform.ApplyPatternsOp(function)
             with ir.InsertionPoint(patterns.patterns):
@@ -208,7 +210,8 @@ class ScheduleBuilder:
                 tvector.apply_patterns_vector_lower_transfer(max_transfer_rank=1)
                 tvector.apply_patterns_vector_lower_shape_cast()
                 tvector.apply_patterns_vector_lower_broadcast()
-                transform.apply_patterns_canonicalization()
+                if canonicalize:
+                    transform.apply_patterns_canonicalization()
 
     def lower_row_reductions(self, function: ir.Value) -> None:
         """Lower multi-reductions over the contiguous (last) dim to one horizontal reduction

@@ -17,7 +17,6 @@ import math
 from mlir import ir
 from mlir.dialects import transform
 from mlir.dialects.transform import structured
-from mlir.dialects.transform import vector as tvector
 
 from mlirtune.ir.roots import OpInfo
 from mlirtune.schedules.builder import ScheduleBuilder
@@ -102,25 +101,7 @@ def packed_contraction_schedule(op: OpInfo, parameters: dict[str, int]) -> ir.Mo
         function = s.vectorize_function(function)
         s.drop_leading_unit_dims(function)
         s.hoist_invariant_subsets(function)
-        _lower_vectors(s, function)
+        # Packed kernels broadcast and transpose A's column: canonicalizing while lowering
+        # broadcasts crashes the pattern driver; the host pipeline canonicalizes later.
+        s.lower_vectors(function, canonicalize=False)
     return s.module
-
-
-def _lower_vectors(s: ScheduleBuilder, function: ir.Value) -> None:
-    """`ScheduleBuilder.lower_vectors` without its canonicalization: on the packed kernel
-    (broadcast + transpose of A's column) broadcast lowering and canonicalization together
-    crash the pattern driver. The host pipeline canonicalizes afterwards."""
-    with s.at("lower_vectors"):
-        patterns = transform.ApplyPatternsOp(function)
-        with ir.InsertionPoint(patterns.patterns):
-            tvector.apply_patterns_vector_lower_contraction(
-                lowering_strategy=tvector.VectorContractLowering.OuterProduct
-            )
-            tvector.apply_patterns_vector_lower_outerproduct()
-            tvector.apply_patterns_vector_lower_multi_reduction(
-                lowering_strategy=tvector.VectorMultiReductionLowering.InnerParallel
-            )
-            tvector.apply_patterns_vector_transfer_permutation_patterns()
-            tvector.apply_patterns_vector_lower_transfer(max_transfer_rank=1)
-            tvector.apply_patterns_vector_lower_shape_cast()
-            tvector.apply_patterns_vector_lower_broadcast()
