@@ -92,6 +92,10 @@ class Param:
 # Integer options that are not sizes and may be zero.
 NON_SIZE_INTS = {"seed"}
 
+# Options every built-in workload shares.
+SEED_PARAM = Param("seed", int, 0, "input RNG seed")
+FLOAT_DTYPE_PARAM = Param("dtype", str, "f32", "element type", ("f32", "f64"))
+
 
 class Workload(ABC):
     """A kernel of fixed size: payload IR, schedule, seeded inputs, reference and complexity."""

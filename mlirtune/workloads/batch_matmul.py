@@ -7,11 +7,10 @@ from mlir import ir
 from mlir.dialects import linalg
 
 from mlirtune.ir.dtypes import DType, dtype_named
-from mlirtune.workload import ArgSpec, Complexity, Param, Workload
+from mlirtune.workload import FLOAT_DTYPE_PARAM, SEED_PARAM, ArgSpec, Complexity, Param, Workload
 from mlirtune.workloads.payload import build_payload, zero_filled
 
 # bf16 would need an f32 accumulator and a matching tolerance; only full-precision types here.
-FLOAT_DTYPES = ("f32", "f64")
 
 
 class BatchMatmul(Workload):
@@ -24,8 +23,8 @@ class BatchMatmul(Workload):
         Param("M", int, 128, "rows of each A and C"),
         Param("N", int, 128, "columns of each B and C"),
         Param("K", int, 128, "reduction size"),
-        Param("dtype", str, "f32", "element type", FLOAT_DTYPES),
-        Param("seed", int, 0, "input RNG seed"),
+        FLOAT_DTYPE_PARAM,
+        SEED_PARAM,
     )
 
     @property

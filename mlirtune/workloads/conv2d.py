@@ -10,11 +10,10 @@ from mlir.dialects import linalg
 
 from mlirtune.errors import UsageError
 from mlirtune.ir.dtypes import DType, dtype_named
-from mlirtune.workload import ArgSpec, Complexity, Param, Workload
+from mlirtune.workload import FLOAT_DTYPE_PARAM, SEED_PARAM, ArgSpec, Complexity, Param, Workload
 from mlirtune.workloads.payload import build_payload, zero_filled
 
 # bf16 would need an f32 accumulator and a matching tolerance; only full-precision types here.
-FLOAT_DTYPES = ("f32", "f64")
 
 
 def output_size(size: int, kernel: int, stride: int, dilation: int) -> int:
@@ -37,8 +36,8 @@ class Conv2d(Workload):
         Param("KW", int, 3, "filter width"),
         Param("stride", int, 1, "stride along H and W"),
         Param("dilation", int, 1, "dilation along H and W"),
-        Param("dtype", str, "f32", "element type", FLOAT_DTYPES),
-        Param("seed", int, 0, "input RNG seed"),
+        FLOAT_DTYPE_PARAM,
+        SEED_PARAM,
     )
 
     def __init__(self, **options: Any) -> None:

@@ -15,7 +15,7 @@ from mlir.dialects import arith
 
 from mlirtune.errors import UsageError
 from mlirtune.ir.dtypes import DType, dtype_named
-from mlirtune.workload import ArgSpec, Complexity, Param, Workload
+from mlirtune.workload import FLOAT_DTYPE_PARAM, SEED_PARAM, ArgSpec, Complexity, Param, Workload
 from mlirtune.workloads.payload import build_payload, generic, identity_map
 
 # Ops that consume one extra input tensor, and those that consume none.
@@ -46,8 +46,8 @@ class Elementwise(Workload):
         Param("M", int, 1024, "rows"),
         Param("N", int, 1024, "columns"),
         Param("ops", str, "add,relu", "comma-separated chain of add, mul, relu"),
-        Param("dtype", str, "f32", "element type", ("f32", "f64")),
-        Param("seed", int, 0, "input RNG seed"),
+        FLOAT_DTYPE_PARAM,
+        SEED_PARAM,
     )
 
     def __init__(self, **options: Any) -> None:

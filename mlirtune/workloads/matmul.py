@@ -7,7 +7,7 @@ from mlir import ir
 from mlir.dialects import arith, linalg
 
 from mlirtune.ir.dtypes import DTYPES, dtype_named
-from mlirtune.workload import ArgSpec, Complexity, Param, Workload
+from mlirtune.workload import SEED_PARAM, ArgSpec, Complexity, Param, Workload
 from mlirtune.workloads.payload import (
     build_payload,
     generic,
@@ -21,7 +21,7 @@ SIZE_PARAMS = (
     Param("N", int, 256, "columns of B and C"),
     Param("K", int, 256, "reduction size"),
     Param("dtype", str, "f32", "element type of A and B", tuple(DTYPES)),
-    Param("seed", int, 0, "input RNG seed"),
+    SEED_PARAM,
 )
 
 

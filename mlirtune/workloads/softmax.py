@@ -12,7 +12,7 @@ from mlir import ir
 from mlir.dialects import arith, math, tensor
 
 from mlirtune.ir.dtypes import DType, dtype_named
-from mlirtune.workload import ArgSpec, Complexity, Param, Workload
+from mlirtune.workload import FLOAT_DTYPE_PARAM, SEED_PARAM, ArgSpec, Complexity, Param, Workload
 from mlirtune.workloads.payload import (
     build_payload,
     filled,
@@ -37,8 +37,8 @@ class Softmax(Workload):
     parameters = (
         Param("M", int, 512, "rows"),
         Param("N", int, 1024, "columns (the softmax dim)"),
-        Param("dtype", str, "f32", "element type", ("f32", "f64")),
-        Param("seed", int, 0, "input RNG seed"),
+        FLOAT_DTYPE_PARAM,
+        SEED_PARAM,
     )
 
     @property
