@@ -17,7 +17,7 @@ import numpy as np
 from mlir import ir
 
 from mlirtune.errors import MlirtuneError, UsageError
-from mlirtune.ir.dtypes import DType
+from mlirtune.ir.dtypes import DType, dtype_named
 from mlirtune.runtime import Buffer, Placement
 from mlirtune.verify import VerificationResult, compare
 
@@ -207,6 +207,11 @@ class Workload(ABC):
         return [runner_library("mlir_c_runner_utils")]
 
     # --- shared machinery -----------------------------------------------------------------
+
+    @property
+    def dtype(self) -> DType:
+        """The element type named by the `dtype` option (built-in workloads all have one)."""
+        return dtype_named(self.options["dtype"])
 
     @property
     def seed(self) -> int:

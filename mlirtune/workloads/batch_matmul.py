@@ -6,7 +6,6 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import linalg
 
-from mlirtune.ir.dtypes import DType, dtype_named
 from mlirtune.workload import FLOAT_DTYPE_PARAM, SEED_PARAM, ArgSpec, Complexity, Param, Workload
 from mlirtune.workloads.payload import build_payload, zero_filled
 
@@ -26,10 +25,6 @@ class BatchMatmul(Workload):
         FLOAT_DTYPE_PARAM,
         SEED_PARAM,
     )
-
-    @property
-    def dtype(self) -> DType:
-        return dtype_named(self.options["dtype"])
 
     @property
     def dims(self) -> list[int]:

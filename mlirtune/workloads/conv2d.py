@@ -9,7 +9,6 @@ from mlir import ir
 from mlir.dialects import linalg
 
 from mlirtune.errors import UsageError
-from mlirtune.ir.dtypes import DType, dtype_named
 from mlirtune.workload import FLOAT_DTYPE_PARAM, SEED_PARAM, ArgSpec, Complexity, Param, Workload
 from mlirtune.workloads.payload import build_payload, zero_filled
 
@@ -51,10 +50,6 @@ class Conv2d(Workload):
                 "need H >= dilation*(KH-1)+1 and W >= dilation*(KW-1)+1",
                 stage="workload",
             )
-
-    @property
-    def dtype(self) -> DType:
-        return dtype_named(self.options["dtype"])
 
     @property
     def output_hw(self) -> tuple[int, int]:

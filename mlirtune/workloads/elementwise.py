@@ -14,7 +14,6 @@ from mlir import ir
 from mlir.dialects import arith
 
 from mlirtune.errors import UsageError
-from mlirtune.ir.dtypes import DType, dtype_named
 from mlirtune.workload import FLOAT_DTYPE_PARAM, SEED_PARAM, ArgSpec, Complexity, Param, Workload
 from mlirtune.workloads.payload import build_payload, generic, identity_map
 
@@ -55,10 +54,6 @@ class Elementwise(Workload):
         if not isinstance(self.options["ops"], str):
             raise UsageError(f"{self.name}: ops must be a string, got {self.options['ops']!r}")
         self.ops = parse_chain(self.options["ops"], self.name)
-
-    @property
-    def dtype(self) -> DType:
-        return dtype_named(self.options["dtype"])
 
     @property
     def shape(self) -> tuple[int, int]:

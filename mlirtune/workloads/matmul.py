@@ -6,7 +6,7 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import arith, linalg
 
-from mlirtune.ir.dtypes import DTYPES, dtype_named
+from mlirtune.ir.dtypes import DTYPES
 from mlirtune.workload import SEED_PARAM, ArgSpec, Complexity, Param, Workload
 from mlirtune.workloads.payload import (
     build_payload,
@@ -35,10 +35,6 @@ class Matmul(Workload):
         Param("bias", bool, False, "add a bias row vector"),
         Param("relu", bool, False, "apply ReLU"),
     )
-
-    @property
-    def dtype(self):
-        return dtype_named(self.options["dtype"])
 
     @property
     def out_dtype(self):

@@ -11,7 +11,6 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import arith, math, tensor
 
-from mlirtune.ir.dtypes import DType, dtype_named
 from mlirtune.workload import FLOAT_DTYPE_PARAM, SEED_PARAM, ArgSpec, Complexity, Param, Workload
 from mlirtune.workloads.payload import (
     build_payload,
@@ -40,10 +39,6 @@ class Softmax(Workload):
         FLOAT_DTYPE_PARAM,
         SEED_PARAM,
     )
-
-    @property
-    def dtype(self) -> DType:
-        return dtype_named(self.options["dtype"])
 
     @property
     def shape(self) -> tuple[int, int]:
