@@ -6,7 +6,7 @@ the diagnostic says which step of which schedule it was.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from mlir import ir
@@ -124,32 +124,38 @@ class ScheduleBuilder:
         with self.at(step):
             loop.LoopUnrollOp(loop_handle, factor=factor)
 
-    def canonicalize(self, target: ir.Value, step: str = "canonicalize") -> None:
-        """Apply canonicalization patterns (folds single-iteration loops, static sizes)."""
+    def apply_patterns(
+        self,
+        target: ir.Value,
+        step: str,
+        *populate: Callable[[], object],
+        canonicalize: bool = True,
+    ) -> None:
+        """One greedy rewrite over `target` with the pattern sets added by `populate`
+        (e.g. `tvector.apply_patterns_vector_lower_shape_cast`), plus canonicalization."""
         with self.at(step):
             patterns = transform.ApplyPatternsOp(target)
             with ir.InsertionPoint(patterns.patterns):
-                transform.apply_patterns_canonicalization()
+                for add in populate:
+                    add()
+                if canonicalize:
+                    transform.apply_patterns_canonicalization()
+
+    def canonicalize(self, target: ir.Value, step: str = "canonicalize") -> None:
+        """Apply canonicalization patterns (folds single-iteration loops, static sizes)."""
+        self.apply_patterns(target, step)
 
     def canonicalize_loops(self, target: ir.Value, step: str = "canonicalize_loops") -> None:
         """`canonicalize` plus the scf.for loop canonicalizations: min/max of loop indices
         folded from the loop bounds, and dims of loop results and iter_args resolved to
         the dims of the loop's inits. After peeling, this gives tiles that consume the
         result of an earlier loop (an epilogue after the K loop) static shapes too."""
-        with self.at(step):
-            patterns = transform.ApplyPatternsOp(target)
-            with ir.InsertionPoint(patterns.patterns):
-                loop.apply_patterns_scf_for_loop_canonicalization()
-                transform.apply_patterns_canonicalization()
+        self.apply_patterns(target, step, loop.apply_patterns_scf_for_loop_canonicalization)
 
     def shrink_temporaries(self, target: ir.Value, step: str = "shrink_temporaries") -> None:
         """Canonicalize, and fold `tensor.empty` sliced by a tile into a tile-sized one, so a
         fused intermediate is allocated per tile (and stays in cache), not at full size."""
-        with self.at(step):
-            patterns = transform.ApplyPatternsOp(target)
-            with ir.InsertionPoint(patterns.patterns):
-                ttensor.apply_patterns_tensor_fold_tensor_empty()
-                transform.apply_patterns_canonicalization()
+        self.apply_patterns(target, step, ttensor.apply_patterns_tensor_fold_tensor_empty)
 
     def tile_reduction(
         self, target: ir.Value, sizes: Sequence[int], step: str
@@ -177,11 +183,11 @@ class ScheduleBuilder:
     def drop_leading_unit_dims(self, function: ir.Value) -> None:
         """Rewrite vectors with leading unit dims (batch, image rows) to lower rank, so that
         accumulators are carried as 2-D vectors and need no broadcast to be re-formed."""
-        with self.at("drop_leading_unit_dims"):
-            patterns = transform.ApplyPatternsOp(function)
-            with ir.InsertionPoint(patterns.patterns):
-                tvector.apply_patterns_vector_cast_away_vector_leading_one_dim()
-                transform.apply_patterns_canonicalization()
+        self.apply_patterns(
+            function,
+            "drop_leading_unit_dims",
+            tvector.apply_patterns_vector_cast_away_vector_leading_one_dim,
+        )
 
     def hoist_invariant_subsets(self, function: ir.Value) -> None:
         """Keep accumulators in registers: hoist loop-invariant read/write pairs out of loops."""
@@ -196,32 +202,32 @@ class ScheduleBuilder:
         """Lower contractions to outer products, i.e. broadcast + FMA, and tidy transfers.
         `canonicalize=False` leaves folding to the lowering passes, for kernels where
         broadcast lowering and canonicalization together crash the pattern driver."""
-        with self.at("lower_vectors"):
-            patterns = transform.ApplyPatternsOp(function)
-            with ir.InsertionPoint(patterns.patterns):
-                tvector.apply_patterns_vector_lower_contraction(
-                    lowering_strategy=tvector.VectorContractLowering.OuterProduct
-                )
-                tvector.apply_patterns_vector_lower_outerproduct()
-                tvector.apply_patterns_vector_lower_multi_reduction(
-                    lowering_strategy=tvector.VectorMultiReductionLowering.InnerParallel
-                )
-                tvector.apply_patterns_vector_transfer_permutation_patterns()
-                tvector.apply_patterns_vector_lower_transfer(max_transfer_rank=1)
-                tvector.apply_patterns_vector_lower_shape_cast()
-                tvector.apply_patterns_vector_lower_broadcast()
-                if canonicalize:
-                    transform.apply_patterns_canonicalization()
+        self.apply_patterns(
+            function,
+            "lower_vectors",
+            lambda: tvector.apply_patterns_vector_lower_contraction(
+                lowering_strategy=tvector.VectorContractLowering.OuterProduct
+            ),
+            tvector.apply_patterns_vector_lower_outerproduct,
+            lambda: tvector.apply_patterns_vector_lower_multi_reduction(
+                lowering_strategy=tvector.VectorMultiReductionLowering.InnerParallel
+            ),
+            tvector.apply_patterns_vector_transfer_permutation_patterns,
+            lambda: tvector.apply_patterns_vector_lower_transfer(max_transfer_rank=1),
+            tvector.apply_patterns_vector_lower_shape_cast,
+            tvector.apply_patterns_vector_lower_broadcast,
+            canonicalize=canonicalize,
+        )
 
     def lower_row_reductions(self, function: ir.Value) -> None:
         """Lower multi-reductions over the contiguous (last) dim to one horizontal reduction
         per row. Only these: the host lowering handles the remaining vector ops, and adding
         lower_vectors' shape_cast/broadcast patterns makes canonicalization loop forever on
         single-row or single-column tiles."""
-        with self.at("lower_row_reductions"):
-            patterns = transform.ApplyPatternsOp(function)
-            with ir.InsertionPoint(patterns.patterns):
-                tvector.apply_patterns_vector_lower_multi_reduction(
-                    lowering_strategy=tvector.VectorMultiReductionLowering.InnerReduction
-                )
-                transform.apply_patterns_canonicalization()
+        self.apply_patterns(
+            function,
+            "lower_row_reductions",
+            lambda: tvector.apply_patterns_vector_lower_multi_reduction(
+                lowering_strategy=tvector.VectorMultiReductionLowering.InnerReduction
+            ),
+        )

@@ -93,11 +93,11 @@ def packed_contraction_schedule(op: OpInfo, parameters: dict[str, int]) -> ir.Mo
         epilogue = s.match_generic(s.root, ["parallel", "parallel"], step="match_elementwise")
         s.tile(epilogue, [mr, nr], step="tile_elementwise")
         function = s.match(s.root, ["func.func"], step="match_function_again")
-        with s.at("fold_unit_dims"):
-            patterns = transform.ApplyPatternsOp(function)
-            with ir.InsertionPoint(patterns.patterns):
-                structured.apply_patterns_linalg_fold_unit_extent_dims_via_slices()
-                transform.apply_patterns_canonicalization()
+        s.apply_patterns(
+            function,
+            "fold_unit_dims",
+            structured.apply_patterns_linalg_fold_unit_extent_dims_via_slices,
+        )
         function = s.vectorize_function(function)
         s.drop_leading_unit_dims(function)
         s.hoist_invariant_subsets(function)
