@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from mlirtune.runtime.base import Buffer, Placement, Runtime
-from mlirtune.toolchain import runner_library
 
 
 class HostRuntime(Runtime):
@@ -26,6 +25,3 @@ class HostRuntime(Runtime):
 
     def to_host(self, buffer: Buffer) -> np.ndarray:
         return buffer.host
-
-    def requirements(self) -> list[str]:
-        return [runner_library("mlir_c_runner_utils")]
