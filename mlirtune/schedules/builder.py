@@ -180,6 +180,28 @@ class ScheduleBuilder:
         with self.at("vectorize"):
             return structured.VectorizeChildrenAndApplyPatternsOp(function).result
 
+    def vectorize_linalg(self, function: ir.Value) -> None:
+        """Vectorize the (static-shaped) linalg ops of the function, then fold transfers into
+        the slices around them. Unlike `vectorize_function`, tensor.insert_slice ops stay as
+        they are: vectorizing a cache tile's insert_slice would copy the whole tile through
+        one large vector value, slow to compile and a needless copy at run time."""
+        with self.at("vectorize"):
+            linalg_ops = structured.MatchOp(
+                transform.AnyOpType.get(),
+                function,
+                interface=structured.MatchInterfaceEnum.LinalgOp,
+            ).result
+            structured.VectorizeOp(linalg_ops)
+        self.apply_patterns(
+            function,
+            "fold_transfers",
+            tvector.apply_patterns_vector_reduction_to_contract,
+            tvector.apply_patterns_vector_transfer_permutation_patterns,
+            tvector.apply_patterns_vector_fold_arith_extension,
+            tvector.apply_patterns_vector_sink_ops,
+            ttensor.apply_patterns_tensor_fold_tensor_subset_ops_into_vector_transfers,
+        )
+
     def drop_leading_unit_dims(self, function: ir.Value) -> None:
         """Rewrite vectors with leading unit dims (batch, image rows) to lower rank, so that
         accumulators are carried as 2-D vectors and need no broadcast to be re-formed."""

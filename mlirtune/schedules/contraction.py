@@ -109,7 +109,7 @@ def contraction_schedule(op: OpInfo, parameters: dict[str, int]) -> ir.Module:
                     s.peel(loop_handle, step=step)
             # Fold the peeled bounds into the slices, so every tile gets a static shape.
             s.canonicalize_loops(function, step="static_tile_shapes")
-        function = s.vectorize_function(function)
+        s.vectorize_linalg(function)
         if batch_dims or 1 in _register_extents(m, mc, mr):
             # Unit leading dims in the accumulators (the batch dim, or register tiles of one
             # row) would make lower_vectors loop forever or crash: drop them first.
