@@ -131,6 +131,15 @@ class Workload(ABC):
             parsed[key] = known[key].parse(text, cls.name)
         return cls(**parsed)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle the options only: cached inputs, reference and IR facts are rebuilt on
+        demand, so sending a workload to a worker process stays cheap."""
+        state = dict(self.__dict__)
+        for cached in ("root", "inputs", "reference_outputs"):
+            state.pop(cached, None)
+        state["_buffers"] = None
+        return state
+
     def describe(self) -> dict[str, Any]:
         """A JSON-friendly identity: workload name plus its options."""
         return {"name": self.name, **self.options}

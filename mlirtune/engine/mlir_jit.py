@@ -82,6 +82,7 @@ class MlirJitEngine(Engine):
         self.pipeline = pipeline
         self.opt_level = opt_level
         self._cache: dict[str, CompiledKernel] = {}
+        self._descriptors: dict[tuple[str, ...], Descriptor] = {}
 
     # --- lowering ------------------------------------------------------------------------
 
@@ -96,14 +97,23 @@ class MlirJitEngine(Engine):
         module, _ = self._lower(workload, schedule_parameters, False, observer, print_after_all)
         return module
 
+    def plan(self, workload, schedule_parameters: dict[str, Any] | None = None) -> Lowering:
+        """The pipeline that would run and its slot values with their sources, without
+        lowering anything (e.g. the tuner's baseline: what the selector chooses)."""
+        with new_context(), ir.Location.unknown():
+            return self._prepare(workload, schedule_parameters)[1]
+
+    def _prepare(self, workload, parameters) -> tuple[ir.Module, Lowering]:
+        """The annotated payload and the resolved pipeline (inside an active context)."""
+        module = workload.payload_module()
+        find_function(module, workload.entry)
+        roots = annotate_roots(module)
+        descriptor = self._descriptor(workload, roots)
+        return module, resolve_values(descriptor, self.target, roots, explicit=parameters)
+
     def _lower(self, workload, parameters, with_timer, observer=None, print_after_all=False):
         with new_context(), ir.Location.unknown():
-            module = workload.payload_module()
-            find_function(module, workload.entry)
-            roots = annotate_roots(module)
-            lowering = resolve_values(
-                self._descriptor(workload, roots), self.target, roots, explicit=parameters
-            )
+            module, lowering = self._prepare(workload, parameters)
             run_pipeline(
                 module,
                 lowering,
@@ -114,10 +124,14 @@ class MlirJitEngine(Engine):
             return module, lowering
 
     def _descriptor(self, workload, roots) -> Descriptor:
+        """The pipeline for `workload`, read once per engine (files are not re-parsed for
+        every compile of a tuning run)."""
         if isinstance(self.pipeline, Descriptor):
             return self.pipeline
-        names = [workload.name, *(op.kind for op in roots[:1])]
-        return resolve_descriptor(self.pipeline, self.target, names)
+        names = (workload.name, *(op.kind for op in roots[:1]))
+        if names not in self._descriptors:
+            self._descriptors[names] = resolve_descriptor(self.pipeline, self.target, list(names))
+        return self._descriptors[names]
 
     def compile(self, workload, schedule_parameters=None) -> CompiledKernel:
         """Lower and JIT once per (workload, parameters); later calls hit the cache."""
@@ -138,6 +152,10 @@ class MlirJitEngine(Engine):
                 ) from None
             self._cache[key] = CompiledKernel(engine, workload.entry, module, lowering)
         return self._cache[key]
+
+    def clear_cache(self) -> None:
+        """Drop every compiled kernel (and its JIT'd code), e.g. between tuning candidates."""
+        self._cache.clear()
 
     # --- running -------------------------------------------------------------------------
 

@@ -1,0 +1,2 @@
+"""Autotuning: search spaces (knobs + z3 constraints), strategies, isolated evaluation and
+the tuning database."""

@@ -1,0 +1,90 @@
+"""The tuning database's schema as ordered migration steps.
+
+The schema version lives in `PRAGMA user_version`; step N brings a database from version N-1
+to N. Each step runs in its own transaction together with its version bump, so a crash in the
+middle of an upgrade leaves the database at the last complete version.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from mlirtune.errors import UsageError
+
+# Step i (0-based) upgrades from version i to i + 1. Never edit a released step: append one.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE workloads (
+            hash TEXT PRIMARY KEY,
+            body TEXT NOT NULL
+        )""",
+        """CREATE TABLE targets (
+            hash TEXT PRIMARY KEY,
+            body TEXT NOT NULL
+        )""",
+        """CREATE TABLE toolchains (
+            hash TEXT PRIMARY KEY,
+            body TEXT NOT NULL
+        )""",
+        """CREATE TABLE records (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            created_at TEXT NOT NULL,
+            workload_hash TEXT NOT NULL REFERENCES workloads(hash),
+            target_hash TEXT NOT NULL REFERENCES targets(hash),
+            toolchain_hash TEXT NOT NULL REFERENCES toolchains(hash),
+            pipeline TEXT NOT NULL,
+            pipeline_hash TEXT NOT NULL,
+            params TEXT NOT NULL,
+            params_hash TEXT NOT NULL,
+            role TEXT NOT NULL CHECK (role IN ('candidate', 'baseline', 'race')),
+            status TEXT NOT NULL,
+            detail TEXT NOT NULL,
+            samples TEXT NOT NULL,
+            statistics TEXT,
+            median_s REAL,
+            gflops REAL,
+            flops REAL NOT NULL,
+            extra TEXT NOT NULL
+        )""",
+        """CREATE INDEX records_by_key ON records (
+            workload_hash, target_hash, toolchain_hash, pipeline_hash, params_hash, role
+        )""",
+    ),
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def migrate(conn: sqlite3.Connection, path: Path) -> None:
+    """Bring the database at `path` to SCHEMA_VERSION. `conn` must be in autocommit mode
+    (isolation_level=None) so that each step's transaction is explicit."""
+    _check_version(_version(conn), path)
+    for version in range(_version(conn), SCHEMA_VERSION):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Another process may have migrated between our read and taking the write lock.
+            if _version(conn) != version:
+                conn.execute("ROLLBACK")
+                continue
+            for statement in MIGRATIONS[version]:
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {version + 1}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+
+def _version(conn: sqlite3.Connection) -> int:
+    return conn.execute("PRAGMA user_version").fetchone()[0]
+
+
+def _check_version(version: int, path: Path) -> None:
+    if version > SCHEMA_VERSION:
+        raise UsageError(
+            f"tuning database {path} has schema version {version}, newer than this mlirtune "
+            f"knows ({SCHEMA_VERSION}); upgrade mlirtune or use another --db",
+            stage="db",
+        )
