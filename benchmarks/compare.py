@@ -37,19 +37,27 @@ class Comparison:
 HEADER = f"{'workload':34s} {'ours':>9s} {'numpy':>9s} {'ratio':>8s}   (GFLOP/s)"
 
 
-def compare(engine, workload, label: str, rounds: int = 3, max_time_s: float = 1.0) -> Comparison:
-    """Verify once, then alternate kernel and numpy measurements for `rounds` rounds."""
+def compare(
+    engine,
+    workload,
+    label: str,
+    rounds: int = 3,
+    max_time_s: float = 1.0,
+    parameters: dict | None = None,
+) -> Comparison:
+    """Verify once, then alternate kernel and numpy measurements for `rounds` rounds;
+    `parameters` are explicit slot values (default: the pipeline's own choice)."""
     options = BenchOptions(max_time_s=max_time_s)
-    ours, theirs, parameters = [], [], {}
+    ours, theirs, used = [], [], {}
     for _ in range(rounds):
-        result = engine.benchmark(workload, options=options)
+        result = engine.benchmark(workload, parameters, options=options)
         ours.append(result.median_s)
-        parameters = result.parameters
+        used = result.parameters
         theirs.append(measure_numpy(workload, options).median_s)
     return Comparison(
         label,
         statistics.median(ours),
         statistics.median(theirs),
         workload.get_complexity().flops,
-        parameters,
+        used,
     )

@@ -15,11 +15,17 @@ from mlir import ir
 from mlir.dialects.transform import structured
 
 from mlirtune.schedules.builder import ScheduleBuilder
+from mlirtune.schedules.knobs import Knob, divisors, register_rows, vector_columns
 
 CONV_OP = "linalg.conv_2d_nhwc_hwcf"
 
 # OW_TILE x F_TILE outputs per register tile; C_TILE input channels per filter-loop step.
 CONVOLUTION_PARAMETERS = {"OW_TILE": 8, "F_TILE": 32, "C_TILE": 1}
+CONVOLUTION_KNOBS = (
+    Knob("OW_TILE", "output pixels of a row per register tile", register_rows("OW")),
+    Knob("F_TILE", "output channels per register tile", vector_columns("F", (1, 2, 4))),
+    Knob("C_TILE", "input channels per filter-loop step", divisors("C", 16)),
+)
 
 
 def convolution_parameters(itemsize: int) -> dict[str, int]:

@@ -7,8 +7,13 @@ from collections.abc import Sequence
 from mlir import ir
 
 from mlirtune.schedules.builder import ScheduleBuilder
+from mlirtune.schedules.knobs import Knob, powers_of_two, vector_columns
 
 ELEMENTWISE_PARAMETERS = {"ROWS": 8, "COLS": 64}
+ELEMENTWISE_KNOBS = (
+    Knob("ROWS", "rows per tile", powers_of_two("ROWS", 32)),
+    Knob("COLS", "columns per tile", vector_columns("COLS", (1, 2, 4, 8))),
+)
 
 
 def elementwise_schedule(

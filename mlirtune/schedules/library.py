@@ -15,30 +15,43 @@ from mlir import ir
 from mlirtune.errors import UsageError
 from mlirtune.ir.roots import OpInfo
 from mlirtune.schedules.contraction import (
+    CONTRACTION_KNOBS,
     CONTRACTION_OPTIONAL_PARAMETERS,
     CONTRACTION_PARAMETERS,
     contraction_schedule,
 )
-from mlirtune.schedules.convolution import convolution_parameters, convolution_schedule
-from mlirtune.schedules.elementwise import ELEMENTWISE_PARAMETERS, elementwise_schedule
+from mlirtune.schedules.convolution import (
+    CONVOLUTION_KNOBS,
+    convolution_parameters,
+    convolution_schedule,
+)
+from mlirtune.schedules.elementwise import (
+    ELEMENTWISE_KNOBS,
+    ELEMENTWISE_PARAMETERS,
+    elementwise_schedule,
+)
+from mlirtune.schedules.knobs import Knob
 from mlirtune.schedules.packing import (
+    PACKED_CONTRACTION_KNOBS,
     PACKED_CONTRACTION_PARAMETERS,
     packed_contraction_schedule,
 )
-from mlirtune.schedules.reduction import ROWWISE_PARAMETERS, rowwise_schedule
+from mlirtune.schedules.reduction import ROWWISE_KNOBS, ROWWISE_PARAMETERS, rowwise_schedule
 
 ITEMSIZE = {"f32": 4, "f64": 8, "bf16": 2}
 
 
 @dataclass(frozen=True)
 class ScheduleEntry:
-    """A schedule builder, the root kinds it handles and its parameter defaults."""
+    """A schedule builder, the root kinds it handles, its parameter defaults and the knobs
+    (tunable parameters) a tuner searches over."""
 
     name: str
     description: str
     root_kinds: tuple[str, ...]
     defaults: Callable[[OpInfo], dict[str, int]]
     build: Callable[[OpInfo, dict[str, int]], ir.Module]
+    knobs: tuple[Knob, ...]
 
     def parameters(self, op: OpInfo, values: dict[str, int] | None = None) -> dict[str, int]:
         """Defaults for `op` overlaid with `values`; unknown names or non-integers fail."""
@@ -72,6 +85,7 @@ SCHEDULES: dict[str, ScheduleEntry] = {
             ("matmul", "batch_matmul"),
             lambda op: {**CONTRACTION_PARAMETERS, **CONTRACTION_OPTIONAL_PARAMETERS},
             contraction_schedule,
+            CONTRACTION_KNOBS,
         ),
         ScheduleEntry(
             "packed_contraction",
@@ -79,6 +93,7 @@ SCHEDULES: dict[str, ScheduleEntry] = {
             ("matmul",),
             lambda op: dict(PACKED_CONTRACTION_PARAMETERS),
             packed_contraction_schedule,
+            PACKED_CONTRACTION_KNOBS,
         ),
         ScheduleEntry(
             "convolution",
@@ -86,6 +101,7 @@ SCHEDULES: dict[str, ScheduleEntry] = {
             ("conv2d",),
             lambda op: convolution_parameters(ITEMSIZE[op.element_type]),
             lambda op, p: convolution_schedule(loop_sizes=list(op.dims.values()), parameters=p),
+            CONVOLUTION_KNOBS,
         ),
         ScheduleEntry(
             "rowwise",
@@ -93,6 +109,7 @@ SCHEDULES: dict[str, ScheduleEntry] = {
             ("reduction",),
             lambda op: dict(ROWWISE_PARAMETERS),
             lambda op, p: rowwise_schedule(shape=_shape(op), parameters=p),
+            ROWWISE_KNOBS,
         ),
         ScheduleEntry(
             "elementwise",
@@ -102,6 +119,7 @@ SCHEDULES: dict[str, ScheduleEntry] = {
             lambda op, p: elementwise_schedule(
                 anchor_op="linalg.generic", shape=_shape(op), parameters=p
             ),
+            ELEMENTWISE_KNOBS,
         ),
     )
 }

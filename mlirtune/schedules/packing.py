@@ -20,8 +20,18 @@ from mlir.dialects.transform import structured
 
 from mlirtune.ir.roots import OpInfo
 from mlirtune.schedules.builder import ScheduleBuilder
+from mlirtune.schedules.knobs import Knob, cache_tiles, register_rows, vector_columns
 
 PACKED_CONTRACTION_PARAMETERS = {"MR": 8, "NR": 32, "KB": 64}
+PACKED_CONTRACTION_KNOBS = (
+    Knob("MR", "rows of the register tile and of A's pack blocks", register_rows("M")),
+    Knob(
+        "NR",
+        "columns of the register tile and of B's pack blocks",
+        vector_columns("N", (1, 2, 4)),
+    ),
+    Knob("KB", "depth of the pack blocks (K loop step)", cache_tiles("K", floor=8)),
+)
 
 
 def _divisor(size: int, target: int) -> int:

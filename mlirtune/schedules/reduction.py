@@ -14,8 +14,13 @@ from mlir import ir
 from mlir.dialects import transform
 
 from mlirtune.schedules.builder import ScheduleBuilder
+from mlirtune.schedules.knobs import Knob, powers_of_two, vector_columns
 
 ROWWISE_PARAMETERS = {"ROWS": 4, "COLS": 64}
+ROWWISE_KNOBS = (
+    Knob("ROWS", "rows per row tile (producers fused per tile)", powers_of_two("ROWS", 16)),
+    Knob("COLS", "columns per vector tile inside a row tile", vector_columns("COLS", (1, 2, 4, 8))),
+)
 
 PARALLEL = ("parallel", "parallel")
 ROW_REDUCTION = ("parallel", "reduction")

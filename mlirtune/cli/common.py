@@ -1,0 +1,105 @@
+"""Helpers every command shares: workload, target, pipeline and parameter arguments."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from mlirtune.errors import UsageError
+
+
+def target_of(args: argparse.Namespace):
+    from mlirtune.targets import TARGETS
+
+    return TARGETS[args.target]()
+
+
+def pipeline_of(args: argparse.Namespace):
+    if getattr(args, "schedule", None):
+        if args.pipeline:
+            raise UsageError("give either --pipeline or --schedule, not both")
+        from mlirtune.pipeline import with_schedule_file
+
+        return with_schedule_file(args.schedule, target_of(args))
+    return args.pipeline
+
+
+def engine_of(args: argparse.Namespace):
+    return target_of(args).engine(pipeline_of(args))
+
+
+def workload_of(args: argparse.Namespace):
+    if args.payload:
+        from mlirtune.workloads.from_file import FromFile
+
+        if args.workload:
+            raise UsageError("give either a workload name or --payload, not both")
+        return FromFile(
+            args.payload,
+            entry=args.entry,
+            inputs=split_list(args.inputs),
+            expect=split_list(args.expect),
+        )
+    if not args.workload:
+        raise UsageError("name a workload (see `mlirtune list`) or give --payload FILE")
+    from mlirtune.workloads import workload_class
+
+    cls = workload_class(args.workload)
+    return cls.from_strings(pairs(args.options, "workload option"))
+
+
+def pairs(items: list[str], what: str) -> dict[str, str]:
+    pairs = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value:
+            raise UsageError(f"{what} {item!r} is not KEY=VALUE")
+        pairs[key] = value
+    return pairs
+
+
+def schedule_params(items: list[str]) -> dict[str, int]:
+    params = {}
+    for key, value in pairs(items, "--param").items():
+        try:
+            params[key] = int(value)
+        except ValueError:
+            raise UsageError(f"--param {key}={value!r} is not an integer") from None
+    return params
+
+
+def split_list(text: str | None) -> list[str]:
+    return [part for part in (text or "").split(",") if part]
+
+
+def label(description: dict[str, Any]) -> str:
+    name = description.get("name", "?")
+    rest = " ".join(f"{k}={v}" for k, v in description.items() if k != "name")
+    return f"{name} {rest}".strip()
+
+
+def add_target_argument(cmd: argparse.ArgumentParser) -> None:
+    from mlirtune.targets import TARGETS
+
+    cmd.add_argument(
+        "--target",
+        choices=sorted(TARGETS),
+        default="host",
+        help="compilation target (default: host, with detected CPU features)",
+    )
+
+
+def add_workload_arguments(cmd: argparse.ArgumentParser) -> None:
+    """The workload (name + KEY=VALUE options, or --payload ...), --pipeline and --target."""
+    cmd.add_argument("workload", nargs="?", help="built-in workload name (see list)")
+    cmd.add_argument("options", nargs="*", metavar="KEY=VALUE", help="workload options")
+    cmd.add_argument("--payload", metavar="FILE.mlir", help="run a payload from a file")
+    cmd.add_argument("--entry", default="payload", help="entry function of --payload")
+    cmd.add_argument("--inputs", metavar="A.npy,...", help="input arrays for --payload")
+    cmd.add_argument("--expect", metavar="OUT.npy,...", help="expected outputs for --payload")
+    cmd.add_argument(
+        "--pipeline",
+        metavar="NAME|FILE.yaml",
+        help="pipeline descriptor (default: looked up by workload and root-op kind)",
+    )
+    add_target_argument(cmd)

@@ -1,0 +1,273 @@
+"""Isolated evaluation: every candidate runs in a worker process with a timeout and a memory
+cap, so a candidate that crashes, hangs, runs out of memory or computes garbage costs one
+candidate, never the search.
+
+Workers compile in parallel and take turns on the benchmark core to time, with the other
+workers kept off it meanwhile (see `mlirtune.tune.worker`). A worker that dies or overruns its
+phase's timeout is killed and replaced; its candidate gets the status `crash` (with the
+signal) or `timeout`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any
+
+from mlirtune.bench.harness import BenchOptions
+from mlirtune.errors import MlirtuneError
+from mlirtune.tune.outcome import Outcome
+from mlirtune.tune.worker import TUNING_BENCH, WorkerSetup, log_tail
+
+Config = dict[str, int]
+
+
+@dataclass(frozen=True)
+class EvaluatorSettings:
+    """Isolation limits and measurement options for tuning candidates."""
+
+    workers: int | None = None  # default: one per core, at least two
+    compile_timeout_s: float = 120.0  # lowering + JIT of one candidate
+    run_timeout_s: float = 20.0  # the verification run, and then the timing
+    memory_bytes: int = 8 << 30  # address-space cap per worker
+    bench_options: BenchOptions = TUNING_BENCH
+    bench_core: int | None = None  # default: the highest core this process may use
+
+
+@dataclass
+class _Worker:
+    process: Any
+    connection: Any
+    log_path: str
+    job: Any = None
+    deadline: float | None = None
+    phase: str = "idle"
+
+
+@dataclass
+class IsolatedEvaluator:
+    """Evaluates configs of one workload in worker processes; use as a context manager."""
+
+    workload: Any
+    target: Any
+    pipeline: str | None = None
+    settings: EvaluatorSettings = field(default_factory=EvaluatorSettings)
+
+    def __post_init__(self) -> None:
+        cores = sorted(os.sched_getaffinity(0))
+        bench_core = self.settings.bench_core
+        self.bench_core = cores[-1] if bench_core is None else bench_core
+        if self.bench_core not in cores:
+            raise MlirtuneError(f"benchmark core {self.bench_core} is not available", stage="tune")
+        self.cores = frozenset(cores)
+        self.worker_count = self.settings.workers or max(2, len(cores))
+        self._scratch = Path(tempfile.mkdtemp(prefix="mlirtune-tune-"))
+        self._workers: list[_Worker | None] = [None] * self.worker_count
+        self._started = 0
+
+    def __enter__(self) -> IsolatedEvaluator:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop every worker and remove the scratch folder."""
+        for index, worker in enumerate(self._workers):
+            if worker is not None:
+                _stop(worker)
+                self._workers[index] = None
+        shutil.rmtree(self._scratch, ignore_errors=True)
+
+    # --- evaluation ------------------------------------------------------------------------
+
+    def evaluate(
+        self,
+        next_config: Callable[[], Config | None],
+        on_result: Callable[[Config, Outcome], None],
+    ) -> None:
+        """Pull configs from `next_config` (None: no more) while workers are free and report
+        each outcome to `on_result` as soon as it is known, in completion order."""
+        exhausted = False
+        while True:
+            for index in range(self.worker_count):
+                if exhausted:
+                    break
+                worker = self._workers[index]
+                if worker is not None and worker.job is not None:
+                    continue
+                config = next_config()
+                if config is None:
+                    exhausted = True
+                    break
+                self._assign(index, ("evaluate", config), config)
+            busy = [w for w in self._workers if w is not None and w.job is not None]
+            if not busy:
+                return
+            for config, outcome in self._collect(busy):
+                on_result(config, outcome)
+
+    def evaluate_all(self, configs: Iterable[Config]) -> list[Outcome]:
+        """Outcomes of `configs`, in the order given."""
+        configs = [dict(c) for c in configs]
+        pending = iter(enumerate(configs))
+        outcomes: dict[int, Outcome] = {}
+        jobs: dict[int, int] = {}  # id of the dict handed out -> its position
+
+        def next_config() -> Config | None:
+            item = next(pending, None)
+            if item is None:
+                return None
+            index, config = item
+            tagged = dict(config)
+            jobs[id(tagged)] = index
+            return tagged
+
+        def on_result(config: Config, outcome: Outcome) -> None:
+            outcomes[jobs[id(config)]] = outcome  # `evaluate` reports the very dict handed out
+
+        self.evaluate(next_config, on_result)
+        return [outcomes[i] for i in range(len(configs))]
+
+    def race(self, configs: list[Config], rounds: int) -> list[list[float]] | Outcome:
+        """Samples of each config from `rounds` interleaved measurements in one worker, or
+        the failure Outcome if that worker crashed or timed out."""
+        self._assign(0, ("race", [dict(c) for c in configs], rounds), "race", len(configs))
+        worker = self._workers[0]
+        budget = self.settings.run_timeout_s * (1 + rounds * len(configs))
+        result: list = []
+        while not result:
+            for _, reply in self._collect([worker], run_timeout=budget):
+                result.append(reply)
+        return result[0]
+
+    # --- worker management -----------------------------------------------------------------
+
+    def _assign(self, index: int, request: tuple, job: Any, compiles: int = 1) -> None:
+        worker = self._workers[index] or self._start(index)
+        worker.connection.send(request)
+        worker.job, worker.phase = job, "compile"
+        worker.deadline = time.monotonic() + self.settings.compile_timeout_s * compiles
+
+    def _collect(self, busy: list[_Worker], run_timeout: float | None = None):
+        """Wait for the next event of any busy worker; yield (job, outcome) for each that
+        finished, crashed or overran its deadline."""
+        deadlines = [w.deadline for w in busy if w.deadline is not None]
+        timeout = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+        wait([w.connection for w in busy], timeout)  # a dead worker's socket reads EOF
+        for worker in busy:
+            try:
+                while worker.connection.poll():
+                    kind, *payload = worker.connection.recv()
+                    if kind == "done":
+                        job, worker.job, worker.deadline = worker.job, None, None
+                        yield job, payload[0]
+                        break
+                    worker.phase = payload[0]
+                    limit = run_timeout or self.settings.run_timeout_s
+                    waiting = worker.phase == "wait"
+                    worker.deadline = None if waiting else time.monotonic() + limit
+            except (EOFError, OSError):
+                pass  # the worker died: handled below from its exit code
+            if worker.job is None:
+                continue
+            if worker.process.poll() is not None:
+                yield worker.job, self._replace(worker, _death(worker))
+            elif worker.deadline is not None and time.monotonic() > worker.deadline:
+                detail = f"no result within the {worker.phase} timeout"
+                yield worker.job, self._replace(worker, Outcome("timeout", detail=detail))
+
+    def _replace(self, worker: _Worker, outcome: Outcome) -> Outcome:
+        """Kill a failed worker; a fresh one is started when it is next needed."""
+        _stop(worker)
+        self._workers = [None if w is worker else w for w in self._workers]
+        self._write_pids()
+        return outcome
+
+    def _start(self, index: int) -> _Worker:
+        self._started += 1
+        log_path = str(self._scratch / f"worker-{self._started}.log")
+        setup = WorkerSetup(
+            workload=self.workload,
+            target=self.target,
+            pipeline=self.pipeline,
+            bench_options=self.settings.bench_options,
+            memory_bytes=self.settings.memory_bytes,
+            cores=self.cores,
+            bench_core=self.bench_core,
+            lock_path=str(self._scratch / "benchmark.lock"),
+            pids_path=str(self._scratch / "workers.pids"),
+            log_path=log_path,
+        )
+        parent_socket, child_socket = socket.socketpair()
+        with open(log_path, "ab") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "mlirtune.tune.worker", str(child_socket.fileno())],
+                pass_fds=[child_socket.fileno()],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+            )
+        child_socket.close()
+        parent = Connection(parent_socket.detach())
+        parent.send(list(sys.path))
+        parent.send_bytes(pickle.dumps(setup))
+        worker = _Worker(process, parent, log_path)
+        if not parent.poll(self.settings.compile_timeout_s):
+            _stop(worker)
+            raise MlirtuneError(
+                f"a tuning worker did not start: {log_tail(log_path)}", stage="tune"
+            )
+        try:
+            parent.recv()
+        except EOFError:
+            _stop(worker)
+            raise MlirtuneError(
+                f"a tuning worker failed to start: {log_tail(log_path)}", stage="tune"
+            ) from None
+        self._workers[index] = worker
+        self._write_pids()
+        return worker
+
+    def _write_pids(self) -> None:
+        """List the live workers for the one holding the benchmark core (see worker.py)."""
+        pids = [str(w.process.pid) for w in self._workers if w is not None]
+        path = self._scratch / "workers.pids"
+        path.with_suffix(".tmp").write_text("\n".join(pids))
+        path.with_suffix(".tmp").replace(path)
+
+
+def _death(worker: _Worker) -> Outcome:
+    """The crash outcome of a worker that exited, naming the signal that killed it."""
+    code = worker.process.wait(timeout=5)
+    if code is not None and code < 0:
+        cause = f"killed by {signal.Signals(-code).name}"
+    else:
+        cause = f"worker exited with status {code}"
+    tail = log_tail(worker.log_path)
+    return Outcome("crash", detail=f"{cause} during {worker.phase}" + (f": {tail}" if tail else ""))
+
+
+def _stop(worker: _Worker) -> None:
+    """Ask an idle worker to exit; kill a busy (failed or hung) one at once."""
+    if worker.job is None and worker.process.poll() is None:
+        with contextlib.suppress(OSError):
+            worker.connection.send(None)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            worker.process.wait(timeout=1)
+    if worker.process.poll() is None:
+        worker.process.kill()
+        worker.process.wait(timeout=5)
+    worker.connection.close()

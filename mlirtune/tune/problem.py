@@ -1,0 +1,123 @@
+"""The `generate` stage: what is being tuned, its search space and its database key.
+
+A TuningProblem ties a workload to the pipeline that lowers it on a target: the root op the
+pipeline's schedule works on, the schedule's knobs mapped onto the descriptor's slots, the
+constrained space, the baseline (the parameter selector's choice) and the TuningKey its
+records are stored under.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from mlir import ir
+
+from mlirtune.errors import UsageError
+from mlirtune.ir.context import new_context
+from mlirtune.ir.roots import OpInfo
+from mlirtune.pipeline import Lowering
+from mlirtune.schedules.library import ScheduleEntry, schedule_named
+from mlirtune.tune.constraints import space_for
+from mlirtune.tune.key import TuningKey, current_toolchain, digest
+from mlirtune.tune.space import SearchSpace
+
+Config = dict[str, int]
+
+
+@dataclass(frozen=True)
+class TuningProblem:
+    """One workload on one target through one pipeline, ready to search."""
+
+    workload: Any
+    target: Any
+    pipeline: str | None
+    lowering: Lowering
+    schedule: ScheduleEntry
+    op: OpInfo
+    slots: dict[str, str]  # schedule parameter -> descriptor slot
+    space: SearchSpace
+    key: TuningKey
+
+    @property
+    def baseline(self) -> Config:
+        """The config the pipeline uses untuned (selector, then descriptor defaults)."""
+        return {param: self.lowering.values[slot] for param, slot in self.slots.items()}
+
+    def slot_values(self, config: Config) -> dict[str, int]:
+        """A config of schedule parameters as the descriptor slot values engines take."""
+        return {self.slots[param]: value for param, value in config.items()}
+
+    def config_of(self, slot_values: dict[str, int]) -> Config:
+        """The inverse of `slot_values`."""
+        params = {slot: param for param, slot in self.slots.items()}
+        return {params[slot]: value for slot, value in slot_values.items()}
+
+
+def generate(workload: Any, target: Any, pipeline: str | None = None) -> TuningProblem:
+    """Resolve the pipeline for `workload` on `target` and build its search space."""
+    engine = target.engine(pipeline)
+    lowering = engine.plan(workload)
+    descriptor = lowering.descriptor
+    stages = [s for s in descriptor.stages if s.kind == "schedule"]
+    library_stages = [s for s in stages if not s.name.endswith(".mlir")]
+    if len(library_stages) != 1:
+        raise UsageError(
+            f"pipeline {descriptor.name} has {len(library_stages)} library schedule stages; "
+            "the tuner needs exactly one to take its knobs from",
+            stage="tune",
+        )
+    stage = library_stages[0]
+    schedule = schedule_named(stage.name)
+    op = next((r for r in lowering.roots if r.kind in schedule.root_kinds), None)
+    if op is None:
+        raise UsageError(
+            f"{workload.name} has no {' or '.join(schedule.root_kinds)} root op for "
+            f"schedule {schedule.name}",
+            stage="tune",
+        )
+    slots = {
+        param: value[1:]
+        for param, value in stage.arguments.items()
+        if isinstance(value, str) and value.startswith("$")
+    }
+    space = space_for(op, schedule.name, target)
+    unbound = sorted(set(space.domains) - set(slots))
+    if unbound:
+        raise UsageError(
+            f"pipeline {descriptor.name} does not expose knob(s) {', '.join(unbound)} of "
+            f"schedule {schedule.name} as slots, so they cannot be tuned; bind them in "
+            f"{descriptor.path} (e.g. {unbound[0]}=${unbound[0]})",
+            stage="tune",
+        )
+    slots = {param: slot for param, slot in slots.items() if param in space.domains}
+    key = TuningKey(
+        workload=_workload_identity(workload, op),
+        target=target.fingerprint(),
+        toolchain=current_toolchain(),
+        pipeline=descriptor.name,
+        pipeline_hash=digest(
+            {
+                "schedule": schedule.name,
+                "stages": [(s.kind, s.name, s.arguments) for s in descriptor.stages],
+                "defaults": descriptor.params,
+            }
+        ),
+    )
+    return TuningProblem(workload, target, pipeline, lowering, schedule, op, slots, space, key)
+
+
+def _workload_identity(workload: Any, op: OpInfo) -> dict[str, Any]:
+    """Op kind, shapes, dtypes, the payload's hash and the workload's own options."""
+    with new_context(), ir.Location.unknown():
+        payload = str(workload.payload_module())
+    return {
+        "name": workload.name,
+        "kind": op.kind,
+        "dims": op.dims,
+        "shapes": [list(spec.shape) for spec in workload.arguments()],
+        "dtypes": [spec.dtype.name for spec in workload.arguments()],
+        "payload_hash": hashlib.sha256(payload.encode()).hexdigest()[:16],
+        "options": workload.describe(),
+    }

@@ -1,0 +1,245 @@
+"""The tuning loop: baseline, search, baseline again, then a race of the finalists.
+
+Each stage is callable on its own (`generate` in `problem.py`, the evaluator's `evaluate`
+and `race`, `rank` here); `tune` is the composition the CLI runs. Every outcome is
+committed to the database as soon as it is known, and a config already stored under the
+same key is taken from there instead of being measured again, so re-running an interrupted
+command resumes it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from mlirtune.bench.stats import median_ci
+from mlirtune.errors import MlirtuneError, UsageError
+from mlirtune.tune.db import TuningDB
+from mlirtune.tune.evaluator import EvaluatorSettings, IsolatedEvaluator
+from mlirtune.tune.outcome import Outcome
+from mlirtune.tune.problem import Config, TuningProblem
+from mlirtune.tune.strategies import config_key, strategy_class
+
+
+@dataclass(frozen=True)
+class TuneOptions:
+    """Budget (candidates and/or seconds), strategy and the final race."""
+
+    budget: int | None = None
+    time_limit_s: float | None = None
+    strategy: str = "tpe"
+    seed: int = 0
+    finalists: int = 3
+    race_rounds: int = 5
+    drift_tolerance: float = 0.03  # baseline first vs last, relative
+    evaluator: EvaluatorSettings = field(default_factory=EvaluatorSettings)
+
+    def check(self) -> None:
+        if self.budget is None and self.time_limit_s is None:
+            raise UsageError("give a budget (--budget N) and/or --time-limit S", stage="tune")
+        if self.budget is not None and self.budget <= 0:
+            raise UsageError(f"--budget must be a positive number, not {self.budget}", stage="tune")
+        if self.time_limit_s is not None and self.time_limit_s <= 0:
+            raise UsageError(
+                f"--time-limit must be positive, not {self.time_limit_s}", stage="tune"
+            )
+        strategy_class(self.strategy)
+
+
+class TuneObserver(Protocol):
+    """Progress callbacks (the CLI draws a progress bar from them)."""
+
+    def phase(self, text: str) -> None: ...
+
+    def result(self, config: Config, outcome: Outcome, resumed: bool) -> None: ...
+
+
+@dataclass
+class Candidate:
+    """A config and its outcome, as ranked."""
+
+    config: Config
+    outcome: Outcome
+
+
+@dataclass
+class TuneReport:
+    """Everything a tuning run found, for the table and `--json`."""
+
+    problem: TuningProblem
+    strategy: str
+    evaluated: list[Candidate]
+    resumed: int
+    baseline_first: Outcome
+    baseline_last: Outcome
+    race: dict[tuple, list[float]]
+    winner: Config | None
+    warnings: list[str]
+
+    @property
+    def failed_by_status(self) -> dict[str, int]:
+        return dict(Counter(c.outcome.status for c in self.evaluated if not c.outcome.ok))
+
+    @property
+    def baseline_samples(self) -> list[float]:
+        return self.race.get(config_key(self.problem.baseline)) or list(self.baseline_first.samples)
+
+    def samples_of(self, config: Config) -> list[float]:
+        return self.race.get(config_key(config)) or list(
+            next(c.outcome.samples for c in self.evaluated if c.config == config)
+        )
+
+    @property
+    def best(self) -> Config:
+        """The declared winner, or the baseline when none beat it beyond the noise."""
+        return self.winner or self.problem.baseline
+
+    @property
+    def speedup(self) -> float:
+        return float(np.median(self.baseline_samples) / np.median(self.samples_of(self.best)))
+
+    def gflops(self, config: Config) -> float:
+        return (
+            self.problem.workload.get_complexity().flops / np.median(self.samples_of(config)) / 1e9
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        problem = self.problem
+        return {
+            "workload": problem.workload.describe(),
+            "pipeline": problem.key.pipeline,
+            "strategy": self.strategy,
+            "space_size": problem.space.count(),
+            "evaluated": len(self.evaluated),
+            "resumed": self.resumed,
+            "failed_by_status": self.failed_by_status,
+            "baseline_params": problem.baseline,
+            "baseline_gflops": self.gflops(problem.baseline),
+            "best_params": self.best,
+            "best_gflops": self.gflops(self.best),
+            "winner": "candidate" if self.winner else "baseline",
+            "speedup_vs_baseline": self.speedup,
+            "baseline_drift": _relative_change(self.baseline_first, self.baseline_last),
+            "warnings": self.warnings,
+        }
+
+
+def rank(candidates: list[Candidate]) -> list[Candidate]:
+    """The candidates that ran correctly, fastest (lowest median) first."""
+    return sorted((c for c in candidates if c.outcome.ok), key=lambda c: c.outcome.median_s)
+
+
+def tune(
+    problem: TuningProblem,
+    options: TuneOptions,
+    db: TuningDB,
+    observer: TuneObserver | None = None,
+) -> TuneReport:
+    """Search `problem`'s space within the budget and race the finalists."""
+    options.check()
+    strategy = strategy_class(options.strategy)(problem.space, options.seed)
+    observer = observer or _Silent()
+    key, warnings = problem.key, []
+    candidates: list[Candidate] = []
+    resumed = 0
+    settings = options.evaluator
+    with IsolatedEvaluator(problem.workload, problem.target, problem.pipeline, settings) as ev:
+        observer.phase("baseline")
+        baseline_first = _measure_baseline(problem, ev, db)
+        started = time.monotonic()
+        asked = 0
+
+        def next_config() -> dict[str, int] | None:
+            nonlocal asked, resumed
+            while True:
+                if options.budget is not None and asked >= options.budget:
+                    return None
+                if options.time_limit_s and time.monotonic() - started > options.time_limit_s:
+                    return None
+                config = strategy.ask()
+                if config is None:
+                    return None
+                asked += 1
+                stored = db.lookup(key, problem.slot_values(config))
+                if stored is None:
+                    return problem.slot_values(config)
+                resumed += 1
+                record(config, stored, resumed=True)
+
+        def record(config: Config, outcome: Outcome, resumed: bool) -> None:
+            candidates.append(Candidate(config, outcome))
+            strategy.tell(config, outcome)
+            observer.result(config, outcome, resumed)
+
+        def on_result(slot_values: dict[str, int], outcome: Outcome) -> None:
+            db.record(key, slot_values, outcome)
+            record(problem.config_of(slot_values), outcome, resumed=False)
+
+        observer.phase("search")
+        ev.evaluate(next_config, on_result)
+        observer.phase("baseline")
+        baseline_last = _measure_baseline(problem, ev, db)
+        drift = _relative_change(baseline_first, baseline_last)
+        if abs(drift) > options.drift_tolerance:
+            warnings.append(
+                f"the machine drifted: the baseline measured {drift:+.1%} between the start "
+                "and the end of the search; rankings from the search are less reliable"
+            )
+        observer.phase("race")
+        race, winner = _race(problem, ev, db, rank(candidates), options)
+    return TuneReport(
+        problem, strategy.name, candidates, resumed, baseline_first, baseline_last, race,
+        winner, warnings,
+    )  # fmt: skip
+
+
+def _measure_baseline(problem: TuningProblem, ev: IsolatedEvaluator, db: TuningDB) -> Outcome:
+    values = problem.slot_values(problem.baseline)
+    (outcome,) = ev.evaluate_all([values])
+    db.record(problem.key, values, outcome, role="baseline")
+    if not outcome.ok:
+        raise MlirtuneError(
+            f"the baseline config {problem.baseline} failed ({outcome.status}): "
+            f"{outcome.detail}; fix the pipeline's defaults before tuning",
+            stage="tune",
+        )
+    return outcome
+
+
+def _race(problem, ev, db, ranked: list[Candidate], options: TuneOptions):
+    """Re-measure the finalists interleaved with the baseline; the fastest finalist wins only
+    if its median's 95% CI lies wholly below the baseline's."""
+    baseline = problem.baseline
+    finalists = [c.config for c in ranked if c.config != baseline][: options.finalists]
+    if not finalists:
+        return {}, None
+    contenders = [baseline, *finalists]
+    result = ev.race([problem.slot_values(c) for c in contenders], options.race_rounds)
+    if isinstance(result, Outcome):  # the race worker failed; keep the search's ranking
+        return {}, None
+    flops = problem.workload.get_complexity().flops
+    race = {}
+    for config, samples in zip(contenders, result, strict=True):
+        race[config_key(config)] = samples
+        outcome = Outcome("ok", samples=tuple(samples), flops=flops)
+        db.record(problem.key, problem.slot_values(config), outcome, role="race")
+    best = min(finalists, key=lambda c: np.median(race[config_key(c)]))
+    best_high = median_ci(np.asarray(race[config_key(best)]))[1]
+    baseline_low = median_ci(np.asarray(race[config_key(baseline)]))[0]
+    return race, best if best_high < baseline_low else None
+
+
+def _relative_change(first: Outcome, last: Outcome) -> float:
+    return float(last.median_s / first.median_s - 1.0)
+
+
+class _Silent:
+    def phase(self, text: str) -> None:
+        pass
+
+    def result(self, config: Config, outcome: Outcome, resumed: bool) -> None:
+        pass

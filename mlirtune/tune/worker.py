@@ -1,0 +1,194 @@
+"""The worker process side of isolated evaluation.
+
+A worker compiles, verifies and times one candidate at a time for one workload. It runs
+under a memory cap, with its output redirected to a log file, and tells the parent which
+phase it is in so that the parent can apply the right timeout. Timing holds an exclusive
+file lock, so only one candidate is measured at a time: the worker holding it pins itself
+to the benchmark core and moves its sibling workers (listed by the parent in a file) off
+that core until it is done, so that compilation uses every core except while a candidate
+is being timed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import pickle
+import resource
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from mlirtune.bench.harness import BenchOptions
+from mlirtune.errors import MlirtuneError
+from mlirtune.tune.outcome import Outcome
+
+# Short measurements (about 15 ms): finalists are re-measured against the baseline before a
+# winner is declared, so a candidate only needs to be ranked, not timed to 1%.
+TUNING_BENCH = BenchOptions(
+    warmup_s=0.005, target_sample_s=0.001, min_samples=10, max_time_s=0.1, rel_ci=0.02
+)
+# Each round of the final race measures every finalist and the baseline once, longer.
+RACE_BENCH = BenchOptions(
+    warmup_s=0.02, target_sample_s=0.002, min_samples=20, max_time_s=0.3, rel_ci=0.01
+)
+
+
+@dataclass(frozen=True)
+class WorkerSetup:
+    """Everything a worker needs, sent once when it starts (pickled)."""
+
+    workload: Any
+    target: Any
+    pipeline: str | None
+    bench_options: BenchOptions
+    memory_bytes: int
+    cores: frozenset[int]
+    bench_core: int
+    lock_path: str
+    pids_path: str
+    log_path: str
+
+
+def main() -> None:
+    """Entry point of `python -m mlirtune.tune.worker FD`: FD is a socket to the parent.
+    The first message is the parent's sys.path (so that workloads defined in the parent's
+    modules unpickle here), then the pickled WorkerSetup."""
+    connection = Connection(socket.socket(fileno=int(sys.argv[1])).detach())
+    sys.path[:] = connection.recv()
+    serve(connection, pickle.loads(connection.recv_bytes()))
+
+
+def serve(connection: Connection, setup: WorkerSetup) -> None:
+    """Serve ("evaluate", params) and ("race", [params], rounds) requests until None or
+    until the parent goes away."""
+    _redirect_output(setup.log_path)
+    resource.setrlimit(resource.RLIMIT_AS, (setup.memory_bytes, setup.memory_bytes))
+    engine = setup.target.engine(setup.pipeline)
+    flops = setup.workload.get_complexity().flops
+    setup.workload.reference_outputs  # noqa: B018 - computed once, before any timeout runs
+    connection.send(("ready",))
+    while True:
+        try:
+            request = connection.recv()
+        except EOFError:  # the parent is gone (killed): nothing left to do
+            return
+        if request is None:
+            return
+        kind, *arguments = request
+        try:
+            if kind == "evaluate":
+                reply = _evaluate(connection, setup, engine, arguments[0], flops)
+            else:
+                reply = _race(connection, setup, engine, *arguments)
+        finally:
+            engine.clear_cache()  # one candidate's JIT'd code at a time keeps memory flat
+        connection.send(("done", reply))
+
+
+def _evaluate(connection, setup: WorkerSetup, engine, params: dict, flops: float) -> Outcome:
+    workload = setup.workload
+    started = time.perf_counter()
+    try:
+        engine.compile(workload, params)
+    except MlirtuneError as error:
+        return Outcome("compile_error", detail=str(error))
+    compiled = time.perf_counter()
+    connection.send(("phase", "run"))
+    verification = engine.execute(workload, params).verification
+    if verification is not None and not verification.ok and not verification.skipped:
+        return Outcome("wrong_result", detail=verification.summary())
+    verified = time.perf_counter()
+    with _benchmark_slot(connection, setup):
+        locked = time.perf_counter()
+        result = engine.benchmark(
+            workload, params, check_correctness=False, options=setup.bench_options
+        )
+    seconds = {
+        "compile_s": compiled - started,
+        "verify_s": verified - compiled,
+        "wait_s": locked - verified,
+        "bench_s": time.perf_counter() - locked,
+    }
+    return Outcome("ok", samples=tuple(result.samples), flops=flops, extra=seconds)
+
+
+def _race(connection, setup: WorkerSetup, engine, configs: list[dict], rounds: int) -> list:
+    """Per config, the samples of `rounds` interleaved measurements (config order rotates
+    every round, so slow drift of the machine spreads evenly over the configs)."""
+    workload = setup.workload
+    for params in configs:
+        engine.compile(workload, params)
+    samples: list[list[float]] = [[] for _ in configs]
+    with _benchmark_slot(connection, setup):
+        for round_index in range(rounds):
+            order = [(round_index + i) % len(configs) for i in range(len(configs))]
+            for index in order:
+                result = engine.benchmark(
+                    workload, configs[index], check_correctness=False, options=RACE_BENCH
+                )
+                samples[index].extend(result.samples)
+    return samples
+
+
+@contextlib.contextmanager
+def _benchmark_slot(connection, setup: WorkerSetup):
+    """Hold the benchmark lock, pinned to the benchmark core, with the sibling workers
+    moved to the other cores."""
+    connection.send(("phase", "wait"))
+    with open(setup.lock_path, "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        connection.send(("phase", "bench"))
+        others = setup.cores - {setup.bench_core}
+        siblings = _sibling_pids(setup.pids_path) if others else []
+        for pid in siblings:
+            _move(pid, others)
+        os.sched_setaffinity(0, {setup.bench_core})
+        try:
+            yield
+        finally:
+            os.sched_setaffinity(0, setup.cores)
+            for pid in siblings:
+                _move(pid, setup.cores)
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _sibling_pids(pids_path: str) -> list[int]:
+    try:
+        pids = [int(line) for line in Path(pids_path).read_text().split()]
+    except (OSError, ValueError):
+        return []
+    return [pid for pid in pids if pid != os.getpid()]
+
+
+def _move(pid: int, cores: frozenset[int]) -> None:
+    """Restrict every thread of process `pid` to `cores`; a process that is gone is skipped."""
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError, ValueError):
+            os.sched_setaffinity(int(task.name), cores)
+
+
+def _redirect_output(log_path: str) -> None:
+    """Send this process's stdout/stderr (LLVM diagnostics included) to its log file."""
+    descriptor = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(descriptor, 1)
+    os.dup2(descriptor, 2)
+    os.close(descriptor)
+
+
+def log_tail(log_path: str, limit: int = 400) -> str:
+    """The last `limit` characters of a worker's log, for crash reports."""
+    try:
+        text = Path(log_path).read_text(errors="replace")
+    except OSError:
+        return ""
+    return text[-limit:].strip()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,305 @@
+"""Search spaces: knob domains, z3 constraints against brute force, sampling, unsat cores,
+export as transform.tune.knob IR and the analytic cost model. Nothing is compiled."""
+
+import itertools
+import math
+
+import pytest
+from mlir import ir
+
+from mlirtune.errors import UsageError
+from mlirtune.ir.roots import OpInfo
+from mlirtune.schedules.library import SCHEDULES
+from mlirtune.targets.host_cpu import HostCPU
+from mlirtune.tune.constraints import space_for
+
+F32 = ("f32", "f32", "f32")
+AVX512 = {"isa": "avx512", "l1d_bytes": 32 << 10, "l2_bytes": 1 << 20}
+AVX2 = {"isa": "avx2", "l1d_bytes": 32 << 10, "l2_bytes": 1 << 20}
+
+
+def host(**overrides) -> HostCPU:
+    return HostCPU(**{**AVX512, **overrides})
+
+
+def matmul(m: int, n: int, k: int, kind: str = "matmul", **extra) -> OpInfo:
+    return OpInfo(kind, {**extra, "M": m, "N": n, "K": k}, F32)
+
+
+def _vectors(columns: int, lanes: int) -> int:
+    return -(-columns // lanes)
+
+
+def _floor(space, rows: str, columns: str, lanes: int) -> int:
+    """The accumulator floor: 8 (2 FMA pipes x 4 cycles), or the most the domains reach."""
+    return min(8, max(space.domains[rows]) * _vectors(max(space.domains[columns]), lanes))
+
+
+def contraction_ok(c, op, cpu, floor):
+    m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
+    f, lanes = cpu.features, cpu.lanes("f32")
+    v = _vectors(c["NR"], lanes)
+    whole_output = c["MC"] == m and c["NC"] == n and m * n * 4 + (m + n) * c["KC"] * 4 <= f.l2_bytes
+    return (
+        (c["NR"] % lanes == 0 or c["NR"] == n)
+        and c["MR"] * v + v + 1 <= f.vector_registers
+        and c["MR"] * v >= floor
+        and c["MR"] <= c["MC"]
+        and c["NR"] <= c["NC"]
+        and (c["MC"] % c["MR"] == 0 or c["MC"] == m)
+        and (c["NC"] % c["NR"] == 0 or c["NC"] == n)
+        and all(t <= lanes or t == 2 * lanes for t in (c["NC"] % c["NR"], n % c["NC"] % c["NR"]))
+        and c["MR"] * c["KC"] * 4 <= f.l1d_bytes // 2
+        and c["KC"] * c["NC"] * 4 <= f.l2_bytes
+        and (c["MC"] * c["NC"] * 4 <= 32 << 10 or whole_output)
+        and c["KC"] % c["KU"] == 0
+        and (c["KU"] == 1 or k % c["KC"] == 0)
+        and c["KU"] * c["MR"] * v <= 32
+    )
+
+
+def packed_ok(c, op, cpu, floor):
+    m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
+    f, lanes = cpu.features, cpu.lanes("f32")
+    v = _vectors(c["NR"], lanes)
+    return (
+        (c["NR"] % lanes == 0 or c["NR"] == n)
+        and c["MR"] * v + v + 1 <= f.vector_registers
+        and c["MR"] * v >= floor
+        and m % c["MR"] == 0
+        and n % c["NR"] == 0
+        and k % c["KB"] == 0
+        and (c["MR"] + c["NR"]) * c["KB"] * 4 <= f.l1d_bytes // 2
+    )
+
+
+def convolution_ok(c, op, cpu, floor):
+    f, lanes = cpu.features, cpu.lanes("f32")
+    v = _vectors(c["F_TILE"], lanes)
+    return (
+        (c["F_TILE"] % lanes == 0 or c["F_TILE"] == op.dims["F"])
+        and c["OW_TILE"] * v + v + 1 <= f.vector_registers
+        and c["OW_TILE"] * v >= floor
+        and op.dims["F"] % c["F_TILE"] in (*range(lanes + 1), 2 * lanes)
+        and op.dims["C"] % c["C_TILE"] == 0
+        and c["C_TILE"] * c["OW_TILE"] * v <= 64
+    )
+
+
+def vector_tile_ok(share):
+    def ok(c, op, cpu, floor):
+        lanes = cpu.lanes("f32")
+        v = _vectors(c["COLS"], lanes)
+        return (c["COLS"] % lanes == 0 or c["COLS"] == op.dims["COLS"]) and c["ROWS"] * v <= int(
+            cpu.features.vector_registers * share
+        )
+
+    return ok
+
+
+CONV = OpInfo("conv2d", {"N": 1, "OH": 8, "OW": 14, "F": 56, "KH": 3, "KW": 3, "C": 12}, F32)
+CASES = {
+    "matmul": (matmul(48, 80, 96), "contraction", host(l1d_bytes=8192, l2_bytes=16384)),
+    "matmul_large": (matmul(256, 512, 128), "contraction", host()),
+    "batch_matmul": (matmul(32, 48, 64, "batch_matmul", B=4), "contraction", HostCPU(**AVX2)),
+    "packed_contraction": (matmul(24, 48, 64), "packed_contraction", host()),
+    "conv2d": (CONV, "convolution", host()),
+    "reduction": (OpInfo("reduction", {"ROWS": 30, "COLS": 100}, F32), "rowwise", host()),
+    "elementwise": (
+        OpInfo("elementwise", {"ROWS": 7, "COLS": 40}, F32),
+        "elementwise",
+        HostCPU(**AVX2),
+    ),
+}
+PREDICATES = {
+    "contraction": (contraction_ok, "MR", "NR"),
+    "packed_contraction": (packed_ok, "MR", "NR"),
+    "convolution": (convolution_ok, "OW_TILE", "F_TILE"),
+    "rowwise": (vector_tile_ok(0.5), None, None),
+    "elementwise": (vector_tile_ok(1.0), None, None),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(CASES))
+def case(request):
+    op, schedule, cpu = CASES[request.param]
+    return op, cpu, space_for(op, schedule, cpu)
+
+
+def test_count_matches_brute_force(case):
+    op, cpu, space = case
+    ok, rows, columns = PREDICATES[space.schedule]
+    floor = _floor(space, rows, columns, cpu.lanes("f32")) if rows else 0
+    names = list(space.domains)
+    brute = [
+        dict(zip(names, values, strict=True))
+        for values in itertools.product(*space.domains.values())
+        if ok(dict(zip(names, values, strict=True)), op, cpu, floor)
+    ]
+    assert 0 < space.count() == len(brute)
+    assert space.enumerate() == sorted(brute, key=lambda c: [c[n] for n in names])
+
+
+def test_enumeration_is_unique_valid_and_in_domains(case):
+    _, _, space = case
+    configs = space.enumerate()
+    assert len({tuple(c.items()) for c in configs}) == len(configs)
+    assert (
+        set(configs[0]) == set(space.domains) == {k.name for k in SCHEDULES[space.schedule].knobs}
+    )
+    for config in configs:
+        assert all(config[name] in values for name, values in space.domains.items())
+        assert space.contains(config)
+    assert space.enumerate() == configs
+
+
+def test_sample_is_unique_reproducible_and_honours_exclude(case):
+    _, _, space = case
+    n = min(10, space.count())
+    first = space.sample(n, seed=7)
+    assert first == space.sample(n, seed=7)
+    assert len({tuple(c.items()) for c in first}) == len(first) == n
+    assert all(space.contains(c) for c in first)
+    rest = space.sample(n, seed=7, exclude=first[:3])
+    assert not any(c in first[:3] for c in rest)
+    assert rest[: n - 3] == first[3:]
+    everything = space.sample(space.count() + 5, seed=1)
+    assert len(everything) == space.count()
+    assert space.sample(5, seed=1, exclude=everything) == []
+
+
+def test_cost_is_positive_and_finite(case):
+    _, _, space = case
+    costs = [space.cost(c) for c in space.enumerate()]
+    assert all(math.isfinite(c) and c > 0 for c in costs)
+
+
+def test_domains_follow_the_op_and_vector_width():
+    space = space_for(matmul(48, 80, 96), "contraction", host(l1d_bytes=8192, l2_bytes=16384))
+    assert space.domains == {
+        "MC": (12, 24, 32, 48),
+        "NC": (16, 32, 64, 80),
+        "KC": (64, 96),
+        "MR": (1, 2, 3, 4, 6, 8, 12, 16),
+        "NR": (16, 32, 64),
+        "KU": (1, 2, 4, 8),
+    }
+    assert space.fixed == {}
+    narrow = space_for(matmul(6, 8, 8), "contraction", host())
+    assert narrow.domains["MR"] == (1, 2, 3, 4, 6) and narrow.domains["NR"] == (8,)
+    conv = space_for(CONV, "convolution", host())
+    assert conv.domains["F_TILE"] == (16, 32) and conv.domains["C_TILE"] == (1, 2, 3, 4, 6, 12)
+
+
+def test_violations_name_the_broken_constraints():
+    space = space_for(matmul(256, 512, 128), "contraction", host())
+    good = space.enumerate()[0]
+    assert space.violations(good) == []
+    assert "register_budget" in space.violations({**good, "MR": 16, "NR": 64})
+    assert space.violations({**good, "MC": 128, "NC": 512, "MR": 8, "NR": 32}) == ["output_block"]
+    small_l1 = space_for(matmul(48, 80, 96), "contraction", host(l1d_bytes=8192, l2_bytes=16384))
+    assert "a_panel_in_l1" in small_l1.violations({**good, "MR": 16, "KC": 96})
+    assert space.violations({**good, "NR": 20})[:1] == ["NR_domain"]
+    assert "nr_whole_vectors" in space.violations({**good, "NR": 20})
+    assert space.violations({**good, "FOO": 1}) == ["FOO_unknown"]
+    narrow_n = space_for(matmul(64, 112, 64), "contraction", host())
+    odd_tail = {"MC": 8, "NC": 112, "KC": 64, "MR": 4, "NR": 64, "KU": 1}
+    assert narrow_n.violations(odd_tail) == ["nr_tails"]
+    assert narrow_n.violations({**odd_tail, "NR": 32}) == []
+    missing = dict(good)
+    del missing["KU"]
+    assert space.violations(missing) == ["KU_domain"] and not space.contains(missing)
+    names = [name for name, _ in space.describe()]
+    assert len(set(names)) == len(names) and "b_block_in_l2" in names
+    assert all(description for _, description in space.describe())
+
+
+@pytest.mark.parametrize("size", [256, 512, 1024])
+def test_selector_choice_is_in_the_space(size):
+    cpu = host()
+    op = matmul(size, size, size)
+    space = space_for(op, "contraction", cpu)
+    chosen = {**cpu.select_parameters("contraction", op), "KU": 1}
+    assert space.violations(chosen) == []
+
+
+def test_contraction_space_sizes():
+    cpu = host()
+    assert space_for(matmul(512, 512, 512), "contraction", cpu).count() >= 500
+    assert space_for(matmul(1024, 1024, 1024), "contraction", cpu).count() <= 3000
+
+
+def test_cost_ranks_a_tiny_register_tile_below_the_selector():
+    cpu = host()
+    op = matmul(512, 512, 512)
+    space = space_for(op, "contraction", cpu)
+    chosen = {**cpu.select_parameters("contraction", op), "KU": 1}
+    bad = {"MC": 8, "NC": 16, "KC": 64, "MR": 1, "NR": 16, "KU": 1}
+    assert space.cost(bad) > 3 * space.cost(chosen)
+    assert space.cost({**chosen, "KU": 2}) <= space.cost(chosen)
+    ranked = sorted(space.enumerate(), key=space.cost)
+    assert space.cost(ranked[0]) <= space.cost(chosen) < space.cost(ranked[-1])
+    with pytest.raises(UsageError, match="KU"):
+        space.cost({k: v for k, v in chosen.items() if k != "KU"})
+
+
+@pytest.mark.parametrize(
+    "overrides, conflicting",
+    [
+        ({"vector_registers": 4}, {"register_budget", "min_accumulators"}),
+        ({"l1d_bytes": 256}, {"a_panel_in_l1", "min_accumulators"}),
+    ],
+)
+def test_empty_space_names_the_conflicting_constraints(overrides, conflicting):
+    with pytest.raises(UsageError) as error:
+        space_for(matmul(24, 32, 16), "contraction", host(**overrides))
+    assert error.value.stage == "space"
+    message = str(error.value)
+    assert "empty search space" in message
+    assert all(name in message for name in conflicting)
+
+
+def test_uncovered_targets_and_roots_are_usage_errors():
+    class Toy:
+        name = "toy"
+
+    with pytest.raises(UsageError, match="schedule contraction on target toy") as error:
+        space_for(matmul(8, 8, 8), "contraction", Toy())
+    assert error.value.stage == "space"
+    with pytest.raises(UsageError, match="not conv2d"):
+        space_for(CONV, "contraction", host())
+
+
+def test_export_as_transform_tune_knobs():
+    space = space_for(matmul(48, 80, 96), "contraction", host(l1d_bytes=8192, l2_bytes=16384))
+    used = {name: sorted({c[name] for c in space.enumerate()}) for name in space.domains}
+    with ir.Context(), ir.Location.unknown():
+        module = space.to_transform_module()
+        assert module.operation.verify()
+        assert "transform.with_named_sequence" in module.operation.attributes
+        parsed = ir.Module.parse(str(module))
+        (sequence,) = parsed.body.operations
+        knobs = [
+            op
+            for op in sequence.regions[0].blocks[0].operations
+            if op.operation.name == "transform.tune.knob"
+        ]
+        assert [ir.StringAttr(op.attributes["name"]).value for op in knobs] == list(space.domains)
+        for op in knobs:
+            name = ir.StringAttr(op.attributes["name"]).value
+            options = [ir.IntegerAttr(a).value for a in ir.ArrayAttr(op.attributes["options"])]
+            assert options == used[name]
+
+
+@pytest.mark.parametrize(
+    "name, tiny",
+    [
+        ("conv2d", {"OW_TILE": 1, "F_TILE": 16, "C_TILE": 1}),
+        ("reduction", {"ROWS": 1, "COLS": 16}),
+        ("elementwise", {"ROWS": 1, "COLS": 8}),
+    ],
+)
+def test_cost_prefers_the_selector_to_a_tiny_tile(name, tiny):
+    op, schedule, cpu = CASES[name]
+    space = space_for(op, schedule, cpu)
+    assert space.cost(tiny) > space.cost(cpu.select_parameters(schedule, op))

@@ -1,0 +1,146 @@
+"""The tuning loop end to end: failure isolation, the race, resume, keying and the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from mlirtune.cli import main
+from mlirtune.targets.host_cpu import HostCPU
+from mlirtune.tune.db import TuningDB
+from mlirtune.tune.evaluator import EvaluatorSettings
+from mlirtune.tune.problem import generate
+from mlirtune.tune.tuner import TuneOptions, tune
+from mlirtune.workloads.matmul import Matmul
+from tests.faulty import FaultyHost
+
+SIZE = {"M": 32, "N": 32, "K": 32}
+FAST = EvaluatorSettings(workers=2, compile_timeout_s=60, run_timeout_s=3)
+
+
+def _options(**kwargs) -> TuneOptions:
+    return TuneOptions(**{"strategy": "exhaustive", "race_rounds": 2, "evaluator": FAST, **kwargs})
+
+
+def test_bad_candidates_are_recorded_and_never_win(tmp_path):
+    workload = Matmul(**SIZE)
+    configs = generate(workload, HostCPU()).space.enumerate()[:6]
+    faults = dict(
+        zip(
+            (tuple(sorted(c.items())) for c in configs[1:4]),
+            ("segfault", "hang", "wrong_result"),
+            strict=True,
+        )
+    )
+    problem = generate(workload, FaultyHost(faults))
+    with TuningDB(tmp_path / "t.db") as db:
+        report = tune(problem, _options(budget=6), db)
+        stored = {r.status for r in db.records(problem.key) if r.role == "candidate"}
+    assert report.failed_by_status == {"crash": 1, "timeout": 1, "wrong_result": 1}
+    assert stored == {"ok", "crash", "timeout", "wrong_result"}
+    assert len(report.evaluated) == 6
+    faulty = [dict(k) for k in faults]
+    assert report.best not in faulty
+    assert report.to_json()["best_gflops"] > 0
+
+
+def test_resume_measures_nothing_twice(tmp_path):
+    workload = Matmul(**SIZE)
+    problem = generate(workload, HostCPU())
+    with TuningDB(tmp_path / "t.db") as db:
+        first = tune(problem, _options(budget=3), db)
+        second = tune(problem, _options(budget=5), db)
+        candidates = [r for r in db.records(problem.key) if r.role == "candidate"]
+    assert first.resumed == 0 and second.resumed == 3
+    assert len(candidates) == 5
+    assert len({json.dumps(r.params, sort_keys=True) for r in candidates}) == 5
+
+
+def test_records_of_another_target_are_not_reused(tmp_path):
+    workload = Matmul(**SIZE)
+    with TuningDB(tmp_path / "t.db") as db:
+        tune(generate(workload, HostCPU()), _options(budget=2), db)
+        other = generate(workload, HostCPU(l2_bytes=512 << 10))
+        report = tune(other, _options(budget=2), db)
+    assert report.resumed == 0
+
+
+def test_cli_json_report(tmp_path, capsys):
+    code = main(["tune", "matmul", "M=32", "N=32", "K=32", "--budget", "3", "--strategy",
+                 "random", "--db", str(tmp_path / "t.db"), "--json"])  # fmt: skip
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    for field in ("best_params", "best_gflops", "baseline_gflops", "speedup_vs_baseline",
+                  "evaluated", "failed_by_status", "space_size"):  # fmt: skip
+        assert field in report
+    assert report["evaluated"] == 3
+    assert report["space_size"] >= 3
+    assert report["best_gflops"] > 0 and report["baseline_gflops"] > 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--budget", "0"], "--budget must be a positive number"),
+        (["--budget", "2", "--strategy", "annealing"], "unknown strategy 'annealing'"),
+        ([], "give a budget"),
+        (["--budget", "2", "--time-limit", "-1"], "--time-limit must be positive"),
+    ],
+)
+def test_cli_bad_input(tmp_path, capsys, argv, message):
+    code = main(["tune", "matmul", "M=32", "N=32", "K=32", "--db", str(tmp_path / "t.db"), *argv])
+    assert code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_cli_unreadable_db(tmp_path, capsys):
+    bad = tmp_path / "not-a.db"
+    bad.write_text("this is not sqlite")
+    code = main(["tune", "matmul", "M=32", "N=32", "K=32", "--budget", "2", "--db", str(bad)])
+    assert code == 2
+    assert str(bad) in capsys.readouterr().err
+
+
+def test_kill_mid_run_then_resume(tmp_path):
+    """SIGKILL the tuner once some candidates are stored; the same command then resumes:
+    nothing stored is measured again and nothing is lost."""
+    db_path = tmp_path / "t.db"
+    command = [sys.executable, "-m", "mlirtune", "tune", "matmul", "M=32", "N=32", "K=32",
+               "--budget", "8", "--strategy", "exhaustive", "--db", str(db_path),
+               "--json"]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    stored_at_kill = 0
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        stored_at_kill = _candidates(db_path)
+        if stored_at_kill >= 3:
+            break
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    stored_at_kill = _candidates(db_path)
+    assert 0 < stored_at_kill < 8
+    rerun = subprocess.run(command, capture_output=True, text=True, timeout=300, check=True)
+    report = json.loads(rerun.stdout)
+    assert report["resumed"] == stored_at_kill
+    assert report["evaluated"] == 8
+    assert _candidates(db_path) == 8
+
+
+def _candidates(db_path) -> int:
+    if not db_path.exists():
+        return 0
+    try:
+        with sqlite3.connect(db_path) as connection:
+            return connection.execute(
+                "SELECT COUNT(*) FROM records WHERE role = 'candidate'"
+            ).fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
