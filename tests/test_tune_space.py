@@ -12,6 +12,7 @@ from mlirtune.ir.roots import OpInfo
 from mlirtune.schedules.library import SCHEDULES
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.tune.constraints import space_for
+from mlirtune.tune.constraints.base import rows_conflict_in_l1
 
 F32 = ("f32", "f32", "f32")
 AVX512 = {"isa": "avx512", "l1d_bytes": 32 << 10, "l2_bytes": 1 << 20}
@@ -241,6 +242,18 @@ def test_cost_ranks_a_tiny_register_tile_below_the_selector():
     assert space.cost(ranked[0]) <= space.cost(chosen) < space.cost(ranked[-1])
     with pytest.raises(UsageError, match="KU"):
         space.cost({k: v for k, v in chosen.items() if k != "KU"})
+
+
+def test_cost_sees_a_rows_l1_set_conflicts():
+    cpu = host()
+    assert rows_conflict_in_l1(16, 4096, cpu) and not rows_conflict_in_l1(8, 4096, cpu)
+    assert not rows_conflict_in_l1(16, 2048, cpu) and not rows_conflict_in_l1(16, 4100, cpu)
+    tiles = {"MC": 16, "NC": 128, "KC": 256, "KU": 1}
+    for size, slower in ((512, False), (1024, True)):
+        space = space_for(matmul(size, size, size), "contraction", cpu)
+        tall = space.cost({**tiles, "MR": 16, "NR": 16})
+        wide = space.cost({**tiles, "MR": 8, "NR": 32})
+        assert (tall > 1.5 * wide) == slower
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ tile of `rows` x `columns` (one broadcast per row and one load per column vector
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -37,6 +38,11 @@ ACCUMULATOR_CYCLES = 1.0
 # Bytes per cycle a core moves from L2 to L1, and from L3 or memory to L2.
 L2_BYTES_PER_CYCLE = 32.0
 MEMORY_BYTES_PER_CYCLE = 8.0
+# L1 data cache associativity, typical of current cores (CpuFeatures does not report it).
+L1_WAYS = 8
+# Cycles per broadcast whose line misses L1 and comes from L2 (measured: 16 conflicting A
+# rows slow a 1024^3 f32 matmul about 2.8x).
+L2_BROADCAST_CYCLES = 1.5
 # Independent accumulators a register tile needs to keep the FMA pipes busy.
 MIN_ACCUMULATORS = FMA_UNITS * FMA_LATENCY
 
@@ -127,11 +133,24 @@ def outer_product(
     ]
 
 
-def step_cycles(rows: int, columns: int, lanes: int, unroll: int) -> float:
-    """Cycles of one step of a rows x columns outer product: FMA throughput, load ports or
-    FMA latency, whichever binds, plus loop control shared by `unroll` steps."""
+def step_cycles(
+    rows: int, columns: int, lanes: int, unroll: int, broadcast_cycles: float = 0.0
+) -> float:
+    """Cycles of one step of a rows x columns outer product: FMA throughput, load ports, FMA
+    latency or `broadcast_cycles` per row (broadcasts missing L1), whichever binds, plus loop
+    control shared by `unroll` steps."""
     v = ceil_div(columns, lanes)
-    return max(rows * v / FMA_UNITS, (rows + v) / LOAD_PORTS, FMA_LATENCY) + LOOP_CYCLES / unroll
+    bound = max(rows * v / FMA_UNITS, (rows + v) / LOAD_PORTS, FMA_LATENCY, rows * broadcast_cycles)
+    return bound + LOOP_CYCLES / unroll
+
+
+def rows_conflict_in_l1(rows: int, stride: int, target: Any) -> bool:
+    """Whether `rows` rows `stride` bytes apart put more lines in one L1 set than it has
+    ways (L1_WAYS): then each pass over them evicts the others, e.g. 16 rows of a 4 KiB
+    stride on a 32 KiB 8-way L1."""
+    span = target.features.l1d_bytes // L1_WAYS
+    positions = span // math.gcd(stride, span)
+    return ceil_div(rows, min(rows, positions)) > L1_WAYS
 
 
 def tile_extents(size: int, cache: int, register: int) -> dict[int, int]:

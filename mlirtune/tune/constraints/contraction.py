@@ -16,6 +16,7 @@ from mlirtune.ir.roots import OpInfo
 from mlirtune.targets.host_cpu import OUTPUT_BLOCK_BYTES
 from mlirtune.tune.constraints.base import (
     ACCUMULATOR_CYCLES,
+    L2_BROADCAST_CYCLES,
     TILE_CYCLES,
     Domains,
     HostGenerator,
@@ -25,6 +26,7 @@ from mlirtune.tune.constraints.base import (
     itemsize,
     narrow_tails,
     outer_product,
+    rows_conflict_in_l1,
     seconds,
     step_cycles,
     tile_extents,
@@ -138,8 +140,9 @@ class ContractionOnHost(HostGenerator):
         """Roofline of the micro-kernel against L2 and memory traffic, plus per-tile costs.
 
         Compute: K steps of every register tile, the partial (peeled) ones at their own
-        width, each step bound by FMA throughput, load ports or FMA latency (too few
-        accumulators), plus loop control shared by KU steps. Traffic: every row of register
+        width, each step bound by FMA throughput, load ports, FMA latency (too few
+        accumulators) or, when A's rows (K elements apart) overfill an L1 set, broadcasts
+        from L2; plus loop control shared by KU steps. Traffic: every row of register
         tiles streams the B block (from L2 while it fits), A's micro-panel is re-read by
         every register tile (free while it stays in L1 with a B panel), A and B blocks are
         swept once per NC and MC block, and the accumulators are loaded and stored once per
@@ -154,7 +157,10 @@ class ContractionOnHost(HostGenerator):
         rows, cols = tile_extents(m, mc, mr), tile_extents(n, nc, nr)
         k_tiles = ceil_div(k, kc)
         tiles = [(r, c, rn * cn) for r, rn in rows.items() for c, cn in cols.items()]
-        compute = k * sum(count * step_cycles(r, c, lanes, unroll) for r, c, count in tiles)
+        broadcast = L2_BROADCAST_CYCLES if rows_conflict_in_l1(mr, k * size_in, target) else 0.0
+        compute = k * sum(
+            count * step_cycles(r, c, lanes, unroll, broadcast) for r, c, count in tiles
+        )
         accumulators = sum(count * r * ceil_div(c, lanes) for r, c, count in tiles)
         row_tiles, col_tiles = sum(rows.values()), sum(cols.values())
         blocks = ceil_div(m, mc) * ceil_div(n, nc) * k_tiles
