@@ -45,7 +45,8 @@ def main() -> None:
     print("statuses:", dict(statuses))
     for phase in ("compile_s", "verify_s", "wait_s", "bench_s"):
         spent = [o.extra[phase] for o in outcomes if phase in o.extra]
-        print(f"  {phase[:-2]:8s} mean {1e3 * sum(spent) / max(1, len(spent)):6.1f} ms per candidate")
+        mean_ms = 1e3 * sum(spent) / max(1, len(spent))
+        print(f"  {phase[:-2]:8s} mean {mean_ms:6.1f} ms per candidate")
 
 
 if __name__ == "__main__":

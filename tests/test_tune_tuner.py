@@ -83,6 +83,9 @@ def test_cli_json_report(tmp_path, capsys):
     assert report["evaluated"] == 3
     assert report["space_size"] >= 3
     assert report["best_gflops"] > 0 and report["baseline_gflops"] > 0
+    assert main(["db", "list", "--db", str(tmp_path / "t.db")]) == 0
+    listing = capsys.readouterr().out
+    assert "matmul" in listing and "M=32" in listing
 
 
 @pytest.mark.parametrize(
@@ -144,3 +147,14 @@ def _candidates(db_path) -> int:
             ).fetchone()[0]
     except sqlite3.OperationalError:
         return 0
+
+
+def test_cli_empty_space_names_the_conflict(tmp_path, capsys, monkeypatch):
+    from mlirtune import targets
+
+    monkeypatch.setitem(targets.TARGETS, "host", lambda: HostCPU(vector_registers=2))
+    code = main(["tune", "matmul", "M=32", "N=32", "K=32", "--budget", "2",
+                 "--db", str(tmp_path / "t.db")])  # fmt: skip
+    assert code == 2
+    error = capsys.readouterr().err
+    assert "[space]" in error and "register_budget" in error

@@ -40,6 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("mlirtune: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # e.g. `mlirtune db show ... | head`: the reader has gone
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as error:  # a bug in mlirtune, not bad input
         if os.environ.get("MLIRTUNE_DEBUG"):
             raise

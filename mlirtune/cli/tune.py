@@ -60,6 +60,11 @@ def add_tune_parser(commands: Any) -> None:
     cmd.add_argument("--finalists", type=int, default=3, help="configs raced against baseline")
     cmd.add_argument("--workers", type=int, help="compile workers (default: one per core)")
     cmd.add_argument("--json", action="store_true", help="print one JSON object")
+    cmd.add_argument(
+        "--show-space",
+        action="store_true",
+        help="print the space (constraints, and its knobs as transform.tune.knob IR); no tuning",
+    )
     cmd.set_defaults(handler=cmd_tune)
 
 
@@ -77,10 +82,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
         finalists=args.finalists,
         evaluator=EvaluatorSettings(workers=args.workers),
     )
-    options.check()
+    if not args.show_space:
+        options.check()
     workload = workload_of(args)
     target = target_of(args)
     problem = generate(workload, target, args.pipeline)
+    if args.show_space:
+        _print_space(problem.space)
+        return 0
     console = Console(stderr=True)
     with TuningDB(args.db) as db:
         if not args.json:
@@ -141,6 +150,18 @@ class _ProgressBar:
         if self.resumed:
             parts.append(f"{self.resumed} from database")
         self.bar.update(self.task, completed=self.done, status=", ".join(parts))
+
+
+def _print_space(space) -> None:
+    from mlir import ir
+
+    from mlirtune.ir.context import new_context
+
+    print(f"// {space.count()} configs of schedule {space.schedule}; constraints:")
+    for name, description in space.describe():
+        print(f"//   {name}: {description}")
+    with new_context(), ir.Location.unknown():
+        print(space.to_transform_module())
 
 
 def _print_report(report, target) -> None:

@@ -107,9 +107,9 @@ class ContractionOnHost(HostGenerator):
             Constraint(
                 "output_block",
                 f"MC*NC*{size_out} <= {OUTPUT_BLOCK_BYTES}, or MC == {m} and NC == {n} with "
-                f"the output and an M x KC and KC x N panel in L2 ({f.l2_bytes} bytes): a "
-                "smaller block is written back as one vector value, whose compile time grows "
-                "steeply with its size",
+                f"the output and an M x KC and KC x N panel in L2 ({f.l2_bytes} bytes): "
+                "LLVM's compile time grows with the block (0.1 s for 64x64 f32, 0.5 s for "
+                "128x128), for no gain once the block is past L1",
                 z3.Or(
                     mc * nc * size_out <= OUTPUT_BLOCK_BYTES,
                     z3.And(
