@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from mlirtune.cli.common import add_target_argument, add_workload_arguments
+from mlirtune.cli.common import add_command, add_target_argument, add_workload_arguments
 from mlirtune.errors import MlirtuneError
 
 EPILOG = """\
@@ -73,13 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     add_target_argument(pipelines)
 
     def workload_command(name: str, help_text: str, handler) -> argparse.ArgumentParser:
-        cmd = commands.add_parser(
-            name,
-            help=help_text,
-            description=help_text,
-            epilog=EPILOG,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
+        cmd = add_command(commands, name, help_text, EPILOG)
         add_workload_arguments(cmd)
         cmd.add_argument(
             "--param",

@@ -78,6 +78,17 @@ def label(description: dict[str, Any]) -> str:
     return f"{name} {rest}".strip()
 
 
+def add_command(commands: Any, name: str, help_text: str, epilog: str) -> argparse.ArgumentParser:
+    """A subcommand whose --help shows `help_text` and the examples in `epilog` verbatim."""
+    return commands.add_parser(
+        name,
+        help=help_text,
+        description=help_text,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
 def add_target_argument(cmd: argparse.ArgumentParser) -> None:
     from mlirtune.targets import TARGETS
 

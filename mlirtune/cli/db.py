@@ -11,6 +11,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import IO, Any
 
+from mlirtune.cli.common import add_command
 from mlirtune.errors import UsageError
 from mlirtune.tune.db import Record, TuningDB, WorkloadSummary, current_hashes
 
@@ -36,23 +37,11 @@ LISTED = 10
 def add_db_parser(subparsers: Any) -> None:
     """Register `db` and its commands on the `mlirtune` command parser."""
     text = "inspect the tuning database (list, show, export)"
-    db = subparsers.add_parser(
-        "db",
-        help=text,
-        description=text,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    db = add_command(subparsers, "db", text, EPILOG)
     commands = db.add_subparsers(dest="db_command", required=True, metavar="COMMAND")
 
     def command(name: str, help_text: str, handler) -> argparse.ArgumentParser:
-        cmd = commands.add_parser(
-            name,
-            help=help_text,
-            description=help_text,
-            epilog=EPILOG,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
+        cmd = add_command(commands, name, help_text, EPILOG)
         cmd.add_argument(
             "--db",
             type=Path,

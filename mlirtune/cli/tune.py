@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from mlirtune.bench.stats import median_ci
-from mlirtune.cli.common import add_workload_arguments, label, target_of, workload_of
+from mlirtune.cli.common import add_command, add_workload_arguments, label, target_of, workload_of
 from mlirtune.tune.outcome import Outcome
 from mlirtune.tune.strategies import STRATEGIES
 
@@ -44,13 +44,7 @@ strategies:
 def add_tune_parser(commands: Any) -> None:
     """Register `tune` on the `mlirtune` command parser."""
     text = "search the schedule parameters of a workload for the fastest verified config"
-    cmd = commands.add_parser(
-        "tune",
-        help=text,
-        description=text,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    cmd = add_command(commands, "tune", text, EPILOG)
     add_workload_arguments(cmd)
     cmd.add_argument("--budget", type=int, metavar="N", help="candidates to evaluate at most")
     cmd.add_argument("--time-limit", type=float, metavar="S", help="stop searching after S s")
@@ -172,8 +166,10 @@ def _print_report(report, target) -> None:
         table.add_column(column, justify="left" if column in ("config", "params") else "right")
     baseline_median = float(np.median(report.baseline_samples))
     rows = [("baseline", problem.baseline, report.baseline_samples)]
-    if report.winner:
-        rows.append(("best", report.winner, report.samples_of(report.winner)))
+    fastest = report.fastest_candidate
+    if fastest is not None:
+        name = "best" if report.winner else "fastest candidate"
+        rows.append((name, fastest, report.samples_of(fastest)))
     for name, config, samples in rows:
         samples = np.asarray(samples)
         median = float(np.median(samples))

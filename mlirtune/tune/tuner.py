@@ -86,11 +86,26 @@ class TuneReport:
 
     @property
     def baseline_samples(self) -> list[float]:
-        return self.race.get(config_key(self.problem.baseline)) or list(self.baseline_first.samples)
+        return self.samples_of(self.problem.baseline)
 
     def samples_of(self, config: Config) -> list[float]:
-        return self.race.get(config_key(config)) or list(
-            next(c.outcome.samples for c in self.evaluated if c.config == config)
+        """The config's race samples, else its samples from the search (the baseline's from
+        its first measurement)."""
+        if config_key(config) in self.race:
+            return self.race[config_key(config)]
+        if config == self.problem.baseline:
+            return list(self.baseline_first.samples)
+        return list(next(c.outcome.samples for c in self.evaluated if c.config == config))
+
+    @property
+    def fastest_candidate(self) -> Config | None:
+        """The fastest config other than the baseline, whether or not it was declared the
+        winner (by its race samples when it was raced)."""
+        others = [c.config for c in rank(self.evaluated) if c.config != self.problem.baseline]
+        if not others:
+            return None
+        return min(
+            others[: max(1, len(self.race) - 1)], key=lambda c: np.median(self.samples_of(c))
         )
 
     @property
