@@ -184,6 +184,7 @@ def test_domains_follow_the_op_and_vector_width():
         "MR": (1, 2, 3, 4, 6, 8, 12, 16),
         "NR": (16, 32, 64),
         "KU": (1, 2, 4, 8),
+        "ORDER": (1, 2),
     }
     assert space.fixed == {}
     narrow = space_for(matmul(6, 8, 8), "contraction", host())
@@ -204,7 +205,7 @@ def test_violations_name_the_broken_constraints():
     assert "nr_whole_vectors" in space.violations({**good, "NR": 20})
     assert space.violations({**good, "FOO": 1}) == ["FOO_unknown"]
     narrow_n = space_for(matmul(64, 112, 64), "contraction", host())
-    odd_tail = {"MC": 8, "NC": 112, "KC": 64, "MR": 4, "NR": 64, "KU": 1}
+    odd_tail = {"MC": 8, "NC": 112, "KC": 64, "MR": 4, "NR": 64, "KU": 1, "ORDER": 1}
     assert narrow_n.violations(odd_tail) == ["nr_tails"]
     assert narrow_n.violations({**odd_tail, "NR": 32}) == []
     missing = dict(good)
@@ -220,7 +221,7 @@ def test_selector_choice_is_in_the_space(size):
     cpu = host()
     op = matmul(size, size, size)
     space = space_for(op, "contraction", cpu)
-    chosen = {**cpu.select_parameters("contraction", op), "KU": 1}
+    chosen = {**cpu.select_parameters("contraction", op), "KU": 1, "ORDER": 1}
     assert space.violations(chosen) == []
 
 
@@ -234,8 +235,8 @@ def test_cost_ranks_a_tiny_register_tile_below_the_selector():
     cpu = host()
     op = matmul(512, 512, 512)
     space = space_for(op, "contraction", cpu)
-    chosen = {**cpu.select_parameters("contraction", op), "KU": 1}
-    bad = {"MC": 8, "NC": 16, "KC": 64, "MR": 1, "NR": 16, "KU": 1}
+    chosen = {**cpu.select_parameters("contraction", op), "KU": 1, "ORDER": 1}
+    bad = {"MC": 8, "NC": 16, "KC": 64, "MR": 1, "NR": 16, "KU": 1, "ORDER": 1}
     assert space.cost(bad) > 3 * space.cost(chosen)
     assert space.cost({**chosen, "KU": 2}) <= space.cost(chosen)
     ranked = sorted(space.enumerate(), key=space.cost)
@@ -248,7 +249,7 @@ def test_cost_sees_a_rows_l1_set_conflicts():
     cpu = host()
     assert rows_conflict_in_l1(16, 4096, cpu) and not rows_conflict_in_l1(8, 4096, cpu)
     assert not rows_conflict_in_l1(16, 2048, cpu) and not rows_conflict_in_l1(16, 4100, cpu)
-    tiles = {"MC": 16, "NC": 128, "KC": 256, "KU": 1}
+    tiles = {"MC": 16, "NC": 128, "KC": 256, "KU": 1, "ORDER": 1}
     for size, slower in ((512, False), (1024, True)):
         space = space_for(matmul(size, size, size), "contraction", cpu)
         tall = space.cost({**tiles, "MR": 16, "NR": 16})

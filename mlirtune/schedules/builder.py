@@ -103,11 +103,21 @@ class ScheduleBuilder:
         return self.fuse_with_loops(target, sizes, step)[0]
 
     def fuse_with_loops(
-        self, target: ir.Value, sizes: Sequence[int], step: str
+        self,
+        target: ir.Value,
+        sizes: Sequence[int],
+        step: str,
+        interchange: Sequence[int] | None = None,
     ) -> tuple[ir.Value, list]:
-        """`fuse`, also returning the loop handles (outermost first, one per non-zero size)."""
+        """`fuse`, also returning the loop handles (outermost first, one per non-zero size);
+        `interchange` orders the tile loops (a permutation of the tiled dims)."""
         with self.at(step):
-            op = structured.FuseOp(target, tile_sizes=list(sizes), apply_cleanup=True)
+            op = structured.FuseOp(
+                target,
+                tile_sizes=list(sizes),
+                tile_interchange=list(interchange) if interchange else None,
+                apply_cleanup=True,
+            )
         return op.transformed, list(op.loops)
 
     def peel(self, loop_handle: ir.Value, step: str) -> tuple[ir.Value, ir.Value]:

@@ -22,9 +22,10 @@ from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.knobs import Knob, cache_tiles, choices, register_rows, vector_columns
 
 CONTRACTION_PARAMETERS = {"MC": 64, "NC": 128, "KC": 256, "MR": 8, "NR": 32}
-# Optional: target selectors do not choose it. KU unrolls the K-step loop of the
-# micro-kernel; 1 (the default) leaves it rolled.
-CONTRACTION_OPTIONAL_PARAMETERS = {"KU": 1}
+# Optional: target selectors do not choose them. KU unrolls the K-step loop of the
+# micro-kernel; 1 (the default) leaves it rolled. ORDER is the order of the output-block
+# loops: 1 (the default) M blocks outer, 2 N blocks outer.
+CONTRACTION_OPTIONAL_PARAMETERS = {"KU": 1, "ORDER": 1}
 CONTRACTION_KNOBS = (
     Knob("MC", "rows of the cache tile (output block)", cache_tiles("M", floor=8, granule=4)),
     Knob("NC", "columns of the cache tile", cache_tiles("N", floor=1, granule=1, in_lanes=True)),
@@ -37,6 +38,7 @@ CONTRACTION_KNOBS = (
         "NR", "columns of the register tile (B vectors per K step)", vector_columns("N", (1, 2, 4))
     ),
     Knob("KU", "unroll factor of the micro-kernel's K-step loop", choices(1, 2, 4, 8)),
+    Knob("ORDER", "output-block loop order: 1 = M blocks outer, 2 = N outer", choices(1, 2)),
 )
 
 
@@ -94,7 +96,15 @@ def contraction_schedule(op: OpInfo, parameters: dict[str, int]) -> ir.Module:
     remainders = _remainders((m, n, k), (mc, nc, kc, mr, nr))
     ones, zeros = [1] * batch_dims, [0] * batch_dims
     with ScheduleBuilder("contraction") as s:
-        _, cache_loops = s.fuse_with_loops(s.last_op(), [*ones, mc, nc], step="cache_tile_mn")
+        # ORDER 1 walks the output blocks row by row (M outer), 2 column by column (N outer:
+        # consecutive blocks share their B panel).
+        n_outer = p.get("ORDER", 1) == 2
+        interchange = [*range(batch_dims), batch_dims + 1, batch_dims] if n_outer else None
+        _, cache_loops = s.fuse_with_loops(
+            s.last_op(), [*ones, mc, nc], step="cache_tile_mn", interchange=interchange
+        )
+        outer, inner = cache_loops[-2], cache_loops[-1]
+        cache_m_loop, cache_n_loop = (inner, outer) if n_outer else (outer, inner)
         contraction = s.match_root(s.root, op.kind, step="match_contraction")
         contraction, k_loops = s.tile(contraction, [*zeros, 0, 0, kc], step="cache_tile_k")
         contraction, register_loops = s.tile(contraction, [*ones, mr, nr, 0], step="register_tile")
@@ -109,14 +119,19 @@ def contraction_schedule(op: OpInfo, parameters: dict[str, int]) -> ir.Module:
         function = s.match(s.root, ["func.func"], step="match_function")
         if remainders.any:
             # Innermost loops first: peeling an outer loop clones its body, already peeled.
+            cache_peels = [
+                (remainders.cache_n, cache_n_loop, "peel_cache_n"),
+                (remainders.cache_m, cache_m_loop, "peel_cache_m"),
+            ]
+            if n_outer:
+                cache_peels.reverse()
             peels = [
                 (remainders.register_n, register_loops[-1], "peel_register_n"),
                 (remainders.register_m, register_loops[-2], "peel_register_m"),
                 (remainders.cache_k, k_loops[-1], "peel_cache_k"),
                 (remainders.register_n, elementwise_loops[-1], "peel_elementwise_n"),
                 (remainders.register_m, elementwise_loops[-2], "peel_elementwise_m"),
-                (remainders.cache_n, cache_loops[-1], "peel_cache_n"),
-                (remainders.cache_m, cache_loops[-2], "peel_cache_m"),
+                *cache_peels,
             ]
             for needed, loop_handle, step in peels:
                 if needed:
