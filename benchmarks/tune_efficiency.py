@@ -27,7 +27,7 @@ from mlirtune.workloads import Matmul
 
 WITHIN = 0.97  # "within 3% of the exhaustive best"
 GOAL = 0.25  # ... in at most a quarter of the space
-HORIZON = 0.4  # replays stop after this share of the space (Optuna's asks slow down with size)
+HORIZON = 0.3  # replays stop after this share of the space (Optuna's asks slow down with size)
 
 
 def replay(strategy, stored: dict[tuple, Outcome], limit: int) -> list[float]:

@@ -183,16 +183,16 @@ def tune(
                 if stored is None:
                     return problem.slot_values(config)
                 resumed += 1
-                record(config, stored, resumed=True)
+                record(config, stored, from_db=True)
 
-        def record(config: Config, outcome: Outcome, resumed: bool) -> None:
+        def record(config: Config, outcome: Outcome, from_db: bool) -> None:
             candidates.append(Candidate(config, outcome))
             strategy.tell(config, outcome)
-            observer.result(config, outcome, resumed)
+            observer.result(config, outcome, from_db)
 
         def on_result(slot_values: dict[str, int], outcome: Outcome) -> None:
             db.record(key, slot_values, outcome)
-            record(problem.config_of(slot_values), outcome, resumed=False)
+            record(problem.config_of(slot_values), outcome, from_db=False)
 
         observer.phase("search")
         ev.evaluate(next_config, on_result)
