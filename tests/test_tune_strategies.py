@@ -11,7 +11,7 @@ from mlirtune.tune.constraints import space_for
 from mlirtune.tune.outcome import Outcome
 from mlirtune.tune.strategies import STRATEGIES, ModelRanked, config_key, strategy_class
 
-OP = OpInfo("matmul", {"M": 32, "N": 64, "K": 32}, ("f32", "f32", "f32"))
+OP = OpInfo("matmul", {"M": 16, "N": 32, "K": 16}, ("f32", "f32", "f32"))
 
 
 @pytest.fixture(scope="module")

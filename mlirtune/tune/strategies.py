@@ -90,7 +90,10 @@ class Tpe(Strategy):
 
     name = "tpe"
     description = "Optuna's Tree-structured Parzen Estimator, constraint-aware"
-    MAX_PROPOSALS = 200  # Optuna proposals per ask before falling back to an unseen config
+    # Optuna proposals per ask before falling back to a random unseen config: once most of
+    # the valid configs are known, TPE mostly proposes repeats or invalid ones, and each
+    # proposal costs more as its trial history grows.
+    MAX_PROPOSALS = 20
 
     def __init__(self, space: Any, seed: int = 0) -> None:
         super().__init__(space, seed)
