@@ -14,6 +14,7 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/mlirtune bench matmul M=256 N=256 K=256 --baseline numpy
+	$(BIN)/mlirtune tune matmul M=256 N=256 K=256 --budget 30 --strategy model --db $(VENV)/demo-tuning.db
 
 test: $(STAMP)
 	$(BIN)/pytest

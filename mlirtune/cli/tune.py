@@ -52,7 +52,7 @@ def add_tune_parser(commands: Any) -> None:
     cmd.add_argument("--seed", type=int, default=0, help="seed of the strategy (default 0)")
     cmd.add_argument("--db", metavar="PATH", help="tuning database (default: user cache)")
     cmd.add_argument("--finalists", type=int, default=3, help="configs raced against baseline")
-    cmd.add_argument("--workers", type=int, help="compile workers (default: one per core)")
+    cmd.add_argument("--workers", type=int, help="worker processes (default: one per core, >= 2)")
     cmd.add_argument("--json", action="store_true", help="print one JSON object")
     cmd.add_argument(
         "--show-space",
