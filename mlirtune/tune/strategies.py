@@ -90,10 +90,10 @@ class Tpe(Strategy):
 
     name = "tpe"
     description = "Optuna's Tree-structured Parzen Estimator, constraint-aware"
-    # Optuna proposals per ask before falling back to a random unseen config: once most of
-    # the valid configs are known, TPE mostly proposes repeats or invalid ones, and each
-    # proposal costs more as its trial history grows.
-    MAX_PROPOSALS = 20
+    # Optuna proposals per ask before repairing the last one into the nearest valid config
+    # not yet seen: TPE proposes many invalid configs (and, late in a search, repeats), and
+    # each proposal costs more as its trial history grows.
+    MAX_PROPOSALS = 3
 
     def __init__(self, space: Any, seed: int = 0) -> None:
         super().__init__(space, seed)
@@ -110,6 +110,7 @@ class Tpe(Strategy):
     def ask(self) -> Config | None:
         if len(self._known) + len(self._pending) >= self.space.count():
             return None
+        config: Config = {}
         for _ in range(self.MAX_PROPOSALS):
             trial = self._study.ask()
             config = {
@@ -128,7 +129,7 @@ class Tpe(Strategy):
             else:
                 self._pending.setdefault(key, []).append(trial)
                 return config
-        return self._unseen()
+        return self._nearest_unseen(config)
 
     def tell(self, config: Config, outcome: Outcome) -> None:
         key = config_key(config)
@@ -137,13 +138,17 @@ class Tpe(Strategy):
         for trial in self._pending.pop(key, []):
             self._study.tell(trial, value)
 
-    def _unseen(self) -> Config | None:
-        """A valid config neither evaluated nor pending, chosen with the seeded generator."""
+    def _nearest_unseen(self, proposal: Config) -> Config | None:
+        """The valid config neither evaluated nor pending that differs from `proposal` in the
+        fewest knobs (ties broken by the seeded generator)."""
         seen = set(self._known) | set(self._pending)
         left = [c for c in self.space.enumerate() if config_key(c) not in seen]
         if not left:
             return None
-        config = self._fallback.choice(left)
+        distance = [sum(c[k] != proposal.get(k) for k in c) for c in left]
+        closest = min(distance)
+        nearest = [c for c, d in zip(left, distance, strict=True) if d == closest]
+        config = self._fallback.choice(nearest)
         self._pending.setdefault(config_key(config), [])
         return config
 
