@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import ctypes
 
+from mlirtune.engine.base import ExecutionResult
 from mlirtune.engine.mlir_jit import MlirJitEngine
 from mlirtune.targets.host_cpu import HostCPU
-
-FAULTS = ("segfault", "hang", "wrong_result")
 
 
 class FaultyEngine(MlirJitEngine):
@@ -34,8 +33,6 @@ class FaultyEngine(MlirJitEngine):
             kernel.call(buffers)
             buffers[-1].host[0, 0] += 1.0
             verification = workload.verify(self)
-        from mlirtune.engine.base import ExecutionResult
-
         return ExecutionResult(workload.describe(), dict(kernel.lowering.values), verification)
 
 
