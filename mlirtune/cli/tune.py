@@ -30,8 +30,8 @@ How it works: the pipeline's schedule declares its knobs; constraints for the op
 this CPU (register file, L1/L2 sizes, divisibility) give the search space. The baseline
 (the parameter selector's choice) is timed first and last; every candidate is compiled,
 verified and timed in an isolated worker (a crash, hang or wrong result is recorded, never
-fatal); the fastest few are raced against the baseline, and a winner is declared only if it
-beats the baseline beyond the measured noise.
+fatal); the fastest few are raced against the baseline in interleaved rounds, and a winner
+is declared only if it beats the baseline in every round.
 
 Every result is saved at once in the tuning database (--db, default: see `mlirtune db
 --help`). Interrupt with Ctrl-C and run the same command again to resume: stored configs
@@ -192,6 +192,6 @@ def _print_report(report, target) -> None:
         f"({report.resumed} from the database); failures: {failed}"
     )
     if not report.winner:
-        print("the baseline stands: no candidate beat it beyond the measured noise")
+        print("the baseline stands: no candidate beat it in every round of the race")
     for warning in report.warnings:
         print(f"warning: {warning}", file=sys.stderr)

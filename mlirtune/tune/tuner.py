@@ -16,7 +16,6 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from mlirtune.bench.stats import median_ci
 from mlirtune.errors import MlirtuneError, UsageError
 from mlirtune.tune.db import TuningDB
 from mlirtune.tune.evaluator import EvaluatorSettings, IsolatedEvaluator
@@ -226,8 +225,10 @@ def _measure_baseline(problem: TuningProblem, ev: IsolatedEvaluator, db: TuningD
 
 
 def _race(problem, ev, db, ranked: list[Candidate], options: TuneOptions):
-    """Re-measure the finalists interleaved with the baseline; the fastest finalist wins only
-    if its median's 95% CI lies wholly below the baseline's."""
+    """Re-measure the finalists interleaved with the baseline. The fastest finalist (by its
+    median over all rounds) wins only if it beat the baseline in every round: a one-sided
+    sign test at p = 2^-rounds, which unlike a CI over pooled samples accounts for the
+    machine's drift from round to round."""
     baseline = problem.baseline
     finalists = [c.config for c in ranked if c.config != baseline][: options.finalists]
     if not finalists:
@@ -237,15 +238,16 @@ def _race(problem, ev, db, ranked: list[Candidate], options: TuneOptions):
     if isinstance(result, Outcome):  # the race worker failed; keep the search's ranking
         return {}, None
     flops = problem.workload.get_complexity().flops
-    race = {}
-    for config, samples in zip(contenders, result, strict=True):
-        race[config_key(config)] = samples
-        outcome = Outcome("ok", samples=tuple(samples), flops=flops)
+    race, round_medians = {}, {}
+    for config, rounds in zip(contenders, result, strict=True):
+        pooled = [s for samples in rounds for s in samples]
+        race[config_key(config)] = pooled
+        round_medians[config_key(config)] = np.asarray([np.median(r) for r in rounds])
+        outcome = Outcome("ok", samples=tuple(pooled), flops=flops)
         db.record(problem.key, problem.slot_values(config), outcome, role="race")
     best = min(finalists, key=lambda c: np.median(race[config_key(c)]))
-    best_high = median_ci(np.asarray(race[config_key(best)]))[1]
-    baseline_low = median_ci(np.asarray(race[config_key(baseline)]))[0]
-    return race, best if best_high < baseline_low else None
+    wins = round_medians[config_key(best)] < round_medians[config_key(baseline)]
+    return race, best if wins.all() else None
 
 
 def _relative_change(first: Outcome, last: Outcome) -> float:

@@ -119,12 +119,12 @@ def _evaluate(connection, setup: WorkerSetup, engine, params: dict, flops: float
 
 
 def _race(connection, setup: WorkerSetup, engine, configs: list[dict], rounds: int) -> list:
-    """Per config, the samples of `rounds` interleaved measurements (config order rotates
-    every round, so slow drift of the machine spreads evenly over the configs)."""
+    """Per config, per round, the samples of `rounds` interleaved measurements (config order
+    rotates every round, so slow drift of the machine spreads evenly over the configs)."""
     workload = setup.workload
     for params in configs:
         engine.compile(workload, params)
-    samples: list[list[float]] = [[] for _ in configs]
+    samples: list[list[list[float]]] = [[] for _ in configs]
     with _benchmark_slot(connection, setup):
         for round_index in range(rounds):
             order = [(round_index + i) % len(configs) for i in range(len(configs))]
@@ -132,7 +132,7 @@ def _race(connection, setup: WorkerSetup, engine, configs: list[dict], rounds: i
                 result = engine.benchmark(
                     workload, configs[index], check_correctness=False, options=RACE_BENCH
                 )
-                samples[index].extend(result.samples)
+                samples[index].append(result.samples)
     return samples
 
 
