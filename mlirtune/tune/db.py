@@ -91,6 +91,21 @@ class Record:
 
 
 @dataclass(frozen=True)
+class Verdict:
+    """What a tuning run chose: `params` (slot values) won the final race against the
+    `baseline` in every round (`won`), or is the baseline itself. `speedup` is the baseline's
+    race median over the chosen config's; `median_s` is the chosen config's."""
+
+    params: dict[str, int]
+    baseline: dict[str, int]
+    won: bool
+    speedup: float
+    median_s: float
+    gflops: float | None = None
+    created_at: str = ""
+
+
+@dataclass(frozen=True)
 class WorkloadSummary:
     """What the database holds for one workload. `current` counts the records matching the
     target/toolchain asked for; `best_gflops` is the fastest ok candidate among them."""
@@ -172,25 +187,15 @@ class TuningDB:
             raise ValueError(f"unknown role {role!r}; expected one of {ROLES}")
         stats = Statistics.of(np.asarray(outcome.samples, dtype=np.float64)) if outcome.ok else None
         with self._transaction() as conn:
-            for table, body, hash_ in (
-                ("workloads", key.workload, key.workload_hash),
-                ("targets", key.target, key.target_hash),
-                ("toolchains", key.toolchain, key.toolchain_hash),
-            ):
-                conn.execute(
-                    f"INSERT OR IGNORE INTO {table} (hash, body) VALUES (?, ?)",
-                    (hash_, _dumps(body)),
-                )
+            _store_key(conn, key)
             cursor = conn.execute(
                 """INSERT INTO records (created_at, workload_hash, target_hash, toolchain_hash,
                        pipeline, pipeline_hash, params, params_hash, role, status, detail,
                        samples, statistics, median_s, gflops, flops, extra)
                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 (
-                    datetime.now(UTC).isoformat(timespec="milliseconds"),
-                    key.workload_hash,
-                    key.target_hash,
-                    key.toolchain_hash,
+                    _now(),
+                    *_key_values(key)[:3],
                     key.pipeline,
                     key.pipeline_hash,
                     _dumps(params),
@@ -207,6 +212,46 @@ class TuningDB:
                 ),
             )
         return int(cursor.lastrowid)
+
+    def record_verdict(self, key: TuningKey, verdict: Verdict) -> None:
+        """Store a tuning run's final choice (see `Verdict`) and commit it."""
+        with self._transaction() as conn:
+            _store_key(conn, key)
+            conn.execute(
+                """INSERT INTO verdicts (created_at, workload_hash, target_hash, toolchain_hash,
+                       pipeline, pipeline_hash, params, baseline, won, speedup, median_s, gflops)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (
+                    _now(),
+                    *_key_values(key)[:3],
+                    key.pipeline,
+                    key.pipeline_hash,
+                    _dumps(verdict.params),
+                    _dumps(verdict.baseline),
+                    int(verdict.won),
+                    verdict.speedup,
+                    verdict.median_s,
+                    verdict.gflops,
+                ),
+            )
+
+    def verdicts(self, *, target_hash: str | None = None) -> list[tuple[TuningKey, Verdict]]:
+        """The latest verdict per workload, pipeline and toolchain (on `target_hash` when
+        given), oldest first."""
+        rows = self.conn.execute(
+            """SELECT w.body, t.body, c.body, v.pipeline, v.pipeline_hash, v.params,
+                      v.baseline, v.won, v.speedup, v.median_s, v.gflops, v.created_at
+               FROM verdicts v
+               JOIN workloads w ON w.hash = v.workload_hash
+               JOIN targets t ON t.hash = v.target_hash
+               JOIN toolchains c ON c.hash = v.toolchain_hash
+               WHERE v.id IN (SELECT MAX(id) FROM verdicts WHERE ? IS NULL OR target_hash = ?
+                              GROUP BY workload_hash, target_hash, toolchain_hash,
+                                       pipeline_hash)
+               ORDER BY v.id""",
+            (target_hash, target_hash),
+        ).fetchall()
+        return [_verdict(row) for row in rows]
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -317,8 +362,35 @@ def _key_values(key: TuningKey) -> tuple[str, str, str, str]:
     return key.workload_hash, key.target_hash, key.toolchain_hash, key.pipeline_hash
 
 
+def _store_key(conn: sqlite3.Connection, key: TuningKey) -> None:
+    for table, body, hash_ in (
+        ("workloads", key.workload, key.workload_hash),
+        ("targets", key.target, key.target_hash),
+        ("toolchains", key.toolchain, key.toolchain_hash),
+    ):
+        conn.execute(
+            f"INSERT OR IGNORE INTO {table} (hash, body) VALUES (?, ?)", (hash_, _dumps(body))
+        )
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
+
+
+def _verdict(row: tuple[Any, ...]) -> tuple[TuningKey, Verdict]:
+    workload, target, toolchain, pipeline, pipeline_hash, params, baseline = row[:7]
+    won, speedup, median_s, gflops, created_at = row[7:]
+    key = TuningKey(
+        json.loads(workload), json.loads(target), json.loads(toolchain), pipeline, pipeline_hash
+    )
+    verdict = Verdict(
+        json.loads(params), json.loads(baseline), bool(won), speedup, median_s, gflops, created_at
+    )
+    return key, verdict
 
 
 def _record(row: tuple[Any, ...]) -> Record:

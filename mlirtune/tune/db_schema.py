@@ -51,6 +51,25 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             workload_hash, target_hash, toolchain_hash, pipeline_hash, params_hash, role
         )""",
     ),
+    (
+        # The tuner's final word per run: the config it chose (a race winner, or the
+        # baseline when none beat it in every round) and its speedup in that race.
+        """CREATE TABLE verdicts (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            created_at TEXT NOT NULL,
+            workload_hash TEXT NOT NULL REFERENCES workloads(hash),
+            target_hash TEXT NOT NULL REFERENCES targets(hash),
+            toolchain_hash TEXT NOT NULL REFERENCES toolchains(hash),
+            pipeline TEXT NOT NULL,
+            pipeline_hash TEXT NOT NULL,
+            params TEXT NOT NULL,
+            baseline TEXT NOT NULL,
+            won INTEGER NOT NULL,
+            speedup REAL NOT NULL,
+            median_s REAL NOT NULL,
+            gflops REAL
+        )""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

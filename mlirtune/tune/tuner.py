@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from mlirtune.errors import MlirtuneError, UsageError
-from mlirtune.tune.db import TuningDB
+from mlirtune.tune.db import TuningDB, Verdict
 from mlirtune.tune.evaluator import EvaluatorSettings, IsolatedEvaluator
 from mlirtune.tune.outcome import Outcome
 from mlirtune.tune.problem import Config, TuningProblem
@@ -205,6 +205,7 @@ def tune(
             )
         observer.phase("race")
         race, winner = _race(problem, ev, db, rank(candidates), options)
+        db.record_verdict(key, _verdict(problem, race, winner, baseline_last))
     return TuneReport(
         problem, strategy.name, candidates, resumed, baseline_first, baseline_last, race,
         winner, warnings,
@@ -248,6 +249,22 @@ def _race(problem, ev, db, ranked: list[Candidate], options: TuneOptions):
     best = min(finalists, key=lambda c: np.median(race[config_key(c)]))
     wins = round_medians[config_key(best)] < round_medians[config_key(baseline)]
     return race, best if wins.all() else None
+
+
+def _verdict(problem: TuningProblem, race, winner: Config | None, baseline: Outcome) -> Verdict:
+    """The run's choice with its race speedup (1.0 when the baseline stood unraced)."""
+    chosen = winner or problem.baseline
+    base = race.get(config_key(problem.baseline), baseline.samples)
+    samples = race.get(config_key(chosen), base)
+    median = float(np.median(samples))
+    return Verdict(
+        params=problem.slot_values(chosen),
+        baseline=problem.slot_values(problem.baseline),
+        won=winner is not None,
+        speedup=float(np.median(base)) / median,
+        median_s=median,
+        gflops=problem.workload.get_complexity().flops / median / 1e9,
+    )
 
 
 def _relative_change(first: Outcome, last: Outcome) -> float:
