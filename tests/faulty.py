@@ -43,5 +43,5 @@ class FaultyHost(HostCPU):
         super().__init__()
         self.faults = faults
 
-    def engine(self, pipeline=None):
-        return FaultyEngine(self.faults, target=self, pipeline=pipeline)
+    def engine(self, pipeline=None, **options):
+        return FaultyEngine(self.faults, target=self, pipeline=pipeline, **options)

@@ -1,12 +1,18 @@
-"""Command-line interface: mlirtune list | pipelines | run | bench | opt | tune | db."""
+"""Command-line interface: mlirtune list | pipelines | run | bench | opt | tune | db | specs."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+import warnings
 
-from mlirtune.cli.common import add_command, add_target_argument, add_workload_arguments
+from mlirtune.cli.common import (
+    add_command,
+    add_spec_arguments,
+    add_target_argument,
+    add_workload_arguments,
+)
 from mlirtune.errors import MlirtuneError
 
 EPILOG = """\
@@ -21,6 +27,8 @@ examples:
   mlirtune run --payload kernel.mlir --entry f --inputs a.npy,b.npy --expect c.npy
   mlirtune tune matmul M=512 N=512 K=512 --budget 200 --strategy tpe
   mlirtune db list
+  mlirtune specs export --db ~/.cache/mlirtune/tuning.db -o my-specs.mlir
+  mlirtune bench matmul M=512 N=512 K=512 --spec my-specs.mlir
 
 Workload options are KEY=VALUE (see `mlirtune list`); schedule parameters are
 --param KEY=VALUE. Exit codes: 0 success, 1 verification failed, 2 bad input or
@@ -32,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the `mlirtune` script; returns the exit code."""
     parser = _parser()
     args = parser.parse_args(argv)
+    warnings.showwarning = _show_warning
     try:
         return args.handler(args)
     except MlirtuneError as error:
@@ -54,9 +63,14 @@ def main(argv: list[str] | None = None) -> int:
         return 3
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"mlirtune: warning: {message}", file=sys.stderr)
+
+
 def _parser() -> argparse.ArgumentParser:
     from mlirtune.cli import kernel
     from mlirtune.cli.db import add_db_parser
+    from mlirtune.cli.specs import add_specs_parser
     from mlirtune.cli.tune import add_tune_parser
 
     parser = argparse.ArgumentParser(
@@ -83,6 +97,7 @@ def _parser() -> argparse.ArgumentParser:
             help="schedule parameter (repeatable), e.g. --param MR=4",
         )
         cmd.add_argument("--schedule", metavar="FILE.mlir", help="transform schedule for --payload")
+        add_spec_arguments(cmd)
         cmd.set_defaults(handler=handler)
         return cmd
 
@@ -99,4 +114,5 @@ def _parser() -> argparse.ArgumentParser:
     opt.add_argument("--print-after-all", action="store_true", help="print IR after every pass")
     add_tune_parser(commands)
     add_db_parser(commands)
+    add_specs_parser(commands)
     return parser

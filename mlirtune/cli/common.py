@@ -25,7 +25,38 @@ def pipeline_of(args: argparse.Namespace):
 
 
 def engine_of(args: argparse.Namespace):
-    return target_of(args).engine(pipeline_of(args))
+    target = target_of(args)
+    return target.engine(pipeline_of(args), **spec_options(args, target))
+
+
+def spec_options(args: argparse.Namespace, target: Any) -> dict[str, Any]:
+    """Engine options for --spec/--no-specs (none given: configured libraries + defaults)."""
+    if getattr(args, "no_specs", False):
+        if getattr(args, "spec", None):
+            raise UsageError("give --spec or --no-specs, not both")
+        return {"use_specs": False}
+    if getattr(args, "spec", None):
+        from mlirtune.specs.specset import SpecSet
+
+        return {"specs": SpecSet.for_target(target, args.spec)}
+    return {}
+
+
+def add_spec_arguments(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument(
+        "--spec",
+        action="append",
+        default=[],
+        metavar="PATH|URL",
+        help="tuning-spec library (.mlir/.mlirbc, a directory of them, or an https URL "
+        "with an optional #sha256=HEX pin) applied before $MLIRTUNE_SPECS, the config "
+        "directory and the target's defaults; repeatable, earlier wins",
+    )
+    cmd.add_argument(
+        "--no-specs",
+        action="store_true",
+        help="apply no spec library: the parameter selector chooses the config",
+    )
 
 
 def workload_of(args: argparse.Namespace):

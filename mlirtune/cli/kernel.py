@@ -12,6 +12,7 @@ from mlirtune.cli.common import (
     label,
     pipeline_of,
     schedule_params,
+    spec_options,
     target_of,
     workload_of,
 )
@@ -81,6 +82,7 @@ def cmd_opt(args: argparse.Namespace) -> int:
         pipeline=pipeline_of(args),
         observer=show,
         print_after_all=args.print_after_all,
+        **spec_options(args, target_of(args)),
     )
     return 0
 
@@ -100,6 +102,7 @@ def _print_bench(result, baseline, report) -> None:
     params = " ".join(f"{k}={v}({sources.get(k, '?')})" for k, v in result.parameters.items())
     print(f"{label(result.workload)}")
     print(f"  pipeline: {report.get('pipeline', '?')}")
+    print(f"  config: {report.get('config_source', '?')}")
     print(f"  schedule parameters: {params or '(none)'}")
     rows = [("mlirtune", result)] + ([("numpy (1 thread)", baseline)] if baseline else [])
     for name, r in rows:

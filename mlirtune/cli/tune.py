@@ -6,7 +6,10 @@ import argparse
 import json
 import shutil
 import sys
+import warnings
 from collections import Counter
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,6 +28,7 @@ examples:
   mlirtune tune matmul M=1024 N=1024 K=1024 --budget 300 --strategy model --json
   mlirtune tune mlp M=256 N=1024 K=1024 --time-limit 600 --strategy tpe --seed 1
   mlirtune tune conv2d --budget 40 --db /tmp/tuning.db
+  mlirtune tune matmul M=384 N=384 K=384 --budget 60 --starter-spec --update-spec mine.mlir
 
 How it works: the pipeline's schedule declares its knobs; constraints for the op kind and
 this CPU (register file, L1/L2 sizes, divisibility) give the search space. The baseline
@@ -35,7 +39,8 @@ is declared only if it beats the baseline in every round.
 
 Every result is saved at once in the tuning database (--db, default: see `mlirtune db
 --help`). Interrupt with Ctrl-C and run the same command again to resume: stored configs
-are not measured again.
+are not measured again. --update-spec writes the verdict into a spec library, which
+compiles apply with --spec (see `mlirtune specs --help`).
 
 strategies:
 """ + "\n".join(f"  {name:11s} {cls.description}" for name, cls in STRATEGIES.items())
@@ -54,6 +59,20 @@ def add_tune_parser(commands: Any) -> None:
     cmd.add_argument("--finalists", type=int, default=3, help="configs raced against baseline")
     cmd.add_argument("--workers", type=int, help="worker processes (default: one per core, >= 2)")
     cmd.add_argument("--json", action="store_true", help="print one JSON object")
+    cmd.add_argument(
+        "--starter-spec",
+        nargs="?",
+        const=DEFAULT_SPECS,
+        metavar="LIB",
+        help="evaluate first the config a spec library's matching entry gives (without LIB: "
+        "the libraries compiles apply: configured ones and the target's defaults)",
+    )
+    cmd.add_argument(
+        "--update-spec",
+        metavar="LIB",
+        help="write the result into spec library LIB (.mlir/.mlirbc, created if missing), "
+        "replacing the entry for this workload and pipeline and keeping the others",
+    )
     cmd.add_argument(
         "--show-space",
         action="store_true",
@@ -84,6 +103,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if args.show_space:
         _print_space(problem.space)
         return 0
+    if args.starter_spec:
+        options = replace(options, starters=_starters(args.starter_spec, problem))
     console = Console(stderr=True)
     with TuningDB(args.db) as db:
         if not args.json:
@@ -104,11 +125,57 @@ def cmd_tune(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 130
+    if args.update_spec:
+        entry = _update_spec(args.update_spec, report)
+        if not args.json:
+            console.print(f"updated entry {entry} in {args.update_spec}")
     if args.json:
         print(json.dumps(report.to_json()))
     else:
         _print_report(report, target)
     return 0
+
+
+DEFAULT_SPECS = "<default>"
+
+
+def _starters(spec: str, problem) -> tuple[dict[str, int], ...]:
+    """The knob config the matching entry of `spec` gives this problem, if one matches."""
+    from mlirtune.specs.sources import expand, fetch
+    from mlirtune.specs.specset import SpecSet
+
+    target = problem.target
+    if spec == DEFAULT_SPECS:
+        specs = SpecSet.for_target(target)
+    else:
+        specs = SpecSet([fetch(path) for path in expand(spec)], target)
+    lowering = target.engine(problem.pipeline, specs=specs).plan(problem.workload)
+    if lowering.spec is None:
+        where = "the configured or default libraries" if spec == DEFAULT_SPECS else spec
+        warnings.warn(f"no entry of {where} matches; searching without a starter", stacklevel=2)
+        return ()
+    slot_values = {slot: lowering.values[slot] for slot in problem.slots.values()}
+    return (problem.config_of(slot_values),)
+
+
+def _update_spec(path: str, report) -> str:
+    """Add or replace this run's entry in the library at `path`; returns the entry name."""
+    from mlir import ir
+
+    from mlirtune.ir.context import new_context
+    from mlirtune.specs.export import add_verdict, library_metadata
+    from mlirtune.specs.library import SpecLibrary
+    from mlirtune.specs.sources import fetch
+
+    target = report.problem.target
+    with new_context(), ir.Location.unknown():
+        if Path(path).exists():
+            library = SpecLibrary.parse(fetch(path))
+        else:
+            library = SpecLibrary.create(Path(path).stem, library_metadata(target))
+        name = add_verdict(library, report.problem.key, report.verdict)
+        library.save(path)
+    return name
 
 
 class _ProgressBar:

@@ -23,6 +23,7 @@ from mlirtune.ir.inspect import find_function
 from mlirtune.ir.roots import annotate_roots
 from mlirtune.pipeline import Descriptor, Lowering, resolve_descriptor, resolve_values, run_pipeline
 from mlirtune.runtime import Buffer, HostRuntime, Runtime
+from mlirtune.specs.specset import SpecSet
 from mlirtune.targets.base import Target
 
 Observer = Callable[[str, ir.Module], None]
@@ -42,6 +43,7 @@ class CompiledKernel:
         return {
             "pipeline": str(self.lowering.descriptor.path),
             "parameter_sources": dict(self.lowering.sources),
+            "config_source": self.lowering.config_source,
         }
 
     def call(self, buffers: list[Buffer]) -> None:
@@ -70,7 +72,12 @@ class MlirJitEngine(Engine):
         target: Target | None = None,
         pipeline: str | Path | Descriptor | None = None,
         opt_level: int = 3,
+        specs: SpecSet | None = None,
+        use_specs: bool = True,
     ) -> None:
+        """`specs`: the tuning-spec libraries to apply (default: the configured ones and
+        the target's shipped defaults, loaded on first use); `use_specs=False` applies none,
+        so the parameter selector decides (as the tuner's baseline does)."""
         super().__init__(runtime or HostRuntime())
         if not isinstance(self.runtime, HostRuntime):
             raise MlirtuneError("the MLIR JIT engine runs on the host runtime only")
@@ -81,6 +88,8 @@ class MlirJitEngine(Engine):
         self.target = target
         self.pipeline = pipeline
         self.opt_level = opt_level
+        self.use_specs = use_specs
+        self._specs = specs
         self._cache: dict[str, CompiledKernel] = {}
         self._descriptors: dict[tuple[str, ...], Descriptor] = {}
 
@@ -109,7 +118,24 @@ class MlirJitEngine(Engine):
         find_function(module, workload.entry)
         roots = annotate_roots(module)
         descriptor = self._descriptor(workload, roots)
-        return module, resolve_values(descriptor, self.target, roots, explicit=parameters)
+        lowering = resolve_values(descriptor, self.target, roots, explicit=parameters)
+        specs = self.specs
+        choice = specs.choose(module, roots, lowering) if specs is not None else None
+        if choice is not None:
+            lowering = resolve_values(
+                descriptor, self.target, roots, explicit=parameters, tuned=choice.config
+            )
+            lowering.spec = choice.source
+        return module, lowering
+
+    @property
+    def specs(self) -> SpecSet | None:
+        """The spec libraries this engine applies (None when disabled)."""
+        if not self.use_specs:
+            return None
+        if self._specs is None:
+            self._specs = SpecSet.for_target(self.target)
+        return self._specs
 
     def _lower(self, workload, parameters, with_timer, observer=None, print_after_all=False):
         with new_context(), ir.Location.unknown():

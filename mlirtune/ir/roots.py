@@ -62,7 +62,7 @@ def find_roots(module: ir.Module) -> list[tuple[ir.Operation, OpInfo]]:
         if elementwise:
             op = elementwise[-1]
             roots.append(
-                (op, OpInfo("elementwise", _rows_cols(_loop_sizes(op)), _dtypes(op), op.name))
+                (op, OpInfo("elementwise", _rows_cols(loop_sizes(op)), _dtypes(op), op.name))
             )
     return roots
 
@@ -83,7 +83,7 @@ def describe(op: ir.Operation) -> OpInfo | None:
     if not _static(op):
         return None
     dtypes = _dtypes(op)
-    loops = _loop_sizes(op)
+    loops = loop_sizes(op)
     if loops is None:
         return None
     conv = linalg.infer_convolution_dimensions(op)
@@ -129,7 +129,7 @@ def _dtypes(op: ir.Operation) -> tuple[str, ...]:
     return tuple(str(ir.ShapedType(v.type).element_type) for v in op.operands)
 
 
-def _loop_sizes(op: ir.Operation) -> list[int] | None:
+def loop_sizes(op: ir.Operation) -> list[int] | None:
     """Loop sizes read off the indexing maps: each loop dim appears as a plain operand dim."""
     maps_attr = linalg.get_indexing_maps(op)
     if maps_attr is None:

@@ -35,6 +35,19 @@ class Lowering:
     roots: list[OpInfo]
     values: dict[str, Any] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
+    spec: str | None = None  # "spec:<library>:<entry>" when a spec entry gave the tuned values
+
+    @property
+    def config_source(self) -> str:
+        """Where the config came from, strongest first: a spec entry, explicit values, the
+        parameter selector, or the descriptor's defaults."""
+        sources = set(self.sources.values())
+        if self.spec and "tuned" in sources:
+            return self.spec
+        for source in ("explicit", "selector"):
+            if source in sources:
+                return source
+        return "descriptor"
 
 
 def select_flow(descriptor: Descriptor, target: Target, roots: list[OpInfo]) -> dict[str, int]:

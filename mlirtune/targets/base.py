@@ -37,11 +37,16 @@ class Target(ABC):
     def fingerprint(self) -> dict[str, Any]:
         """Identity of the hardware, for keying tuning results (model, ISA flags, ...)."""
 
-    def engine(self, pipeline: str | Path | Descriptor | None = None) -> Engine:
-        """An engine that lowers with this target's pipelines and runs on the host (JIT)."""
+    def engine(self, pipeline: str | Path | Descriptor | None = None, **options: Any) -> Engine:
+        """An engine that lowers with this target's pipelines and runs on the host (JIT);
+        `options` go to MlirJitEngine (e.g. specs=..., use_specs=False)."""
         from mlirtune.engine.mlir_jit import MlirJitEngine
 
-        return MlirJitEngine(target=self, pipeline=pipeline)
+        return MlirJitEngine(target=self, pipeline=pipeline, **options)
+
+    def spec_library_name(self) -> str | None:
+        """The name of the default spec library shipped for this target, if any."""
+        return None
 
     def lower(
         self,
@@ -51,8 +56,9 @@ class Target(ABC):
         pipeline: str | Path | Descriptor | None = None,
         observer: Observer | None = None,
         print_after_all: bool = False,
+        **engine_options: Any,
     ) -> None:
         """Lower `workload` for inspection (`mlirtune opt`), reporting stages to `observer`."""
-        self.engine(pipeline).lower_payload(
+        self.engine(pipeline, **engine_options).lower_payload(
             workload, parameters, observer=observer, print_after_all=print_after_all
         )

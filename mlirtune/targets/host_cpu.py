@@ -149,6 +149,10 @@ class HostCPU(Target):
             "l3_bytes": f.l3_bytes,
         }
 
+    def spec_library_name(self) -> str | None:
+        f = self.features
+        return f"x86_64-{f.isa}" if f.arch == "x86_64" and f.isa in ("avx512", "avx2") else None
+
     def peak_gflops(self, dtype: str = "f32") -> float:
         """A rough per-core FMA peak: lanes x 2 flops x FMA_UNITS pipes x clock. An estimate
         for reporting efficiency, not a measurement: the clock is /proc/cpuinfo's current

@@ -115,7 +115,7 @@ class NvidiaGPU(Target):
 
     # --- compilation -----------------------------------------------------------------------
 
-    def engine(self, pipeline=None):
+    def engine(self, pipeline=None, **options):
         """No GPU runtime yet: this target compiles (`mlirtune opt`) but cannot execute."""
         raise MlirtuneError(
             f"{self.name} is compile-only for now; use `mlirtune opt --target {self.name}` "
@@ -124,9 +124,17 @@ class NvidiaGPU(Target):
         )
 
     def lower(
-        self, workload, parameters=None, *, pipeline=None, observer=None, print_after_all=False
+        self,
+        workload,
+        parameters=None,
+        *,
+        pipeline=None,
+        observer=None,
+        print_after_all=False,
+        **engine_options,
     ) -> None:
-        """Compile to PTX and hand the text to `observer` as stage "ptx"."""
+        """Compile to PTX and hand the text to `observer` as stage "ptx" (spec libraries
+        are for CPU targets; `engine_options` are ignored)."""
         if pipeline is not None:
             raise MlirtuneError(
                 f"{self.name} has a fixed pipeline; drop --pipeline/--schedule", stage="target"

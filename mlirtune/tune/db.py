@@ -102,7 +102,7 @@ class Verdict:
     speedup: float
     median_s: float
     gflops: float | None = None
-    created_at: str = ""
+    created_at: str = field(default_factory=lambda: _now())
 
 
 @dataclass(frozen=True)

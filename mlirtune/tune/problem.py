@@ -57,31 +57,10 @@ class TuningProblem:
 
 def generate(workload: Any, target: Any, pipeline: str | None = None) -> TuningProblem:
     """Resolve the pipeline for `workload` on `target` and build its search space."""
-    engine = target.engine(pipeline)
+    engine = target.engine(pipeline, use_specs=False)
     lowering = engine.plan(workload)
     descriptor = lowering.descriptor
-    stages = [s for s in descriptor.stages if s.kind == "schedule"]
-    library_stages = [s for s in stages if not s.name.endswith(".mlir")]
-    if len(library_stages) != 1:
-        raise UsageError(
-            f"pipeline {descriptor.name} has {len(library_stages)} library schedule stages; "
-            "the tuner needs exactly one to take its knobs from",
-            stage="tune",
-        )
-    stage = library_stages[0]
-    schedule = schedule_named(stage.name)
-    op = next((r for r in lowering.roots if r.kind in schedule.root_kinds), None)
-    if op is None:
-        raise UsageError(
-            f"{workload.name} has no {' or '.join(schedule.root_kinds)} root op for "
-            f"schedule {schedule.name}",
-            stage="tune",
-        )
-    slots = {
-        param: value[1:]
-        for param, value in stage.arguments.items()
-        if isinstance(value, str) and value.startswith("$")
-    }
+    schedule, op, slots = schedule_slots(lowering)
     space = space_for(op, schedule.name, target)
     unbound = sorted(set(space.domains) - set(slots))
     if unbound:
@@ -106,6 +85,35 @@ def generate(workload: Any, target: Any, pipeline: str | None = None) -> TuningP
         ),
     )
     return TuningProblem(workload, target, pipeline, lowering, schedule, op, slots, space, key)
+
+
+def schedule_slots(lowering: Lowering) -> tuple[ScheduleEntry, OpInfo, dict[str, str]]:
+    """The pipeline's one library schedule stage: its schedule, the root op it works on and
+    its parameters bound to descriptor slots (parameter -> slot)."""
+    descriptor = lowering.descriptor
+    stages = [s for s in descriptor.stages if s.kind == "schedule"]
+    library_stages = [s for s in stages if not s.name.endswith(".mlir")]
+    if len(library_stages) != 1:
+        raise UsageError(
+            f"pipeline {descriptor.name} has {len(library_stages)} library schedule stages; "
+            "the tuner needs exactly one to take its knobs from",
+            stage="tune",
+        )
+    stage = library_stages[0]
+    schedule = schedule_named(stage.name)
+    op = next((r for r in lowering.roots if r.kind in schedule.root_kinds), None)
+    if op is None:
+        raise UsageError(
+            f"pipeline {descriptor.name} has no {' or '.join(schedule.root_kinds)} root op for "
+            f"schedule {schedule.name}",
+            stage="tune",
+        )
+    slots = {
+        param: value[1:]
+        for param, value in stage.arguments.items()
+        if isinstance(value, str) and value.startswith("$")
+    }
+    return schedule, op, slots
 
 
 def _workload_identity(workload: Any, op: OpInfo) -> dict[str, Any]:

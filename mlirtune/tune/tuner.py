@@ -35,6 +35,7 @@ class TuneOptions:
     finalists: int = 3
     race_rounds: int = 5
     drift_tolerance: float = 0.03  # baseline first vs last, relative
+    starters: tuple[Config, ...] = ()  # evaluated first, e.g. a spec library's entry
     evaluator: EvaluatorSettings = field(default_factory=EvaluatorSettings)
 
     def check(self) -> None:
@@ -77,6 +78,7 @@ class TuneReport:
     baseline_last: Outcome
     race: dict[tuple, list[float]]
     winner: Config | None
+    verdict: Verdict
     warnings: list[str]
 
     @property
@@ -166,6 +168,12 @@ def tune(
         baseline_first = _measure_baseline(problem, ev, db)
         started = time.monotonic()
         asked = 0
+        starters = [c for c in options.starters if problem.space.contains(c)]
+        warnings += [
+            f"starter config {c} breaks {', '.join(problem.space.violations(c))}; skipped"
+            for c in options.starters
+            if c not in starters
+        ]
 
         def next_config() -> dict[str, int] | None:
             nonlocal asked, resumed
@@ -174,7 +182,7 @@ def tune(
                     return None
                 if options.time_limit_s and time.monotonic() - started > options.time_limit_s:
                     return None
-                config = strategy.ask()
+                config = starters.pop(0) if starters else strategy.ask()
                 if config is None:
                     return None
                 asked += 1
@@ -205,10 +213,11 @@ def tune(
             )
         observer.phase("race")
         race, winner = _race(problem, ev, db, rank(candidates), options)
-        db.record_verdict(key, _verdict(problem, race, winner, baseline_last))
+        verdict = _verdict(problem, race, winner, baseline_last)
+        db.record_verdict(key, verdict)
     return TuneReport(
         problem, strategy.name, candidates, resumed, baseline_first, baseline_last, race,
-        winner, warnings,
+        winner, verdict, warnings,
     )  # fmt: skip
 
 

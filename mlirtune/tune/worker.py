@@ -69,7 +69,7 @@ def serve(connection: Connection, setup: WorkerSetup) -> None:
     until the parent goes away."""
     _redirect_output(setup.log_path)
     resource.setrlimit(resource.RLIMIT_AS, (setup.memory_bytes, setup.memory_bytes))
-    engine = setup.target.engine(setup.pipeline)
+    engine = setup.target.engine(setup.pipeline, use_specs=False)
     flops = setup.workload.get_complexity().flops
     setup.workload.reference_outputs  # noqa: B018 - computed once, before any timeout runs
     connection.send(("ready",))

@@ -1,0 +1,1 @@
+"""Tuning-spec libraries: transform modules that carry tuned configs per op."""

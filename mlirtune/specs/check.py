@@ -1,0 +1,77 @@
+"""Check spec libraries: does each entry match its own payload, which earlier entry shadows
+it, and is it stale (tuned on another target or toolchain) and if so still valid here?
+
+Each entry's payload is rebuilt from the workload recorded in its metadata and every matcher
+of the merged libraries is run on it (`probe`), so overlaps are found by the matchers
+themselves, not by comparing metadata.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mlirtune.errors import MlirtuneError
+from mlirtune.specs.export import payload_root, rebuild_workload
+from mlirtune.specs.library import SpecLibrary
+from mlirtune.specs.merge import merge, probe
+from mlirtune.specs.specset import config_violations, stale_reasons
+
+
+@dataclass
+class EntryReport:
+    """What `check` found about one entry (labels are `<library>:<entry>`)."""
+
+    label: str
+    pipeline: str | None
+    workload: dict[str, Any] | None
+    matches_own: bool | None = None  # None: no workload recorded, nothing to match
+    shadowed_by: str | None = None  # an earlier entry for the same pipeline matching it
+    also_matches: list[str] = field(default_factory=list)  # later entries it shadows
+    stale: list[str] = field(default_factory=list)
+    broken: list[str] = field(default_factory=list)  # constraints its config breaks here
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.matches_own is not False and not self.broken
+
+
+def check(libraries: list[SpecLibrary], target: Any) -> list[EntryReport]:
+    """One report per entry of `libraries` merged in order (inside an MLIR context)."""
+    merged, origins = merge(libraries, "check")
+    reports = []
+    for index, origin in enumerate(origins):
+        entry, meta = origin.entry, origin.entry.metadata
+        report = EntryReport(origin.label, entry.pipeline, meta.get("workload"))
+        report.stale = stale_reasons(entry, target)
+        reports.append(report)
+        if report.workload is None or "kind" not in meta:
+            continue
+        try:
+            payload, root = payload_root({"options": report.workload, "kind": meta["kind"]})
+            hits = set(probe(merged, payload)[root])
+            same = [
+                j
+                for j, other in enumerate(merged.entries)
+                if other.name in hits and origins[j].entry.pipeline in (None, entry.pipeline)
+            ]
+            report.matches_own = index in same
+            if same and same[0] != index:
+                report.shadowed_by = origins[same[0]].label
+            report.also_matches = [origins[j].label for j in same if j > index]
+            if report.stale and entry.config:
+                report.broken = _broken_here(entry.config, report.workload, entry.pipeline, target)
+        except MlirtuneError as error:
+            report.error = str(error)
+    return reports
+
+
+def _broken_here(config: dict[str, int], workload: dict, pipeline: str | None, target) -> list:
+    from mlirtune.tune.problem import schedule_slots
+
+    lowering = target.engine(use_specs=False).plan(rebuild_workload(workload))
+    if pipeline is not None and lowering.descriptor.name != pipeline:
+        return []  # tuned for a pipeline this target does not pick by default
+    _, op, _ = schedule_slots(lowering)
+    return config_violations(config, op, lowering, target)

@@ -1,0 +1,129 @@
+"""Turn tuning results into spec entries: the tuner's verdict per workload, with provenance.
+
+An entry is named after its workload (`matmul_M512_N512_K512_f32`, plus the pipeline when
+it is not the workload's own) and matches the root op of that workload's payload, which is
+rebuilt from the options stored with the verdict.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlir import ir
+
+import mlirtune
+from mlirtune.errors import UsageError
+from mlirtune.ir.roots import ROOT_ATTRIBUTE, annotate_roots
+from mlirtune.specs.library import SpecLibrary
+from mlirtune.specs.matchers import OpSignature, signature_of
+from mlirtune.specs.merge import root_ops
+from mlirtune.tune.db import TuningDB, Verdict
+from mlirtune.tune.key import TuningKey, digest
+
+
+def entry_name(workload: dict[str, Any], pipeline: str) -> str:
+    """`<workload>_<dim><size>..._<dtype>[_<pipeline>]`, a valid symbol name."""
+    options = workload["options"]
+    dims = "_".join(f"{k}{v}" for k, v in workload["dims"].items())
+    name = f"{options['name']}_{dims}_{workload['dtypes'][0]}"
+    stem = pipeline.rsplit("/", 1)[-1]
+    return name if stem == options["name"] else f"{name}_{stem}"
+
+
+def entry_metadata(key: TuningKey, verdict: Verdict) -> dict[str, Any]:
+    """What `specs list` shows and staleness checks read: workload, pipeline, speedup and
+    the target and toolchain it was measured on."""
+    target = key.target
+    return {
+        "workload": key.workload["options"],
+        "kind": key.workload["kind"],
+        "pipeline": key.pipeline,
+        "speedup": round(verdict.speedup, 4),
+        "won": verdict.won,
+        "median_s": verdict.median_s,
+        "gflops": round(verdict.gflops or 0.0, 2),
+        "tuned_at": verdict.created_at,
+        "target": {
+            "hash": digest(target),
+            "summary": f"{target.get('isa', '?')} {target.get('model', '?')}".strip(),
+        },
+        "toolchain": {
+            "hash": digest(key.toolchain),
+            "summary": ", ".join(f"{k} {v}" for k, v in sorted(key.toolchain.items())),
+        },
+    }
+
+
+def library_metadata(target: Any) -> dict[str, Any]:
+    from mlirtune.tune.key import current_toolchain
+
+    fingerprint = target.fingerprint()
+    return {
+        "target": target.spec_library_name() or target.name,
+        "target_hash": digest(fingerprint),
+        "target_summary": f"{fingerprint.get('isa', '?')} {fingerprint.get('model', '')}".strip(),
+        "toolchain": current_toolchain(),
+        "mlirtune": mlirtune.__version__,
+    }
+
+
+def rebuild_workload(options: dict[str, Any]) -> Any:
+    """The workload described by stored options ({"name": ..., **options})."""
+    from mlirtune.workloads import workload_class
+
+    rest = dict(options)
+    try:
+        return workload_class(rest.pop("name"))(**rest)
+    except (UsageError, TypeError, KeyError) as error:
+        raise UsageError(f"cannot rebuild workload {options}: {error}", stage="specs") from None
+
+
+def payload_root(workload: dict[str, Any]) -> tuple[ir.Module, int]:
+    """The annotated payload of a stored workload identity and the index (among its root
+    ops) of the root of the stored kind; inside an MLIR context."""
+    payload = rebuild_workload(workload["options"]).payload_module()
+    annotate_roots(payload)
+    kinds = [_kind(op) for op in root_ops(payload)]
+    if workload["kind"] not in kinds:
+        raise UsageError(
+            f"workload {workload['options']} has no {workload['kind']} root op", stage="specs"
+        )
+    return payload, kinds.index(workload["kind"])
+
+
+def signature_for(workload: dict[str, Any]) -> OpSignature:
+    """The root-op signature of a stored workload identity (inside an MLIR context)."""
+    payload, index = payload_root(workload)
+    return signature_of(root_ops(payload)[index])
+
+
+def _kind(op: ir.Operation) -> str:
+    return ir.StringAttr(op.attributes[ROOT_ATTRIBUTE]).value
+
+
+def add_verdict(library: SpecLibrary, key: TuningKey, verdict: Verdict) -> str:
+    """Add (or replace) the entry for `key`'s workload and pipeline; returns its name."""
+    name = entry_name(key.workload, key.pipeline)
+    library.add(name, signature_for(key.workload), verdict.params, entry_metadata(key, verdict))
+    return name
+
+
+def export_library(
+    db: TuningDB, target: Any, name: str, *, workloads: list[str] | None = None
+) -> SpecLibrary:
+    """A library (in the current context) of the latest verdict per workload and pipeline
+    tuned on `target` with any toolchain; `workloads` keeps only those workload names."""
+    verdicts = db.verdicts(target_hash=digest(target.fingerprint()))
+    if workloads:
+        verdicts = [(k, v) for k, v in verdicts if k.workload["options"]["name"] in workloads]
+    if not verdicts:
+        which = f" for workload(s) {', '.join(workloads)}" if workloads else ""
+        raise UsageError(
+            f"tuning database {db.path} holds no tuning verdicts for this target{which}; "
+            "run `mlirtune tune` first",
+            stage="specs",
+        )
+    library = SpecLibrary.create(name, library_metadata(target))
+    for key, verdict in verdicts:  # oldest first: a later verdict replaces an earlier one
+        add_verdict(library, key, verdict)
+    return library

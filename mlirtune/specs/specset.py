@@ -1,0 +1,192 @@
+"""The spec libraries a compile applies, and what they decide for one payload.
+
+Order: user libraries (`--spec`, then $MLIRTUNE_SPECS, then the config directory), then the
+defaults shipped for the target; where no entry matches, the parameter selector decides.
+Only entries tuned for the pipeline being compiled take part. An entry tuned on another
+CPU or toolchain still applies if its config is valid in this target's search space, with a
+warning; otherwise it is skipped, with a warning naming the broken constraints.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mlir import ir
+
+from mlirtune.errors import UsageError
+from mlirtune.ir.roots import OpInfo
+from mlirtune.specs.library import SpecEntry, SpecLibrary
+from mlirtune.specs.matchers import CONFIG_ATTRIBUTE, SOURCE_ATTRIBUTE, read_config
+from mlirtune.specs.merge import MergedEntry, apply, merge, root_ops
+from mlirtune.specs.sources import SpecSource, configured_specs, expand, fetch
+
+DEFAULTS_DIR = Path(__file__).parent / "defaults"
+
+
+class SpecWarning(UserWarning):
+    """An entry applies (or not) for a reason the user should know: it is stale."""
+
+
+def default_library_path(target: Any) -> Path | None:
+    """The library shipped for `target` (e.g. defaults/x86_64-avx512.mlir), if any."""
+    name = target.spec_library_name()
+    path = DEFAULTS_DIR / f"{name}.mlir" if name else None
+    return path if path is not None and path.is_file() else None
+
+
+@dataclass(frozen=True)
+class SpecChoice:
+    """The entry that configured a compile's root op, and the config it set."""
+
+    entry: MergedEntry
+    config: dict[str, int]
+
+    @property
+    def source(self) -> str:
+        return f"spec:{self.entry.label}"
+
+
+class SpecSet:
+    """Spec libraries in priority order, for one target."""
+
+    def __init__(self, sources: Sequence[SpecSource], target: Any) -> None:
+        self.sources = list(sources)
+        self.target = target
+        self._merged: dict[str, tuple[bytes, list[MergedEntry]]] = {}
+
+    @classmethod
+    def for_target(
+        cls,
+        target: Any,
+        specs: Sequence[str] = (),
+        *,
+        configured: bool = True,
+        defaults: bool = True,
+    ) -> SpecSet:
+        """`specs` (paths, directories or https URLs), then the configured libraries, then
+        the target's shipped defaults."""
+        names = [path for spec in specs for path in expand(spec)]
+        if configured:
+            names += configured_specs()
+        default = default_library_path(target) if defaults else None
+        if default is not None:
+            names.append(str(default))
+        return cls([fetch(name) for name in names], target)
+
+    def libraries(self) -> list[SpecLibrary]:
+        """Every library parsed in the current context, in priority order."""
+        return [SpecLibrary.parse(source) for source in self.sources]
+
+    def choose(self, payload: ir.Module, roots: list[OpInfo], lowering) -> SpecChoice | None:
+        """Apply the merged libraries to `payload` (in the current context) and return the
+        entry that configured its first configured root op, if any entry matched."""
+        pipeline = lowering.descriptor.name
+        library, origins = self._library_for(pipeline)
+        if not origins:
+            return None
+        apply(library, payload)
+        choice = None
+        for op, info in zip(root_ops(payload), roots, strict=False):
+            attrs = op.attributes
+            if SOURCE_ATTRIBUTE not in attrs:
+                continue
+            label = ir.StringAttr(attrs[SOURCE_ATTRIBUTE]).value
+            origin = next(o for o in origins if o.label == label)
+            config = _config(attrs, origin)
+            for name in (SOURCE_ATTRIBUTE, CONFIG_ATTRIBUTE):
+                if name in attrs:
+                    del attrs[name]
+            if choice is None and self._usable(origin, config, info, lowering):
+                choice = SpecChoice(origin, config)
+        if choice is not None:
+            unknown = sorted(set(choice.config) - set(lowering.descriptor.params))
+            if unknown:
+                raise UsageError(
+                    f"spec library {choice.entry.origin}, entry {choice.entry.entry.name}: "
+                    f"sets {', '.join(unknown)}, which pipeline {pipeline} does not have "
+                    f"(its parameters: {', '.join(lowering.descriptor.params)}); re-tune or "
+                    "re-export the entry",
+                    stage="specs",
+                )
+        return choice
+
+    def _library_for(self, pipeline: str) -> tuple[SpecLibrary, list[MergedEntry]]:
+        """The merged, tagged library of the entries for `pipeline`; merged once, then
+        re-parsed from bytecode in each compile's context."""
+        if pipeline not in self._merged:
+
+            def keep(_library: SpecLibrary, entry: SpecEntry) -> bool:
+                return entry.pipeline in (None, pipeline)
+
+            merged, origins = merge(self.libraries(), "merged", keep=keep, tag=True)
+            self._merged[pipeline] = (merged.serialize(bytecode=True), origins)
+        data, origins = self._merged[pipeline]
+        return SpecLibrary.parse(SpecSource("merged", "<merged>", data)), origins
+
+    def _usable(self, origin: MergedEntry, config: dict[str, int], op: OpInfo, lowering) -> bool:
+        """Whether a matched entry applies here: always when tuned on this target and
+        toolchain; otherwise only if its config is valid in this target's space."""
+        stale = stale_reasons(origin.entry, self.target)
+        if not stale:
+            return True
+        broken = config_violations(config, op, lowering, self.target)
+        where = f"spec entry {origin.label} was tuned {' and '.join(stale)}"
+        if broken:
+            warnings.warn(
+                f"{where}; its config breaks {', '.join(broken)} here, so it is not applied",
+                SpecWarning,
+                stacklevel=2,
+            )
+            return False
+        warnings.warn(f"{where}; its config is valid here, applying it", SpecWarning, stacklevel=2)
+        return True
+
+
+def stale_reasons(entry: SpecEntry, target: Any) -> list[str]:
+    """Why an entry's provenance differs from this target and toolchain (empty if not)."""
+    from mlirtune.tune.key import current_toolchain, digest
+
+    reasons = []
+    tuned_on = entry.metadata.get("target", {})
+    if tuned_on.get("hash") not in (None, digest(target.fingerprint())):
+        reasons.append(f"on another target ({tuned_on.get('summary', tuned_on.get('hash'))})")
+    toolchain = entry.metadata.get("toolchain", {})
+    if toolchain.get("hash") not in (None, digest(current_toolchain())):
+        reasons.append(f"with another toolchain ({toolchain.get('summary', '?')})")
+    return reasons
+
+
+def config_violations(config: dict[str, int], op: OpInfo, lowering, target: Any) -> list[str]:
+    """The constraints of the pipeline's search space on `target` that `config` (slot
+    values) breaks; empty when the schedule has no space here (nothing to check against)."""
+    from mlirtune.tune.constraints import space_for
+    from mlirtune.tune.problem import schedule_slots
+
+    try:
+        schedule, _, slots = schedule_slots(lowering)
+        space = space_for(op, schedule.name, target)
+    except UsageError:
+        return []
+    by_slot = {slot: param for param, slot in slots.items() if param in space.domains}
+    knobs = {by_slot[slot]: value for slot, value in config.items() if slot in by_slot}
+    return space.violations(knobs)
+
+
+def _config(attrs, origin: MergedEntry) -> dict[str, int]:
+    if CONFIG_ATTRIBUTE not in attrs:
+        raise UsageError(
+            f"spec library {origin.origin}, entry {origin.entry.name}: matched an op but set "
+            f"no {CONFIG_ATTRIBUTE} on it",
+            stage="specs",
+        )
+    try:
+        return read_config(attrs[CONFIG_ATTRIBUTE])
+    except ValueError as error:
+        raise UsageError(
+            f"spec library {origin.origin}, entry {origin.entry.name}: bad config ({error})",
+            stage="specs",
+        ) from None
