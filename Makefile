@@ -20,12 +20,12 @@ test: $(STAMP)
 	$(BIN)/pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check mlirtune tests benchmarks
-	$(BIN)/ruff format --check mlirtune tests benchmarks
+	$(BIN)/ruff check mlirtune tests benchmarks scripts
+	$(BIN)/ruff format --check mlirtune tests benchmarks scripts
 
 format: $(STAMP)
-	$(BIN)/ruff format mlirtune tests benchmarks
-	$(BIN)/ruff check --fix mlirtune tests benchmarks
+	$(BIN)/ruff format mlirtune tests benchmarks scripts
+	$(BIN)/ruff check --fix mlirtune tests benchmarks scripts
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/matmul_vs_numpy.py

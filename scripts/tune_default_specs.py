@@ -14,8 +14,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
+from mlir import ir
+
+from mlirtune.ir.context import new_context
+from mlirtune.specs.export import export_library
+from mlirtune.specs.specset import DEFAULTS_DIR
 from mlirtune.targets import HostCPU
 from mlirtune.tune.db import TuningDB
 from mlirtune.tune.problem import generate
@@ -65,6 +69,11 @@ def main() -> int:
                 f"in {time.monotonic() - started:.0f} s",
                 flush=True,
             )
+        name = target.spec_library_name()
+        with new_context(), ir.Location.unknown():
+            library = export_library(db, target, name)
+            path = library.save(DEFAULTS_DIR / f"{name}.mlir")
+        print(f"wrote {len(library.entries)} entries to {path}")
     return 0
 
 

@@ -7,6 +7,17 @@ from mlirtune.engine import MlirJitEngine
 from tests.payloads import MATMUL_16x8x32
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_user_spec_libraries(tmp_path_factory):
+    """Keep the developer's own spec libraries ($MLIRTUNE_SPECS, ~/.config/mlirtune/specs)
+    out of every test: compiles see only the shipped defaults unless a test adds some."""
+    patch = pytest.MonkeyPatch()
+    patch.delenv("MLIRTUNE_SPECS", raising=False)
+    patch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
+    yield
+    patch.undo()
+
+
 @pytest.fixture(scope="session")
 def engine() -> MlirJitEngine:
     return MlirJitEngine()

@@ -55,7 +55,14 @@ def add_specs_parser(subparsers: Any) -> None:
     export.add_argument(
         "--workload", action="append", default=[], metavar="NAME", help="only these workloads"
     )
-    export.add_argument("-o", "--output", required=True, metavar="LIB.mlir|LIB.mlirbc")
+    export.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="LIB.mlir|LIB.mlirbc",
+        help="library to write (replaced if it exists; to add to a library, use "
+        "`mlirtune tune --update-spec LIB`)",
+    )
     add_target_argument(export)
     listing = command("list", "entries with speedup and provenance", _list)
     listing.add_argument("libraries", nargs="*", metavar="LIB", help="default: those applied")

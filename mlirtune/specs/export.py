@@ -1,8 +1,8 @@
 """Turn tuning results into spec entries: the tuner's verdict per workload, with provenance.
 
-An entry is named after its workload (`matmul_M512_N512_K512_f32`, plus the pipeline when
-it is not the workload's own) and matches the root op of that workload's payload, which is
-rebuilt from the options stored with the verdict.
+An entry is named after its workload (`matmul_K512_M512_N512_f32`, see `entry_name`) and
+matches the root op of that workload's payload, rebuilt from the options stored with the
+verdict.
 """
 
 from __future__ import annotations
@@ -22,12 +22,21 @@ from mlirtune.tune.key import TuningKey, digest
 
 
 def entry_name(workload: dict[str, Any], pipeline: str) -> str:
-    """`<workload>_<dim><size>..._<dtype>[_<pipeline>]`, a valid symbol name."""
+    """`<workload>_<dim><size>..._<dtype>[_<option>...][_<pipeline>]`, a valid symbol name:
+    loop dims in name order, then the workload options that differ from their defaults
+    (e.g. `stride2`, `relu`), then the pipeline when it is not the workload's own."""
+    from mlirtune.workloads import workload_class
+
     options = workload["options"]
-    dims = "_".join(f"{k}{v}" for k, v in workload["dims"].items())
-    name = f"{options['name']}_{dims}_{workload['dtypes'][0]}"
+    dims = "_".join(f"{k}{v}" for k, v in sorted(workload["dims"].items()))
+    parts = [options["name"], dims, workload["dtypes"][0]]
+    defaults = workload_class(options["name"])().describe()
+    for key, value in sorted(options.items()):
+        if key in ("name", "seed", "dtype") or key[:1].isupper() or defaults.get(key) == value:
+            continue
+        parts.append(key if value is True else f"{key}{value}")
     stem = pipeline.rsplit("/", 1)[-1]
-    return name if stem == options["name"] else f"{name}_{stem}"
+    return "_".join(parts if stem == options["name"] else [*parts, stem])
 
 
 def entry_metadata(key: TuningKey, verdict: Verdict) -> dict[str, Any]:

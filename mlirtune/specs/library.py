@@ -68,9 +68,13 @@ class SpecLibrary:
 
     def __init__(self, module: ir.Module, name: str, origin: str) -> None:
         self.module, self.name, self.origin = module, name, origin
+        self._refresh()
+
+    def _refresh(self) -> None:
+        """Re-read the symbols and entries (after parsing or editing the module)."""
         self._symbols = {
             _symbol(op): op
-            for op in module.body.operations
+            for op in self.module.body.operations
             if op.operation.name == "transform.named_sequence"
         }
         self.entries = self._read_entries()
@@ -89,8 +93,9 @@ class SpecLibrary:
     def parse(cls, source: SpecSource) -> SpecLibrary:
         """Parse and verify `source`; any problem is an error naming the library and, where
         the location allows, the entry."""
+        local = Path(source.origin).is_file()  # parsed from the file: diagnostics name it
         try:
-            module = ir.Module.parse(source.data)
+            module = ir.Module.parseFile(source.origin) if local else ir.Module.parse(source.data)
             module.operation.verify()
         except ir.MLIRError as error:
             raise UsageError(
@@ -142,7 +147,7 @@ class SpecLibrary:
         self._symbols.pop(ENTRY_POINT).operation.erase()
         with ir.InsertionPoint(self.module.body):
             _build_entry_point([m for m, _ in pairs], [a for _, a in pairs])
-        self.__init__(self.module, self.name, self.origin)
+        self._refresh()
 
     # --- reading ---------------------------------------------------------------------------
 
