@@ -303,9 +303,12 @@ def test_shipped_library(ctx, path):
     for entry in library.entries:
         assert set(entry.metadata) >= METADATA_KEYS, entry.name
         assert entry.config and all(isinstance(v, int) for v in entry.config.values())
-    for report in check([library], TARGET):
+    target = HostCPU(isa=path.stem.removeprefix("x86_64-"))  # the target it was tuned for
+    assert target.spec_library_name() == path.stem
+    for report in check([library], target):
         assert report.error is None and report.matches_own is True, report
         assert report.shadowed_by is None and report.also_matches == [], report
+        assert report.broken == [], report  # valid in its target's search space
     for entry in library.entries:
         meta = entry.metadata
         module, root = payload_root({"options": meta["workload"], "kind": meta["kind"]})

