@@ -14,7 +14,8 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/mlirtune bench matmul M=256 N=256 K=256 --baseline numpy
-	$(BIN)/mlirtune tune matmul M=256 N=256 K=256 --budget 30 --strategy model --db $(VENV)/demo-tuning.db
+	$(BIN)/mlirtune tune matmul M=256 N=256 K=256 --budget 30 --strategy model --db $(VENV)/demo-tuning.db --update-spec $(VENV)/demo-specs.mlir
+	$(BIN)/mlirtune specs list $(VENV)/demo-specs.mlir
 
 test: $(STAMP)
 	$(BIN)/pytest

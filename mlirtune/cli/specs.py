@@ -83,18 +83,13 @@ def add_specs_parser(subparsers: Any) -> None:
     add_spec_arguments(show)
 
 
-def _sources(names: list[str]):
-    from mlirtune.specs.sources import expand, fetch
-
-    return [fetch(path) for name in names for path in expand(name)]
-
-
 def _libraries(names: list[str], target) -> list:
-    from mlirtune.specs.library import SpecLibrary
+    """`names` parsed in order (inside an MLIR context); none: the libraries compiles apply."""
     from mlirtune.specs.specset import SpecSet
 
-    sources = _sources(names) if names else SpecSet.for_target(target).sources
-    return [SpecLibrary.parse(source) for source in sources]
+    if not names:
+        return SpecSet.for_target(target).libraries()
+    return SpecSet.for_target(target, names, configured=False, defaults=False).libraries()
 
 
 def _export(args: argparse.Namespace) -> int:

@@ -13,12 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from mlir import ir
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from mlirtune.bench.stats import median_ci
 from mlirtune.cli.common import add_command, add_workload_arguments, label, target_of, workload_of
+from mlirtune.errors import UsageError
+from mlirtune.ir.context import new_context
 from mlirtune.tune.outcome import Outcome
 from mlirtune.tune.strategies import STRATEGIES
 
@@ -105,6 +108,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
         return 0
     if args.starter_spec:
         options = replace(options, starters=_starters(args.starter_spec, problem))
+    if args.update_spec:  # fail now, not after the search, if the library is unusable
+        with new_context(), ir.Location.unknown():
+            _library_at(args.update_spec, target)
     console = Console(stderr=True)
     with TuningDB(args.db) as db:
         if not args.json:
@@ -141,14 +147,13 @@ DEFAULT_SPECS = "<default>"
 
 def _starters(spec: str, problem) -> tuple[dict[str, int], ...]:
     """The knob config the matching entry of `spec` gives this problem, if one matches."""
-    from mlirtune.specs.sources import expand, fetch
     from mlirtune.specs.specset import SpecSet
 
     target = problem.target
     if spec == DEFAULT_SPECS:
         specs = SpecSet.for_target(target)
     else:
-        specs = SpecSet([fetch(path) for path in expand(spec)], target)
+        specs = SpecSet.for_target(target, [spec], configured=False, defaults=False)
     lowering = target.engine(problem.pipeline, specs=specs).plan(problem.workload)
     if lowering.spec is None:
         where = "the configured or default libraries" if spec == DEFAULT_SPECS else spec
@@ -160,22 +165,26 @@ def _starters(spec: str, problem) -> tuple[dict[str, int], ...]:
 
 def _update_spec(path: str, report) -> str:
     """Add or replace this run's entry in the library at `path`; returns the entry name."""
-    from mlir import ir
+    from mlirtune.specs.export import add_verdict
 
-    from mlirtune.ir.context import new_context
-    from mlirtune.specs.export import add_verdict, library_metadata
-    from mlirtune.specs.library import SpecLibrary
-    from mlirtune.specs.sources import fetch
-
-    target = report.problem.target
     with new_context(), ir.Location.unknown():
-        if Path(path).exists():
-            library = SpecLibrary.parse(fetch(path))
-        else:
-            library = SpecLibrary.create(Path(path).stem, library_metadata(target))
+        library = _library_at(path, report.problem.target)
         name = add_verdict(library, report.problem.key, report.verdict)
         library.save(path)
     return name
+
+
+def _library_at(path: str, target):
+    """The library at `path`, or a new one if there is none (inside an MLIR context)."""
+    from mlirtune.specs.export import library_metadata
+    from mlirtune.specs.library import SpecLibrary
+    from mlirtune.specs.sources import SPEC_SUFFIXES, fetch
+
+    if Path(path).suffix not in SPEC_SUFFIXES:
+        raise UsageError(f"--update-spec {path}: a library is a .mlir or .mlirbc file")
+    if Path(path).exists():
+        return SpecLibrary.parse(fetch(path))
+    return SpecLibrary.create(Path(path).stem, library_metadata(target))
 
 
 class _ProgressBar:

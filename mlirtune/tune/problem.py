@@ -104,8 +104,8 @@ def schedule_slots(lowering: Lowering) -> tuple[ScheduleEntry, OpInfo, dict[str,
     op = next((r for r in lowering.roots if r.kind in schedule.root_kinds), None)
     if op is None:
         raise UsageError(
-            f"pipeline {descriptor.name} has no {' or '.join(schedule.root_kinds)} root op for "
-            f"schedule {schedule.name}",
+            f"the payload has no {' or '.join(schedule.root_kinds)} root op for schedule "
+            f"{schedule.name} of pipeline {descriptor.name}",
             stage="tune",
         )
     slots = {
