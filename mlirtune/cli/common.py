@@ -120,6 +120,31 @@ def add_command(commands: Any, name: str, help_text: str, epilog: str) -> argpar
     )
 
 
+def add_command_group(subparsers: Any, name: str, help_text: str, epilog: str):
+    """A command with subcommands (e.g. `mlirtune db list`); returns `add(name, help_text,
+    handler)`, which registers one subcommand and returns its parser."""
+    group = add_command(subparsers, name, help_text, epilog)
+    commands = group.add_subparsers(dest=f"{name}_command", required=True, metavar="COMMAND")
+
+    def add(command: str, text: str, handler) -> argparse.ArgumentParser:
+        cmd = add_command(commands, command, text, epilog)
+        cmd.set_defaults(handler=handler)
+        return cmd
+
+    return add
+
+
+def add_db_argument(cmd: argparse.ArgumentParser) -> None:
+    from pathlib import Path
+
+    cmd.add_argument(
+        "--db",
+        type=Path,
+        metavar="PATH",
+        help="tuning database (default: $MLIRTUNE_DB or ~/.cache/mlirtune/tuning.db)",
+    )
+
+
 def add_target_argument(cmd: argparse.ArgumentParser) -> None:
     from mlirtune.targets import TARGETS
 

@@ -11,7 +11,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import IO, Any
 
-from mlirtune.cli.common import add_command
+from mlirtune.cli.common import add_command_group, add_db_argument
 from mlirtune.errors import UsageError
 from mlirtune.tune.db import Record, TuningDB, WorkloadSummary, current_hashes
 
@@ -37,18 +37,11 @@ LISTED = 10
 def add_db_parser(subparsers: Any) -> None:
     """Register `db` and its commands on the `mlirtune` command parser."""
     text = "inspect the tuning database (list, show, export)"
-    db = add_command(subparsers, "db", text, EPILOG)
-    commands = db.add_subparsers(dest="db_command", required=True, metavar="COMMAND")
+    add = add_command_group(subparsers, "db", text, EPILOG)
 
     def command(name: str, help_text: str, handler) -> argparse.ArgumentParser:
-        cmd = add_command(commands, name, help_text, EPILOG)
-        cmd.add_argument(
-            "--db",
-            type=Path,
-            metavar="PATH",
-            help="tuning database (default: $MLIRTUNE_DB or ~/.cache/mlirtune/tuning.db)",
-        )
-        cmd.set_defaults(handler=handler)
+        cmd = add(name, help_text, handler)
+        add_db_argument(cmd)
         return cmd
 
     listing = command("list", "one line per workload: records and best throughput", _cmd_list)

@@ -9,7 +9,8 @@ from typing import Any
 from mlir import ir
 
 from mlirtune.cli.common import (
-    add_command,
+    add_command_group,
+    add_db_argument,
     add_spec_arguments,
     add_target_argument,
     engine_of,
@@ -42,16 +43,10 @@ applies with a warning if its config is valid here, and is skipped otherwise.
 def add_specs_parser(subparsers: Any) -> None:
     """Register `specs` and its commands on the `mlirtune` command parser."""
     text = "export, list, verify, merge and explain tuning-spec libraries"
-    specs = add_command(subparsers, "specs", text, EPILOG)
-    commands = specs.add_subparsers(dest="specs_command", required=True, metavar="COMMAND")
-
-    def command(name: str, help_text: str, handler) -> argparse.ArgumentParser:
-        cmd = add_command(commands, name, help_text, EPILOG)
-        cmd.set_defaults(handler=handler)
-        return cmd
+    command = add_command_group(subparsers, "specs", text, EPILOG)
 
     export = command("export", "write the tuner's verdict per workload as a library", _export)
-    export.add_argument("--db", type=Path, metavar="PATH", help="tuning database")
+    add_db_argument(export)
     export.add_argument(
         "--workload", action="append", default=[], metavar="NAME", help="only these workloads"
     )

@@ -19,7 +19,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from mlirtune.bench.stats import median_ci
-from mlirtune.cli.common import add_command, add_workload_arguments, label, target_of, workload_of
+from mlirtune.cli.common import (
+    add_command,
+    add_db_argument,
+    add_workload_arguments,
+    label,
+    target_of,
+    workload_of,
+)
 from mlirtune.errors import UsageError
 from mlirtune.ir.context import new_context
 from mlirtune.tune.outcome import Outcome
@@ -58,7 +65,7 @@ def add_tune_parser(commands: Any) -> None:
     cmd.add_argument("--time-limit", type=float, metavar="S", help="stop searching after S s")
     cmd.add_argument("--strategy", default="tpe", help=f"one of {', '.join(STRATEGIES)}")
     cmd.add_argument("--seed", type=int, default=0, help="seed of the strategy (default 0)")
-    cmd.add_argument("--db", metavar="PATH", help="tuning database (default: user cache)")
+    add_db_argument(cmd)
     cmd.add_argument("--finalists", type=int, default=3, help="configs raced against baseline")
     cmd.add_argument("--workers", type=int, help="worker processes (default: one per core, >= 2)")
     cmd.add_argument("--json", action="store_true", help="print one JSON object")
