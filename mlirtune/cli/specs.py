@@ -108,7 +108,9 @@ def _list(args: argparse.Namespace) -> int:
         if not libraries:
             print("no spec library applies (none configured, none shipped for this target)")
         for library in libraries:
-            print(f"{library.name} ({library.origin}): {len(library.entries)} entries")
+            tuned_for = library.metadata.get("target_summary") or "unknown target"
+            count = len(library.entries)
+            print(f"{library.name} ({library.origin}): {count} entries, tuned for {tuned_for}")
             for entry in library.entries:
                 speedup = f"{entry.speedup:.3f}x" if entry.speedup else "  -   "
                 stale = "; ".join(stale_reasons(entry, target))
