@@ -118,14 +118,11 @@ class MlirJitEngine(Engine):
         find_function(module, workload.entry)
         roots = annotate_roots(module)
         descriptor = self._descriptor(workload, roots)
-        lowering = resolve_values(descriptor, self.target, roots, explicit=parameters)
         specs = self.specs
-        choice = specs.choose(module, roots, lowering) if specs is not None else None
-        if choice is not None:
-            lowering = resolve_values(
-                descriptor, self.target, roots, explicit=parameters, tuned=choice.config
-            )
-            lowering.spec = choice.source
+        choice = specs.choose(module, Lowering(descriptor, roots)) if specs is not None else None
+        tuned = choice.config if choice is not None else None
+        lowering = resolve_values(descriptor, self.target, roots, explicit=parameters, tuned=tuned)
+        lowering.spec = choice.source if choice is not None else None
         return module, lowering
 
     @property

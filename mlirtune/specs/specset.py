@@ -81,16 +81,17 @@ class SpecSet:
         """Every library parsed in the current context, in priority order."""
         return [SpecLibrary.parse(source) for source in self.sources]
 
-    def choose(self, payload: ir.Module, roots: list[OpInfo], lowering) -> SpecChoice | None:
+    def choose(self, payload: ir.Module, plan) -> SpecChoice | None:
         """Apply the merged libraries to `payload` (in the current context) and return the
-        entry that configured its first configured root op, if any entry matched."""
-        pipeline = lowering.descriptor.name
+        entry that configured its first configured root op, if any entry matched. `plan` is
+        the Lowering being prepared (its descriptor and root ops)."""
+        pipeline = plan.descriptor.name
         library, origins = self._library_for(pipeline)
         if not origins:
             return None
         apply(library, payload)
         choice = None
-        for op, info in zip(root_ops(payload), roots, strict=False):
+        for op, info in zip(root_ops(payload), plan.roots, strict=False):
             attrs = op.attributes
             if SOURCE_ATTRIBUTE not in attrs:
                 continue
@@ -100,15 +101,15 @@ class SpecSet:
             for name in (SOURCE_ATTRIBUTE, CONFIG_ATTRIBUTE):
                 if name in attrs:
                     del attrs[name]
-            if choice is None and self._usable(origin, config, info, lowering):
+            if choice is None and self._usable(origin, config, info, plan):
                 choice = SpecChoice(origin, config)
         if choice is not None:
-            unknown = sorted(set(choice.config) - set(lowering.descriptor.params))
+            unknown = sorted(set(choice.config) - set(plan.descriptor.params))
             if unknown:
                 raise UsageError(
                     f"spec library {choice.entry.origin}, entry {choice.entry.entry.name}: "
                     f"sets {', '.join(unknown)}, which pipeline {pipeline} does not have "
-                    f"(its parameters: {', '.join(lowering.descriptor.params)}); re-tune or "
+                    f"(its parameters: {', '.join(plan.descriptor.params)}); re-tune or "
                     "re-export the entry",
                     stage="specs",
                 )
