@@ -308,7 +308,9 @@ def test_shipped_library(ctx, path):
     for report in check([library], target):
         assert report.error is None and report.matches_own is True, report
         assert report.shadowed_by is None and report.also_matches == [], report
-        assert report.broken == [], report  # valid in its target's search space
+        # Tuned on this CPU: its config must be valid in the target's space. (On another CPU
+        # the entries are stale, and whether they apply there is for the runtime to judge.)
+        assert report.stale or report.broken == [], report
     for entry in library.entries:
         meta = entry.metadata
         module, root = payload_root({"options": meta["workload"], "kind": meta["kind"]})

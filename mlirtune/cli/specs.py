@@ -70,7 +70,9 @@ def add_specs_parser(subparsers: Any) -> None:
     merge.add_argument("-o", "--output", required=True, metavar="OUT.mlir|OUT.mlirbc")
     add_target_argument(merge)
     show = command("show", "which entry would configure a workload, and why", _show)
-    show.add_argument("--for", dest="workload", required=True, metavar="WORKLOAD")
+    show.add_argument(
+        "--for", dest="workload", required=True, metavar="WORKLOAD", help="built-in workload"
+    )
     show.add_argument("options", nargs="*", metavar="KEY=VALUE", help="workload options")
     show.add_argument("--pipeline", metavar="NAME|FILE.yaml", help="pipeline descriptor")
     show.set_defaults(payload=None)
