@@ -15,8 +15,9 @@ import pytest
 from mlirtune.cli import main
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.tune.db import TuningDB
-from mlirtune.tune.evaluator import EvaluatorSettings
+from mlirtune.tune.evaluator import EvaluatorSettings, IsolatedEvaluator
 from mlirtune.tune.problem import generate
+from mlirtune.tune.strategies import config_key
 from mlirtune.tune.tuner import TuneOptions, tune
 from mlirtune.workloads.matmul import Matmul
 from tests.faulty import FaultyHost
@@ -158,3 +159,25 @@ def test_cli_empty_space_names_the_conflict(tmp_path, capsys, monkeypatch):
     assert code == 2
     error = capsys.readouterr().err
     assert "[space]" in error and "register_budget" in error
+
+
+def test_race_rounds_are_split_over_two_worker_processes(tmp_path, monkeypatch):
+    race = IsolatedEvaluator.race
+    calls = []
+
+    def spy(self, configs, rounds, *, worker_index=0):
+        result = race(self, configs, rounds, worker_index=worker_index)
+        calls.append((worker_index, rounds, self._workers[worker_index].process.pid, result))
+        return result
+
+    monkeypatch.setattr(IsolatedEvaluator, "race", spy)
+    problem = generate(Matmul(**SIZE), HostCPU())
+    with TuningDB(tmp_path / "t.db") as db:
+        report = tune(problem, _options(budget=4, race_rounds=3), db)
+    assert [index for index, *_ in calls] == [0, 1]
+    assert calls[0][2] != calls[1][2]  # two processes
+    assert [rounds for _, rounds, *_ in calls] == [2, 2]  # ceil(3 / 2) each
+    assert len(report.race) == len(calls[0][3])
+    # The baseline (first contender) is judged on the rounds of both processes, in order.
+    both = [s for *_, result in calls for samples in result[0] for s in samples]
+    assert report.race[config_key(problem.baseline)] == both

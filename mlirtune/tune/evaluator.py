@@ -141,11 +141,15 @@ class IsolatedEvaluator:
         self.evaluate(next_config, on_result)
         return [outcomes[i] for i in range(len(configs))]
 
-    def race(self, configs: list[Config], rounds: int) -> list[list[list[float]]] | Outcome:
-        """Samples of each config in each of `rounds` interleaved measurements in one worker
-        (config, round, sample), or the failure Outcome if that worker crashed or timed out."""
-        self._assign(0, ("race", [dict(c) for c in configs], rounds), "race", len(configs))
-        worker = self._workers[0]
+    def race(
+        self, configs: list[Config], rounds: int, *, worker_index: int = 0
+    ) -> list[list[list[float]]] | Outcome:
+        """Samples of each config in each of `rounds` interleaved measurements in worker
+        `worker_index` (config, round, sample), or the failure Outcome if that worker crashed
+        or timed out."""
+        request = ("race", [dict(c) for c in configs], rounds)
+        self._assign(worker_index, request, "race", len(configs))
+        worker = self._workers[worker_index]
         budget = self.settings.run_timeout_s * (1 + rounds * len(configs))
         result: list = []
         while not result:

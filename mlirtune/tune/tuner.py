@@ -23,6 +23,9 @@ from mlirtune.tune.outcome import Outcome
 from mlirtune.tune.problem import Config, TuningProblem
 from mlirtune.tune.strategies import config_key, strategy_class
 
+# Worker processes the final race's rounds are split over (see `_race`).
+RACE_PROCESSES = 2
+
 
 @dataclass(frozen=True)
 class TuneOptions:
@@ -235,18 +238,26 @@ def _measure_baseline(problem: TuningProblem, ev: IsolatedEvaluator, db: TuningD
 
 
 def _race(problem, ev, db, ranked: list[Candidate], options: TuneOptions):
-    """Re-measure the finalists interleaved with the baseline. The fastest finalist (by its
-    median over all rounds) wins only if it beat the baseline in every round: a one-sided
-    sign test at p = 2^-rounds, which unlike a CI over pooled samples accounts for the
-    machine's drift from round to round."""
+    """Re-measure the finalists interleaved with the baseline, the rounds split over
+    RACE_PROCESSES worker processes: one process's code and data layout can make a config
+    consistently slower or faster there than elsewhere (measured: up to 10% for one mlp
+    config). The fastest finalist (by its median over all rounds) wins only if it beat the
+    baseline in every round: a one-sided sign test at p = 2^-rounds, which unlike a CI over
+    pooled samples accounts for the machine's drift from round to round."""
     baseline = problem.baseline
     finalists = [c.config for c in ranked if c.config != baseline][: options.finalists]
     if not finalists:
         return {}, None
     contenders = [baseline, *finalists]
-    result = ev.race([problem.slot_values(c) for c in contenders], options.race_rounds)
-    if isinstance(result, Outcome):  # the race worker failed; keep the search's ranking
+    processes = min(RACE_PROCESSES, ev.worker_count, options.race_rounds)
+    per_process = -(-options.race_rounds // processes)  # ceil: at least race_rounds in all
+    parts = [
+        ev.race([problem.slot_values(c) for c in contenders], per_process, worker_index=i)
+        for i in range(processes)
+    ]
+    if any(isinstance(part, Outcome) for part in parts):  # a race worker failed: no winner
         return {}, None
+    result = [[r for part in parts for r in part[index]] for index in range(len(contenders))]
     flops = problem.workload.get_complexity().flops
     race, round_medians = {}, {}
     for config, rounds in zip(contenders, result, strict=True):
