@@ -73,7 +73,7 @@ class SpecLibrary:
     def _refresh(self) -> None:
         """Re-read the symbols and entries (after parsing or editing the module)."""
         self._symbols = {
-            _symbol(op): op
+            symbol_name(op): op
             for op in self.module.body.operations
             if op.operation.name == "transform.named_sequence"
         }
@@ -86,7 +86,7 @@ class SpecLibrary:
         module.operation.attributes["transform.with_named_sequence"] = ir.UnitAttr.get()
         module.operation.attributes[LIBRARY_ATTRIBUTE] = to_attribute(metadata or {})
         with ir.InsertionPoint(module.body):
-            _build_entry_point([], [])
+            build_entry_point([], [])
         return cls(module, name, "<new>")
 
     @classmethod
@@ -146,7 +146,7 @@ class SpecLibrary:
     def _rebuild_entry_point(self, pairs: list[tuple[str, str]]) -> None:
         self._symbols.pop(ENTRY_POINT).operation.erase()
         with ir.InsertionPoint(self.module.body):
-            _build_entry_point([m for m, _ in pairs], [a for _, a in pairs])
+            build_entry_point([m for m, _ in pairs], [a for _, a in pairs])
         self._refresh()
 
     # --- reading ---------------------------------------------------------------------------
@@ -220,7 +220,8 @@ class SpecLibrary:
         return path
 
 
-def _build_entry_point(matchers: list[str], actions: list[str]) -> None:
+def build_entry_point(matchers: list[str], actions: list[str]) -> None:
+    """`@__mlirtune_specs`: one foreach_match over the matcher/action pairs, in order."""
     any_op = transform.AnyOpType.get()
     sequence = transform.NamedSequenceOp(
         ENTRY_POINT, [any_op], [], arg_attrs=[{"transform.consumed": ir.UnitAttr.get()}]
@@ -238,7 +239,8 @@ def _build_entry_point(matchers: list[str], actions: list[str]) -> None:
         transform.YieldOp([])
 
 
-def _symbol(op) -> str:
+def symbol_name(op) -> str:
+    """The symbol name of a named sequence."""
     return ir.StringAttr(op.operation.attributes["sym_name"]).value
 
 

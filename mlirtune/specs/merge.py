@@ -24,8 +24,8 @@ from mlirtune.specs.library import (
     MATCH_PREFIX,
     SpecEntry,
     SpecLibrary,
-    _build_entry_point,
-    _symbol,
+    build_entry_point,
+    symbol_name,
 )
 from mlirtune.specs.matchers import build_tagged_action
 
@@ -81,7 +81,7 @@ def merge(
                     action = tagged
                 pairs.append((matcher, action))
                 origins.append(origin)
-        _build_entry_point([m for m, _ in pairs], [a for _, a in pairs])
+        build_entry_point([m for m, _ in pairs], [a for _, a in pairs])
     return SpecLibrary(module, name, "<merged>"), origins
 
 
@@ -91,11 +91,11 @@ def _copy_sequences(library: SpecLibrary, index: int, taken: set[str]) -> dict[s
     sequences = [
         op
         for op in library.module.body.operations
-        if op.operation.name == "transform.named_sequence" and _symbol(op) != ENTRY_POINT
+        if op.operation.name == "transform.named_sequence" and symbol_name(op) != ENTRY_POINT
     ]
     renames = {}
     for op in sequences:
-        old = _symbol(op)
+        old = symbol_name(op)
         renames[old] = old if old not in taken else _unique(f"{old}_{index + 1}", taken)
         taken.add(renames[old])
     for op in sequences:
@@ -103,8 +103,8 @@ def _copy_sequences(library: SpecLibrary, index: int, taken: set[str]) -> dict[s
         for old, new in renames.items():
             if old != new:
                 ir.SymbolTable.replace_all_symbol_uses(old, new, clone)
-        if renames[_symbol(op)] != _symbol(op):
-            ir.SymbolTable.set_symbol_name(clone, renames[_symbol(op)])
+        if renames[symbol_name(op)] != symbol_name(op):
+            ir.SymbolTable.set_symbol_name(clone, renames[symbol_name(op)])
     return renames
 
 
@@ -169,7 +169,7 @@ def _run(library: SpecLibrary, entry_point: str, payload: ir.Module) -> None:
     sequence = next(
         op
         for op in library.module.body.operations
-        if op.operation.name == "transform.named_sequence" and _symbol(op) == entry_point
+        if op.operation.name == "transform.named_sequence" and symbol_name(op) == entry_point
     )
     try:
         interpreter.apply_named_sequence(payload, sequence, library.module)
