@@ -280,3 +280,28 @@ def test_selected_parameters_compile_and_verify(engine, workload, features):
     parameters = host(**FEATURE_SETS[features]).select_parameters(SCHEDULE[op.kind], op)
     result = engine.execute(workload, parameters)
     assert result.verification.ok, (parameters, result.verification.summary())
+
+
+@pytest.mark.parametrize(
+    ("isa", "features"), [("avx512", []), ("avx2", ["-avx512f"]), ("sse", ["-avx"])]
+)
+def test_a_lower_isa_keeps_the_jit_within_it(isa, features):
+    """The JIT compiles for the host CPU; a target below it turns the wider features off in
+    every function it lowers, and the kernel still verifies."""
+    target = HostCPU(dataclasses.replace(AVX512, isa=isa))
+    assert target.llvm_target_features() == features
+    assert ("llvm_target_features" in target.fingerprint()) == bool(features)
+    engine = target.engine(use_specs=False)
+    workload = Matmul(M=32, N=48, K=16)
+    module = engine.lower_payload(workload)
+    seen = []
+
+    def visit(op):
+        if op.name == "llvm.func" and op.regions[0].blocks:
+            seen.append(str(op.attributes["target_features"]) if features else None)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    expected = [f'#llvm.target_features<["{features[0]}"]>' if features else None]
+    assert seen and set(seen) == set(expected)
+    assert engine.execute(workload).verification.ok

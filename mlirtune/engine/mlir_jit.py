@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,6 +145,7 @@ class MlirJitEngine(Engine):
                 print_after_all=print_after_all,
                 after_schedules=(lambda m: add_timer(m, workload.entry)) if with_timer else None,
             )
+            set_target_features(module, self.target.llvm_target_features())
             return module, lowering
 
     def _descriptor(self, workload, roots) -> Descriptor:
@@ -217,6 +219,21 @@ class MlirJitEngine(Engine):
             verified=bool(verification and verification.ok and not verification.skipped),
             extra={"target": self.target.name, **kernel.provenance()},
         )
+
+
+def set_target_features(module: ir.Module, features: list[str]) -> None:
+    """Give every LLVM function with a body the target features `features` (LLVM compiles
+    each function for its own features, so the JIT honours them)."""
+    if not features:
+        return
+    attribute = ir.Attribute.parse(f"#llvm.target_features<{json.dumps(features)}>")
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "llvm.func" and op.regions[0].blocks:
+            op.attributes["target_features"] = attribute
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
 
 
 def _pointer_to_descriptor(array: np.ndarray):

@@ -44,6 +44,11 @@ class Target(ABC):
 
         return MlirJitEngine(target=self, pipeline=pipeline, **options)
 
+    def llvm_target_features(self) -> list[str]:
+        """LLVM target features (e.g. "-avx512f") the JIT must compile with on this host so
+        that code stays within this target's ISA; empty when the host's own are right."""
+        return []
+
     def spec_library_name(self) -> str | None:
         """The name of the default spec library shipped for this target, if any."""
         return None

@@ -138,7 +138,9 @@ class HostCPU(Target):
 
     def fingerprint(self) -> dict[str, Any]:
         f = self.features
+        limited = {"llvm_target_features": self.llvm_target_features()}
         return {
+            **(limited if limited["llvm_target_features"] else {}),
             "target": self.name,
             "arch": f.arch,
             "model": f.model,
@@ -148,6 +150,14 @@ class HostCPU(Target):
             "l2_bytes": f.l2_bytes,
             "l3_bytes": f.l3_bytes,
         }
+
+    def llvm_target_features(self) -> list[str]:
+        """A target below the host's ISA (e.g. `isa="avx2"` on an AVX-512 host) turns the
+        host's wider features off; the JIT would use them otherwise. LLVM turns off every
+        feature that implies the one named (-avx512f: all of AVX-512; -avx: AVX and up)."""
+        if self.features.arch != "x86_64":
+            return []
+        return {"avx512": [], "avx2": ["-avx512f"]}.get(self.features.isa, ["-avx"])
 
     def spec_library_name(self) -> str | None:
         f = self.features
