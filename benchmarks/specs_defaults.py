@@ -2,7 +2,7 @@
 all measured side by side in one run.
 
     python benchmarks/specs_defaults.py [--rounds 3] [--max-time 0.3] [--only SUBSTRING]
-                                        [--library PATH] [--json PATH]
+                                        [--library PATH] [--json PATH] [--isa avx2]
 
 For every entry of the library (default: the one shipped for this machine's target), the
 entry's workload is timed with the library applied, with the selector's config (no specs)
@@ -86,9 +86,13 @@ def main() -> None:
     parser.add_argument("--only", help="only entries whose name or workload contains this")
     parser.add_argument("--library", type=Path, help="library file (default: the shipped one)")
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
+    parser.add_argument("--isa", help="benchmark as HostCPU(isa=ISA), e.g. avx2 on AVX-512")
     args = parser.parse_args()
 
-    target = HostCPU()
+    try:
+        target = HostCPU(isa=args.isa) if args.isa else HostCPU()
+    except MlirtuneError as error:
+        fail(str(error))
     path = args.library or default_library_path(target)
     if path is None:
         name = target.spec_library_name() or f"{target.features.arch} {target.features.isa}"
