@@ -43,9 +43,8 @@ METADATA_KEYS = {"workload", "kind", "pipeline", "speedup", "target", "toolchain
 
 @pytest.fixture(autouse=True)
 def isolated(monkeypatch, tmp_path):
-    """No developer library, config directory or database leaks in (subprocesses inherit)."""
-    monkeypatch.delenv("MLIRTUNE_SPECS", raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    """No download cache or database leaks in or out (subprocesses inherit); conftest
+    already keeps the developer's spec libraries out."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
     monkeypatch.setenv("MLIRTUNE_DB", str(tmp_path / "default.db"))
 

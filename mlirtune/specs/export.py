@@ -52,15 +52,17 @@ def entry_metadata(key: TuningKey, verdict: Verdict) -> dict[str, Any]:
         "median_s": verdict.median_s,
         "gflops": round(verdict.gflops or 0.0, 2),
         "tuned_at": verdict.created_at,
-        "target": {
-            "hash": digest(target),
-            "summary": f"{target.get('isa', '?')} {target.get('model', '?')}".strip(),
-        },
+        "target": {"hash": digest(target), "summary": target_summary(target)},
         "toolchain": {
             "hash": digest(key.toolchain),
             "summary": ", ".join(f"{k} {v}" for k, v in sorted(key.toolchain.items())),
         },
     }
+
+
+def target_summary(fingerprint: dict[str, Any]) -> str:
+    """ "avx512 <CPU model>": how listings and warnings name a target fingerprint."""
+    return f"{fingerprint.get('isa', '?')} {fingerprint.get('model', '')}".strip()
 
 
 def library_metadata(target: Any) -> dict[str, Any]:
@@ -70,7 +72,7 @@ def library_metadata(target: Any) -> dict[str, Any]:
     return {
         "target": target.spec_library_name() or target.name,
         "target_hash": digest(fingerprint),
-        "target_summary": f"{fingerprint.get('isa', '?')} {fingerprint.get('model', '')}".strip(),
+        "target_summary": target_summary(fingerprint),
         "toolchain": current_toolchain(),
         "mlirtune": mlirtune.__version__,
     }

@@ -108,7 +108,8 @@ def _structured_checks(
     block = region_op.regions[0].blocks.append(ir.Type.parse(_ANY_OP))
     with ir.InsertionPoint(block):
         op = block.arguments[0]
-        measured = [_create("transform.match.structured.dim", [op], [param], raw=[], all=True)]
+        all_dims = {"is_all": ir.UnitAttr.get(), "raw_dim_list": ir.DenseI64ArrayAttr.get([])}
+        measured = [_create("transform.match.structured.dim", [op], [param], all_dims)]
         for index in range(len(signature.input_bits) + len(signature.init_bits)):
             kind = "input" if index < n_inputs else "init"
             position = index if index < n_inputs else index - n_inputs
@@ -116,15 +117,17 @@ def _structured_checks(
                 f"transform.match.structured.{kind}",
                 [op],
                 [transform.AnyValueType.get()],
-                position=[position],
+                {"raw_position_list": ir.DenseI64ArrayAttr.get([position])},
             )
             measured.append(
                 _create("transform.match.structured.elemental_bitwidth", [value], [param])
             )
         if signature.contraction or signature.strides:
             kind = "f" if signature.is_float else "i"
-            body = [f"arith.mul{kind}", f"arith.add{kind}"]
-            _create("transform.match.structured.body", [op], [], contraction=body)
+            body = [ir.StringAttr.get(f"arith.{op_name}{kind}") for op_name in ("mul", "add")]
+            _create(
+                "transform.match.structured.body", [op], [], {"contraction": ir.ArrayAttr.get(body)}
+            )
         if signature.contraction:
             _, m, n, k = _create_many(
                 "transform.match.structured.classify_contraction_dims", [op], [param] * 4
@@ -139,21 +142,13 @@ def _structured_checks(
     return list(zip(region_op.results, expected, strict=True))
 
 
-def _create(name: str, operands, results, **properties) -> ir.Value | None:
-    values = _create_many(name, operands, results, **properties)
+def _create(name: str, operands, results, attributes=None) -> ir.Value | None:
+    """Create a match op that has no Python builder; its first result, if any."""
+    values = _create_many(name, operands, results, attributes)
     return values[0] if values else None
 
 
-def _create_many(name: str, operands, results, **properties) -> list[ir.Value]:
-    attributes: dict[str, ir.Attribute] = {}
-    for key, value in properties.items():
-        if key == "all":
-            attributes["is_all"] = ir.UnitAttr.get()
-        elif key in ("raw", "position"):
-            attribute = "raw_dim_list" if key == "raw" else "raw_position_list"
-            attributes[attribute] = ir.DenseI64ArrayAttr.get(value)
-        else:
-            attributes[key] = ir.ArrayAttr.get([ir.StringAttr.get(v) for v in value])
+def _create_many(name: str, operands, results, attributes=None) -> list[ir.Value]:
     op = ir.Operation.create(name, results=results, operands=operands, attributes=attributes)
     return list(op.results)
 
