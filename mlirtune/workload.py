@@ -6,6 +6,7 @@ reference outputs are computed once and cached on the object.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -38,8 +39,13 @@ class ArgSpec:
     placement: Placement = Placement.HOST
 
     @property
+    def elements(self) -> int:
+        """Element count, exact (a Python int never overflows, unlike numpy's int64)."""
+        return math.prod(self.shape)
+
+    @property
     def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        return self.elements * self.dtype.itemsize
 
 
 @dataclass(frozen=True)
@@ -209,6 +215,27 @@ class Workload(ABC):
         """Terms summed per output element; scales the absolute verification tolerance."""
         return 1
 
+    # --- memory estimates (mlirtune.memory checks them against the budget) ---------------
+
+    def reference_scratch_bytes(self) -> int:
+        """Peak bytes `reference` allocates besides the outputs it returns. Generic: a float64
+        copy of every input and one float64 temporary per output element."""
+        return 8 * sum(spec.elements for spec in self.arguments())
+
+    def baseline_bytes(self) -> int:
+        """Peak bytes `numpy_baseline` and one call of its closure allocate besides the
+        cached inputs. Generic: every output in its dtype twice (result and temporary)."""
+        return 2 * sum(spec.nbytes for spec in self.arguments() if spec.is_output)
+
+    @cached_property
+    def kernel_scratch_bytes(self) -> int:
+        """Upper bound on what the compiled kernel allocates itself, read from the payload."""
+        from mlirtune.ir.context import new_context
+        from mlirtune.memory import payload_scratch_bytes
+
+        with new_context(), ir.Location.unknown():
+            return payload_scratch_bytes(self.payload_module())
+
     def requirements(self) -> list[str]:
         """Shared libraries and runtimes the engine must provide."""
         from mlirtune.toolchain import runner_library
@@ -248,14 +275,15 @@ class Workload(ABC):
     @contextmanager
     def allocate(self, engine: Engine) -> Iterator[list[Buffer]]:
         """Allocate every argument on the engine's runtime; outputs start as NaN so a kernel
-        that skips writing them fails verification."""
+        that skips writing them fails verification (filled from a broadcast NaN, so no
+        output-sized array is needed besides the buffer)."""
         runtime = engine.runtime
         inputs = iter(self.inputs)
         buffers = []
         try:
             for spec in self.arguments():
                 initial = (
-                    np.full(spec.shape, np.nan, dtype=spec.dtype.numpy)
+                    np.broadcast_to(np.array(np.nan, dtype=spec.dtype.numpy), spec.shape)
                     if spec.is_output
                     else next(inputs)
                 )

@@ -10,6 +10,7 @@ from threadpoolctl import threadpool_limits
 from mlirtune.bench.harness import BenchOptions, run_benchmark
 from mlirtune.bench.result import BenchResult
 from mlirtune.errors import UsageError
+from mlirtune.memory import check_memory
 from mlirtune.workload import Workload
 
 BASELINES = ("numpy",)
@@ -17,6 +18,9 @@ BASELINES = ("numpy",)
 
 def measure_numpy(workload: Workload, options: BenchOptions | None = None) -> BenchResult:
     """Time the workload's numpy baseline; one BLAS thread, same sampling rules as kernels."""
+    if type(workload).numpy_baseline is Workload.numpy_baseline:  # known without allocating
+        raise UsageError(f"{workload.name} has no numpy baseline", stage="baseline")
+    check_memory(workload, "numpy baseline", baseline=True)
     run = workload.numpy_baseline()
     if run is None:
         raise UsageError(f"{workload.name} has no numpy baseline", stage="baseline")

@@ -9,6 +9,7 @@ records are stored under.
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,9 +18,11 @@ from mlir import ir
 from mlirtune.errors import UsageError
 from mlirtune.ir.context import new_context
 from mlirtune.ir.roots import OpInfo
+from mlirtune.memory import WORKER_OVERHEAD_BYTES, check_memory
 from mlirtune.pipeline import Lowering
 from mlirtune.schedules.library import ScheduleEntry, schedule_named
 from mlirtune.tune.constraints import space_for
+from mlirtune.tune.evaluator import EvaluatorSettings
 from mlirtune.tune.key import TuningKey, current_toolchain, digest
 from mlirtune.tune.space import SearchSpace
 
@@ -55,8 +58,21 @@ class TuningProblem:
         return {params[slot]: value for slot, value in slot_values.items()}
 
 
-def generate(workload: Any, target: Any, pipeline: str | None = None) -> TuningProblem:
-    """Resolve the pipeline for `workload` on `target` and build its search space."""
+def generate(
+    workload: Any,
+    target: Any,
+    pipeline: str | None = None,
+    *,
+    settings: EvaluatorSettings | None = None,
+    memory_check: bool = True,
+) -> TuningProblem:
+    """Resolve the pipeline for `workload` on `target` and build its search space.
+
+    Unless `memory_check` is off (nothing will run, e.g. to show the space), a workload whose
+    worker processes (`settings`: their count and memory cap) would not fit in the memory
+    budget is refused here, before any worker starts."""
+    if memory_check:
+        check_worker_memory(workload, settings or EvaluatorSettings())
     engine = target.engine(pipeline, use_specs=False)
     lowering = engine.plan(workload)
     descriptor = lowering.descriptor
@@ -85,6 +101,19 @@ def generate(workload: Any, target: Any, pipeline: str | None = None) -> TuningP
         ),
     )
     return TuningProblem(workload, target, pipeline, lowering, schedule, op, slots, space, key)
+
+
+def check_worker_memory(workload: Any, settings: EvaluatorSettings) -> None:
+    """Every worker holds the workload's inputs, buffers and reference at once, under an
+    address-space cap of which the interpreter and libraries take WORKER_OVERHEAD_BYTES."""
+    # The worker count IsolatedEvaluator starts: one per usable core, at least two.
+    workers = settings.workers or max(2, len(os.sched_getaffinity(0)))
+    check_memory(
+        workload,
+        "tuning",
+        processes=workers,
+        process_limit=max(0, settings.memory_bytes - WORKER_OVERHEAD_BYTES),
+    )
 
 
 def schedule_slots(lowering: Lowering) -> tuple[ScheduleEntry, OpInfo, dict[str, str]]:

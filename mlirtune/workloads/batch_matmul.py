@@ -57,6 +57,12 @@ class BatchMatmul(Workload):
         out = np.empty((self.dims[0], self.dims[1], self.dims[2]), dtype=a.dtype)
         return lambda: np.matmul(a, b, out=out)
 
+    def reference_scratch_bytes(self) -> int:
+        return 8 * sum(a.elements for a in self.arguments() if not a.is_output)
+
+    def baseline_bytes(self) -> int:
+        return self.arguments()[-1].nbytes
+
     def accumulation_length(self) -> int:
         return self.options["K"]
 

@@ -115,6 +115,22 @@ class Conv2d(Workload):
                 out += np.tensordot(window, kernel[kh, kw], axes=([3], [0]))
         return out
 
+    def _tap_elements(self) -> tuple[int, int]:
+        """Elements of one tap's strided window (tensordot copies it) and of the output."""
+        n, oh, ow, f, _, _, c = self.loop_sizes
+        return n * oh * ow * c, n * oh * ow * f
+
+    def reference_scratch_bytes(self) -> int:
+        # float64 inputs, one window copy and one tensordot result (`_taps`).
+        window, out = self._tap_elements()
+        inputs = sum(a.elements for a in self.arguments() if not a.is_output)
+        return 8 * (inputs + window + out)
+
+    def baseline_bytes(self) -> int:
+        # `_taps` in the inputs' dtype: the output, a window copy and a tensordot result.
+        window, out = self._tap_elements()
+        return self.dtype.itemsize * (window + 2 * out)
+
     def accumulation_length(self) -> int:
         o = self.options
         return o["KH"] * o["KW"] * o["C"]

@@ -118,6 +118,9 @@ class Elementwise(Workload):
 
         return run
 
+    def baseline_bytes(self) -> int:
+        return self.arguments()[-1].nbytes
+
     def get_complexity(self) -> Complexity:
         m, n = self.shape
         read = sum(a.nbytes for a in self.arguments() if not a.is_output)

@@ -100,6 +100,19 @@ class Matmul(Workload):
 
         return run
 
+    def reference_scratch_bytes(self) -> int:
+        # float64 copies of the inputs; the epilogue makes one new [M, N] array per step.
+        m, n = self.options["M"], self.options["N"]
+        copies = 8 * sum(a.elements for a in self.arguments() if not a.is_output)
+        return copies + (8 * m * n if self.has_epilogue else 0)
+
+    def baseline_bytes(self) -> int:
+        # The output, and float32 copies of the inputs not already in the output dtype.
+        out = self.arguments()[-1]
+        inputs = [a for a in self.arguments() if not a.is_output]
+        converted = sum(4 * a.elements for a in inputs if a.dtype != self.out_dtype)
+        return out.nbytes + converted
+
     def accumulation_length(self) -> int:
         return self.options["K"]
 

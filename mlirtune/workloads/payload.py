@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from mlir import ir
 from mlir.dialects import arith, bufferization, func, linalg
 
+from mlirtune.memory import check_shapes
 from mlirtune.workload import ArgSpec
 
 Body = Callable[[list[ir.Value], list[ir.Value]], Sequence[ir.Value]]
@@ -24,6 +25,7 @@ def tensor_type(spec: ArgSpec) -> ir.RankedTensorType:
 def build_payload(args: Sequence[ArgSpec], body: Body, name: str = "payload") -> ir.Module:
     """A module with one function `name(args...)`; `body(inputs, output_inits)` returns the
     output tensors in output-argument order."""
+    check_shapes(args, f"@{name}")  # MLIR asserts on shapes whose size overflows int64
     module = ir.Module.create()
     memref_types = [ir.MemRefType.get(list(a.shape), a.dtype.mlir()) for a in args]
     with ir.InsertionPoint(module.body):

@@ -110,6 +110,15 @@ class Softmax(Workload):
 
         return run
 
+    def reference_scratch_bytes(self) -> int:
+        # x as float64, x - max and its exp are alive together; two float64 row vectors.
+        m, n = self.shape
+        return 8 * (2 * m * n + 2 * m)
+
+    def baseline_bytes(self) -> int:
+        m, n = self.shape
+        return self.dtype.itemsize * (m * n + m)
+
     def get_complexity(self) -> Complexity:
         m, n = self.shape
         nbytes = m * n * self.dtype.itemsize
