@@ -4,14 +4,15 @@ import argparse
 import csv
 import io
 import json
+import re
 import sqlite3
 import threading
 
 import pytest
 
-from mlirtune.cli.db import add_db_parser
+from mlirtune.cli.db import _prefix_width, _select, add_db_parser
 from mlirtune.errors import MlirtuneError, UsageError
-from mlirtune.tune.db import TuningDB, current_hashes, default_db_path
+from mlirtune.tune.db import TuningDB, WorkloadSummary, current_hashes, default_db_path
 from mlirtune.tune.db_schema import SCHEMA_VERSION
 from mlirtune.tune.key import TuningKey, current_toolchain
 from mlirtune.tune.outcome import Outcome
@@ -292,6 +293,57 @@ def test_cli_show_rejects_unknown_and_ambiguous_workloads(capsys, filled):
     assert key().workload_hash[:8] in str(error.value)
     with pytest.raises(UsageError, match="no workload matches 'conv'"):
         db_command(capsys, "show", "conv")
+
+
+def test_ambiguous_name_lists_each_candidate_by_hash_prefix_and_shape(capsys, filled):
+    with pytest.raises(UsageError) as error:
+        db_command(capsys, "show", "matmul")
+    message = str(error.value)
+    candidates = dict(re.findall(r"([0-9a-f]{8,}) \(([^)]*)\)", message))
+    assert sorted(candidates.values()) == ["matmul K=32 M=64 N=16", "matmul K=8 M=8 N=8"]
+    assert "name one by its hash prefix" in message
+    for prefix, label in candidates.items():  # each prefix shown picks its workload
+        code, out = db_command(capsys, "show", prefix)
+        assert code == 0 and out.startswith(f"{label}  (workload {prefix}")
+
+
+def test_a_name_stored_once_selects_its_workload(capsys, tmp_path):
+    path = tmp_path / "one.db"
+    with TuningDB(path) as db:
+        db.record(key(), {"MR": 4}, ok(1e-6))
+        db.record(key(workload={**MATMUL, "name": "conv2d"}), {"MR": 8}, ok(1e-6))
+    code, out = db_command(capsys, "show", "matmul", "--db", str(path))
+    assert code == 0 and "MR=4" in out and "MR=8" not in out
+
+
+def test_workloads_alike_in_options_are_told_apart_by_identity(capsys, tmp_path):
+    path = tmp_path / "alike.db"
+    rebuilt = {**MATMUL, "payload_hash": "def"}
+    with TuningDB(path) as db:
+        db.record(key(), {"MR": 4}, ok(1e-6))
+        db.record(key(workload=rebuilt), {"MR": 4}, ok(1e-6))
+    with pytest.raises(UsageError) as error:
+        db_command(capsys, "show", "matmul", "--db", str(path))
+    assert f"{key().workload_hash[:8]} (matmul payload_hash=abc)" in str(error.value)
+    assert f"{key(workload=rebuilt).workload_hash[:8]} (matmul payload_hash=def)" in str(
+        error.value
+    )
+    _, out = db_command(capsys, "list", "--all", "--db", str(path))
+    assert "matmul K=32 M=64 N=16 payload_hash=abc" in out
+    assert "matmul K=32 M=64 N=16 payload_hash=def" in out
+
+
+def test_hash_prefixes_grow_until_they_select_one_workload():
+    def summary(hash_: str) -> WorkloadSummary:
+        return WorkloadSummary(hash_, {"name": "matmul"}, 1, 1, 1, None)
+
+    summaries = [summary("0123456789ab"), summary("0123456788ab"), summary("fedcba9876")]
+    assert _prefix_width(summaries) == 10
+    assert _prefix_width(summaries[1:]) == 8
+    with pytest.raises(UsageError) as error:
+        _select(summaries, "matmul")
+    assert "0123456789 (matmul)" in str(error.value)
+    assert _select(summaries, "0123456789") is summaries[0]
 
 
 def test_cli_export_json_round_trip(capsys, filled, tmp_path):

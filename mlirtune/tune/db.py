@@ -3,7 +3,9 @@
 One SQLite file (WAL mode, so readers never block the tuner writing) holds a row per
 evaluation with its raw samples. Each `record` commits at once, so a killed tuning run loses
 nothing and a resumed one skips what is stored (`lookup`). Records measured on another CPU or
-with another toolchain are kept for history but never returned as current.
+with another toolchain are kept for history but never returned as current. Commands that only
+read open it with `readonly=True`, which also works where the file or its folder is read-only.
+Rows become `Record`s and `Verdict`s in `db_records`; `db_open` opens the file.
 """
 
 from __future__ import annotations
@@ -13,22 +15,47 @@ import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from mlirtune.bench.result import Statistics
-from mlirtune.errors import MlirtuneError, UsageError
-from mlirtune.tune.db_schema import migrate
+from mlirtune.errors import MlirtuneError
+from mlirtune.tune.db_open import (
+    BUSY_TIMEOUT_MS,
+    open_readonly,
+    open_writable,
+    require_file,
+    write_error,
+)
+from mlirtune.tune.db_records import (
+    SELECT_RECORDS,
+    SELECT_VERDICTS,
+    Record,
+    Verdict,
+    WorkloadSummary,
+    dumps,
+    now,
+    record_of,
+    verdict_of,
+)
 from mlirtune.tune.key import TuningKey, digest
 from mlirtune.tune.outcome import Outcome
 
+__all__ = [
+    "BUSY_TIMEOUT_MS",
+    "ROLES",
+    "Record",
+    "TuningDB",
+    "Verdict",
+    "WorkloadSummary",
+    "current_hashes",
+    "default_db_path",
+]
+
 ROLES = ("candidate", "baseline", "race")
-# Seconds a writer waits for another writer's lock before giving up.
-BUSY_TIMEOUT_MS = 30_000
 
 
 def default_db_path() -> Path:
@@ -47,113 +74,24 @@ def current_hashes() -> tuple[str, str]:
     return digest(HostCPU().fingerprint()), digest(current_toolchain())
 
 
-@dataclass(frozen=True)
-class Record:
-    """One stored evaluation. `statistics` (Statistics as a dict) and `gflops` are set only
-    for ok records; `samples` are seconds per call."""
-
-    id: int
-    created_at: str
-    workload: dict[str, Any]
-    workload_hash: str
-    target: dict[str, Any]
-    target_hash: str
-    toolchain: dict[str, str]
-    toolchain_hash: str
-    pipeline: str
-    pipeline_hash: str
-    params: dict[str, int]
-    role: str
-    status: str
-    detail: str
-    samples: list[float]
-    statistics: dict[str, float] | None
-    median_s: float | None
-    gflops: float | None
-    flops: float
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def is_current(self, target_hash: str, toolchain_hash: str) -> bool:
-        """Whether this record was measured on `target_hash` with `toolchain_hash`."""
-        return self.target_hash == target_hash and self.toolchain_hash == toolchain_hash
-
-    def outcome(self) -> Outcome:
-        return Outcome(
-            status=self.status,
-            detail=self.detail,
-            samples=tuple(self.samples),
-            flops=self.flops,
-            extra=dict(self.extra),
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What a tuning run chose: `params` (slot values) won the final race against the
-    `baseline` in every round (`won`), or is the baseline itself. `speedup` is the baseline's
-    race median over the chosen config's; `median_s` is the chosen config's."""
-
-    params: dict[str, int]
-    baseline: dict[str, int]
-    won: bool
-    speedup: float
-    median_s: float
-    gflops: float | None = None
-    created_at: str = field(default_factory=lambda: _now())
-
-
-@dataclass(frozen=True)
-class WorkloadSummary:
-    """What the database holds for one workload. `current` counts the records matching the
-    target/toolchain asked for; `best_gflops` is the fastest ok candidate among them."""
-
-    hash: str
-    workload: dict[str, Any]
-    records: int
-    ok: int
-    current: int
-    best_gflops: float | None
-
-
-_SELECT = """
-    SELECT r.id, r.created_at, w.body, r.workload_hash, t.body, r.target_hash, c.body,
-           r.toolchain_hash, r.pipeline, r.pipeline_hash, r.params, r.role, r.status, r.detail,
-           r.samples, r.statistics, r.median_s, r.gflops, r.flops, r.extra
-    FROM records r
-    JOIN workloads w ON w.hash = r.workload_hash
-    JOIN targets t ON t.hash = r.target_hash
-    JOIN toolchains c ON c.hash = r.toolchain_hash
-"""
-
-
 class TuningDB:
     """A tuning database file, created (with its folder) on first use unless `create` is
-    False, in which case a missing file is an error. Use as a context manager or `close()`."""
+    False, in which case a missing file is an error. `readonly` opens an existing file for
+    reading only: nothing is created, migrated or written, so it works where the file or its
+    folder is read-only (see `db_open`). Use as a context manager or `close()`."""
 
-    def __init__(self, path: str | Path | None = None, *, create: bool = True) -> None:
+    def __init__(
+        self, path: str | Path | None = None, *, create: bool = True, readonly: bool = False
+    ) -> None:
         self.path = Path(path).expanduser() if path is not None else default_db_path()
-        if not create and not self.path.is_file():
-            raise UsageError(f"no tuning database at {self.path}", stage="db")
+        self.readonly = readonly
         self._conn: sqlite3.Connection | None = None
-        try:
-            if create:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(self.path, isolation_level=None)
-            self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            self._conn.execute("PRAGMA foreign_keys = ON")
-            self._conn.execute("PRAGMA journal_mode = WAL")
-            migrate(self._conn, self.path)
-        except (sqlite3.Error, OSError) as error:
-            self.close()
-            raise UsageError(
-                f"cannot use tuning database {self.path}: {error}", stage="db"
-            ) from None
-        except BaseException:
-            self.close()
-            raise
+        if readonly or not create:
+            require_file(self.path)
+        if readonly:
+            self._conn = open_readonly(self.path)
+        else:
+            self._conn = open_writable(self.path, create=create)
 
     def __enter__(self) -> TuningDB:
         return self
@@ -194,21 +132,21 @@ class TuningDB:
                        samples, statistics, median_s, gflops, flops, extra)
                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 (
-                    _now(),
+                    now(),
                     *_key_values(key)[:3],
                     key.pipeline,
                     key.pipeline_hash,
-                    _dumps(params),
+                    dumps(params),
                     digest(params),
                     role,
                     outcome.status,
                     outcome.detail,
                     json.dumps([float(s) for s in outcome.samples]),
-                    _dumps(asdict(stats)) if stats else None,
+                    dumps(asdict(stats)) if stats else None,
                     stats.median if stats else None,
                     outcome.gflops,
                     float(outcome.flops),
-                    _dumps(outcome.extra),
+                    dumps(outcome.extra),
                 ),
             )
         return int(cursor.lastrowid)
@@ -222,12 +160,12 @@ class TuningDB:
                        pipeline, pipeline_hash, params, baseline, won, speedup, median_s, gflops)
                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 (
-                    _now(),
+                    now(),
                     *_key_values(key)[:3],
                     key.pipeline,
                     key.pipeline_hash,
-                    _dumps(verdict.params),
-                    _dumps(verdict.baseline),
+                    dumps(verdict.params),
+                    dumps(verdict.baseline),
                     int(verdict.won),
                     verdict.speedup,
                     verdict.median_s,
@@ -239,24 +177,21 @@ class TuningDB:
         """The latest verdict per workload, pipeline and toolchain (on `target_hash` when
         given), oldest first."""
         rows = self.conn.execute(
-            """SELECT w.body, t.body, c.body, v.pipeline, v.pipeline_hash, v.params,
-                      v.baseline, v.won, v.speedup, v.median_s, v.gflops, v.created_at
-               FROM verdicts v
-               JOIN workloads w ON w.hash = v.workload_hash
-               JOIN targets t ON t.hash = v.target_hash
-               JOIN toolchains c ON c.hash = v.toolchain_hash
+            f"""{SELECT_VERDICTS}
                WHERE v.id IN (SELECT MAX(id) FROM verdicts WHERE ? IS NULL OR target_hash = ?
                               GROUP BY workload_hash, target_hash, toolchain_hash,
                                        pipeline_hash)
                ORDER BY v.id""",
             (target_hash, target_hash),
         ).fetchall()
-        return [_verdict(row) for row in rows]
+        return [verdict_of(row) for row in rows]
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         """One write transaction, committed on leaving; SQLite failures (a full disk, a
         lock held past the busy timeout) become one-line errors naming the file."""
+        if self.readonly:
+            raise MlirtuneError(f"tuning database {self.path} is open read-only", stage="db")
         conn = self.conn
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -268,9 +203,7 @@ class TuningDB:
                 raise
             conn.execute("COMMIT")
         except sqlite3.Error as error:
-            raise MlirtuneError(
-                f"cannot write to tuning database {self.path}: {error}", stage="db"
-            ) from None
+            raise write_error(self.path, error, doing="write to") from None
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -349,8 +282,8 @@ class TuningDB:
         ]
 
     def _select(self, where: str, values: tuple[Any, ...], *, order: str) -> list[Record]:
-        rows = self.conn.execute(f"{_SELECT} WHERE {where} ORDER BY {order}", values)
-        return [_record(row) for row in rows.fetchall()]
+        rows = self.conn.execute(f"{SELECT_RECORDS} WHERE {where} ORDER BY {order}", values)
+        return [record_of(row) for row in rows.fetchall()]
 
 
 _KEY_CLAUSE = (
@@ -369,53 +302,5 @@ def _store_key(conn: sqlite3.Connection, key: TuningKey) -> None:
         ("toolchains", key.toolchain, key.toolchain_hash),
     ):
         conn.execute(
-            f"INSERT OR IGNORE INTO {table} (hash, body) VALUES (?, ?)", (hash_, _dumps(body))
+            f"INSERT OR IGNORE INTO {table} (hash, body) VALUES (?, ?)", (hash_, dumps(body))
         )
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=str)
-
-
-def _verdict(row: tuple[Any, ...]) -> tuple[TuningKey, Verdict]:
-    workload, target, toolchain, pipeline, pipeline_hash, params, baseline = row[:7]
-    won, speedup, median_s, gflops, created_at = row[7:]
-    key = TuningKey(
-        json.loads(workload), json.loads(target), json.loads(toolchain), pipeline, pipeline_hash
-    )
-    verdict = Verdict(
-        json.loads(params), json.loads(baseline), bool(won), speedup, median_s, gflops, created_at
-    )
-    return key, verdict
-
-
-def _record(row: tuple[Any, ...]) -> Record:
-    (id_, created_at, workload, workload_hash, target, target_hash, toolchain) = row[:7]
-    (toolchain_hash, pipeline, pipeline_hash, params, role, status, detail) = row[7:14]
-    (samples, statistics, median_s, gflops, flops, extra) = row[14:]
-    return Record(
-        id=id_,
-        created_at=created_at,
-        workload=json.loads(workload),
-        workload_hash=workload_hash,
-        target=json.loads(target),
-        target_hash=target_hash,
-        toolchain=json.loads(toolchain),
-        toolchain_hash=toolchain_hash,
-        pipeline=pipeline,
-        pipeline_hash=pipeline_hash,
-        params=json.loads(params),
-        role=role,
-        status=status,
-        detail=detail,
-        samples=json.loads(samples),
-        statistics=json.loads(statistics) if statistics else None,
-        median_s=median_s,
-        gflops=gflops,
-        flops=flops,
-        extra=json.loads(extra),
-    )

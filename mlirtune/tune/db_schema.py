@@ -78,12 +78,12 @@ SCHEMA_VERSION = len(MIGRATIONS)
 def migrate(conn: sqlite3.Connection, path: Path) -> None:
     """Bring the database at `path` to SCHEMA_VERSION. `conn` must be in autocommit mode
     (isolation_level=None) so that each step's transaction is explicit."""
-    _check_version(_version(conn), path)
-    for version in range(_version(conn), SCHEMA_VERSION):
+    check_version(schema_version(conn), path)
+    for version in range(schema_version(conn), SCHEMA_VERSION):
         conn.execute("BEGIN IMMEDIATE")
         try:
             # Another process may have migrated between our read and taking the write lock.
-            if _version(conn) != version:
+            if schema_version(conn) != version:
                 conn.execute("ROLLBACK")
                 continue
             for statement in MIGRATIONS[version]:
@@ -96,11 +96,13 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
             raise
 
 
-def _version(conn: sqlite3.Connection) -> int:
+def schema_version(conn: sqlite3.Connection) -> int:
+    """The schema version of the database open on `conn` (0: a new, empty file)."""
     return conn.execute("PRAGMA user_version").fetchone()[0]
 
 
-def _check_version(version: int, path: Path) -> None:
+def check_version(version: int, path: Path) -> None:
+    """Refuse a database written by a newer mlirtune: its tables may mean something else."""
     if version > SCHEMA_VERSION:
         raise UsageError(
             f"tuning database {path} has schema version {version}, newer than this mlirtune "
