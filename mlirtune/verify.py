@@ -18,7 +18,7 @@ class VerificationResult:
     ok: bool
     skipped: bool = False
     max_abs_error: float = 0.0
-    max_rel_error: float = 0.0
+    max_rel_error: float | None = 0.0  # None: no reference value is far enough from 0
     worst_output: str = ""
     worst_index: tuple[int, ...] = ()
     detail: str = ""
@@ -28,9 +28,14 @@ class VerificationResult:
             return f"verification skipped: {self.detail}"
         state = "passed" if self.ok else "FAILED"
         where = f" at {self.worst_output}{list(self.worst_index)}" if self.worst_output else ""
+        relative = (
+            f"{self.max_rel_error:.3e}"
+            if self.max_rel_error is not None
+            else "n/a (every reference value is within the absolute tolerance of 0)"
+        )
         text = (
             f"verification {state}: max abs error {self.max_abs_error:.3e}, "
-            f"max rel error {self.max_rel_error:.3e}{where}"
+            f"max rel error {relative}{where}"
         )
         return f"{text}; {self.detail}" if self.detail else text
 
@@ -56,7 +61,9 @@ def compare(
         abs_err = np.where(np.isnan(abs_err), np.inf, abs_err)  # NaN means "never written"
         excess = abs_err - (atol + spec.dtype.rtol * np.abs(want))
         index = np.unravel_index(int(np.argmax(excess)), excess.shape) if excess.size else ()
-        rel_err = abs_err / np.maximum(np.abs(want), np.finfo(np.float64).tiny)
+        # Relative error means something only where the reference is not ~0.
+        meaningful = np.abs(want) > atol
+        rel_err = abs_err[meaningful] / np.abs(want[meaningful])
         if excess.size and excess[index] > 0:
             failures.append(spec.name)
         if excess.size and excess[index] > worst_excess:
@@ -64,7 +71,7 @@ def compare(
             worst = VerificationResult(
                 ok=True,
                 max_abs_error=float(abs_err.max()),
-                max_rel_error=float(rel_err.max()),
+                max_rel_error=float(rel_err.max()) if rel_err.size else None,
                 worst_output=spec.name,
                 worst_index=tuple(int(i) for i in index),
             )

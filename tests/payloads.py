@@ -37,3 +37,66 @@ func.func @f(%a: memref<4xf32>) {
   return
 }
 """
+
+# Row sums written on memrefs: a fill and a reduction linalg.generic, no tensors anywhere.
+ROWSUM_MEMREF_64x128 = """\
+#map = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @rowsum(%a: memref<64x128xf32>, %out: memref<64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%out : memref<64xf32>)
+  linalg.generic {indexing_maps = [#map, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%a : memref<64x128xf32>) outs(%out : memref<64xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %x, %acc : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+"""
+
+# The same row sums over a subview of the input: aliasing unknown, so it stays on memrefs.
+ROWSUM_MEMREF_VIEW_64x128 = """\
+#map = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @rowsum(%a: memref<64x128xf32>, %out: memref<64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %v = memref.subview %a[0, 0] [64, 128] [1, 1]
+      : memref<64x128xf32> to memref<64x128xf32, strided<[128, 1]>>
+  linalg.fill ins(%zero : f32) outs(%out : memref<64xf32>)
+  linalg.generic {indexing_maps = [#map, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%v : memref<64x128xf32, strided<[128, 1]>>) outs(%out : memref<64xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %x, %acc : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+"""
+
+# Element-wise add written on memrefs.
+ADD_MEMREF_32x64 = """\
+#map = affine_map<(d0, d1) -> (d0, d1)>
+func.func @add(%a: memref<32x64xf32>, %b: memref<32x64xf32>, %c: memref<32x64xf32>) {
+  linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %b : memref<32x64xf32>, memref<32x64xf32>) outs(%c : memref<32x64xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %s = arith.addf %x, %y : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+"""
+
+# Fuses a memref op: the transform interpreter fails without emitting any diagnostic.
+SILENTLY_FAILING_SCHEDULE = """\
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %g = transform.structured.match ops{["linalg.generic"]} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %t, %l:2 = transform.structured.fuse %g tile_sizes [1, 64]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
+    transform.yield
+  }
+}
+"""

@@ -1,9 +1,17 @@
 """Workloads from .mlir files: inspection, inputs, expected outputs, skipped verification."""
 
+import numpy as np
 import pytest
 
-from mlirtune.errors import UsageError
+from mlirtune.errors import MlirtuneError, UsageError
 from mlirtune.workloads.from_file import FromFile
+from tests.payloads import (
+    FAILING_SCHEDULE,
+    SILENTLY_FAILING_SCHEDULE,
+    ADD_MEMREF_32x64,
+    ROWSUM_MEMREF_64x128,
+    ROWSUM_MEMREF_VIEW_64x128,
+)
 
 
 def test_arguments_are_inspected_from_the_function_type(matmul_files):
@@ -50,3 +58,174 @@ def test_tensor_arguments_are_rejected_clearly(tmp_path):
     )
     with pytest.raises(UsageError, match="must take memrefs"):
         FromFile(path, "f")
+
+
+# --- memref payloads, entry checks, input files ---------------------------------------------
+
+
+def _memref_files(directory, text, name, arrays):
+    (directory / f"{name}.mlir").write_text(text)
+    paths = []
+    for index, array in enumerate(arrays):
+        np.save(directory / f"{name}{index}.npy", array)
+        paths.append(directory / f"{name}{index}.npy")
+    return directory / f"{name}.mlir", paths
+
+
+@pytest.mark.parametrize(
+    ("text", "entry", "make"),
+    [
+        (ROWSUM_MEMREF_64x128, "rowsum", lambda a: [a, a.sum(axis=1)]),
+        (ADD_MEMREF_32x64, "add", None),
+    ],
+)
+def test_memref_roots_are_brought_to_tensors_and_verify(engine, tmp_path, text, entry, make):
+    rng = np.random.default_rng(5)
+    if make is None:
+        x, y = (rng.standard_normal((32, 64)).astype(np.float32) for _ in range(2))
+        arrays = [x, y, x + y]
+    else:
+        arrays = make(rng.standard_normal((64, 128)).astype(np.float32))
+    path, files = _memref_files(tmp_path, text, entry, arrays)
+    workload = FromFile(path, entry, files[:-1], files[-1:])
+    verification = engine.execute(workload).verification
+    assert verification.ok and not verification.skipped
+    (root,) = engine.compile(workload).provenance()["memref_roots"]
+    assert root["tensorized"] and root["op"] == "linalg.generic"
+    assert root["location"].startswith(str(path))
+
+
+def test_memref_root_that_cannot_be_brought_to_tensors_takes_the_generic_path(engine, tmp_path):
+    a = np.random.default_rng(6).standard_normal((64, 128)).astype(np.float32)
+    path, files = _memref_files(tmp_path, ROWSUM_MEMREF_VIEW_64x128, "view", [a, a.sum(axis=1)])
+    workload = FromFile(path, "rowsum", files[:1], files[1:])
+    assert engine.execute(workload).verification.ok
+    provenance = engine.compile(workload).provenance()
+    (root,) = provenance["memref_roots"]
+    assert not root["tensorized"] and "view of another buffer" in root["reason"]
+    assert any("generic path" in note for note in provenance["notes"])
+
+
+def test_tensor_payload_takes_its_current_path(engine, matmul_files):
+    d = matmul_files
+    workload = FromFile(d / "mm.mlir", "mm", [d / "a.npy", d / "b.npy"], [d / "c.npy"])
+    assert engine.execute(workload).verification.ok
+    provenance = engine.compile(workload).provenance()
+    assert provenance["memref_roots"] == []
+    assert not any("memrefs" in note for note in provenance["notes"])
+
+
+def test_silent_schedule_failure_still_names_the_op(tmp_path):
+    from mlirtune.engine import MlirJitEngine
+    from mlirtune.pipeline import with_schedule_file
+    from mlirtune.targets.host_cpu import HostCPU
+
+    (tmp_path / "add.mlir").write_text(ADD_MEMREF_32x64)
+    (tmp_path / "s.mlir").write_text(SILENTLY_FAILING_SCHEDULE)
+    engine = MlirJitEngine(pipeline=with_schedule_file(tmp_path / "s.mlir", HostCPU()))
+    with pytest.raises(MlirtuneError) as error:
+        engine.compile(FromFile(tmp_path / "add.mlir", "add"))
+    text = str(error.value)
+    assert error.value.stage == "schedule"
+    assert f"'linalg.generic' (elementwise) at {tmp_path / 'add.mlir'}:3:3" in text
+    assert "without a diagnostic" in text
+
+
+def test_schedule_failure_carries_the_interpreter_diagnostic(matmul_files):
+    from mlirtune.engine import MlirJitEngine
+    from mlirtune.pipeline import with_schedule_file
+    from mlirtune.targets.host_cpu import HostCPU
+
+    (matmul_files / "s.mlir").write_text(FAILING_SCHEDULE)
+    engine = MlirJitEngine(pipeline=with_schedule_file(matmul_files / "s.mlir", HostCPU()))
+    with pytest.raises(MlirtuneError) as error:
+        engine.compile(FromFile(matmul_files / "mm.mlir", "mm"))
+    text = str(error.value)
+    assert f"'linalg.matmul' (matmul) at {matmul_files / 'mm.mlir'}:7:" in text
+    assert "too many tiles provided" in text
+
+
+def test_entry_that_returns_a_value_is_refused(tmp_path):
+    path = tmp_path / "r.mlir"
+    path.write_text(
+        "func.func @f(%a: memref<4xf32>) -> (f32, index) {\n"
+        "  %c0 = arith.constant 0 : index\n"
+        "  %x = memref.load %a[%c0] : memref<4xf32>\n"
+        "  return %x, %c0 : f32, index\n}\n"
+    )
+    with pytest.raises(UsageError) as error:
+        FromFile(path, "f")
+    assert error.value.stage == "inspect"
+    assert str(error.value) == (
+        f"[inspect] {path}: @f returns f32, index; entry functions must return nothing; "
+        "outputs are trailing memref arguments"
+    )
+
+
+@pytest.mark.parametrize(
+    ("inputs", "expect", "message"),
+    [
+        (
+            ["a", "b", "c"],
+            [],
+            "has 3 argument(s) (inputs first, then at least one output), "
+            "but 3 --inputs file(s) were given",
+        ),
+        (["a", "b"], ["c", "c"], "but 2 --inputs file(s) and 2 --expect file(s) were given"),
+        ([], ["c", "c", "c", "c"], "but 4 --expect file(s) were given"),
+    ],
+)
+def test_file_counts_that_cannot_fit_are_refused(matmul_files, inputs, expect, message):
+    d = matmul_files
+    with pytest.raises(UsageError) as error:
+        FromFile(
+            d / "mm.mlir", "mm", [d / f"{n}.npy" for n in inputs], [d / f"{n}.npy" for n in expect]
+        )
+    assert message in str(error.value)
+    assert "give at most 2 --inputs file(s)" in str(error.value)
+
+
+def test_without_files_only_the_last_argument_is_an_output(matmul_files):
+    workload = FromFile(matmul_files / "mm.mlir", "mm")
+    assert [a.is_output for a in workload.arguments()] == [False, False, True]
+
+
+def test_float64_input_is_converted_with_a_warning(engine, matmul_files):
+    d = matmul_files
+    np.save(d / "a64.npy", np.load(d / "a.npy").astype(np.float64))
+    with pytest.warns(UserWarning) as caught:
+        workload = FromFile(d / "mm.mlir", "mm", [d / "a64.npy", d / "b.npy"], [d / "c.npy"])
+    (warning,) = caught
+    assert str(warning.message) == (
+        f"{d / 'a64.npy'} holds float64 values but arg0 of @mm is f32: "
+        "converted from float64 to f32"
+    )
+    assert workload.inputs[0].dtype == np.float32
+    assert engine.execute(workload).verification.ok
+
+
+def test_exact_integers_are_converted_with_a_warning(matmul_files):
+    d = matmul_files
+    np.save(d / "ai.npy", np.arange(16 * 8, dtype=np.int32).reshape(16, 8))
+    with pytest.warns(UserWarning, match="holds int32 values but arg0 of @mm is f32"):
+        workload = FromFile(d / "mm.mlir", "mm", [d / "ai.npy", d / "b.npy"])
+    assert workload.inputs[0][15, 7] == np.float32(127)
+
+
+@pytest.mark.parametrize(
+    ("array", "reason"),
+    [
+        (np.ones((16, 8), dtype=bool), "bool arrays are not converted to f32"),
+        (np.ones((16, 8), dtype=np.complex64), "complex64 arrays are not converted to f32"),
+        (np.full((16, 8), 2**24 + 1, dtype=np.int64), "not exactly representable in f32"),
+        (np.full((16, 8), 1e300), "out of the range of f32"),
+    ],
+)
+def test_conversions_that_lose_meaning_are_refused(matmul_files, array, reason):
+    d = matmul_files
+    np.save(d / "bad.npy", array)
+    with pytest.raises(UsageError) as error:
+        FromFile(d / "mm.mlir", "mm", [d / "bad.npy", d / "b.npy"])
+    assert error.value.stage == "inputs"
+    assert f"{d / 'bad.npy'} holds {array.dtype} values but arg0 of @mm is f32" in str(error.value)
+    assert reason in str(error.value)

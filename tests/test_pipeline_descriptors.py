@@ -1,6 +1,7 @@
 """Descriptor parsing, includes, slots, and every validation error (file, stage, cause)."""
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -44,7 +45,7 @@ def test_includes_are_expanded_with_bindings(tmp_path):
         """\
         params: {X: 1, Y: 2}
         stages:
-          - schedule: s {a=$X b=$Y}
+          - schedule: rowwise {a=$X b=$Y}
         """,
     )
     outer = write(
@@ -104,7 +105,7 @@ def test_errors_name_file_stage_and_cause(tmp_path, files, message):
 
 def test_slot_without_any_value_fails_at_lowering(tmp_path):
     d = load_descriptor(
-        write(tmp_path, "p.yaml", "params: {B: null}\nstages:\n  - schedule: s {a=$B}\n")
+        write(tmp_path, "p.yaml", "params: {B: null}\nstages:\n  - schedule: rowwise {a=$B}\n")
     )
     with pytest.raises(DescriptorError, match=r"stage 1: unfilled slot\(s\) \$B"):
         resolve_stage(d.stages[0], d.params)
@@ -119,3 +120,24 @@ def test_every_packaged_descriptor_loads():
         assert f"x86_64/{isa}/matmul" in names
     assert "generic/default" in names
     assert all(description for _, description, _ in found)
+
+
+def test_unknown_schedule_names_the_file_and_the_stage_line(tmp_path):
+    path = write(
+        tmp_path, "p.yaml", "params: {}\nstages:\n  - pass: cse\n\n  - schedule: nosuch {A=1}\n"
+    )
+    with pytest.raises(DescriptorError) as error:
+        load_descriptor(path)
+    assert str(error.value).startswith(f"[pipeline] {path}:5: stage 2: unknown schedule 'nosuch'")
+    assert "the library has contraction" in str(error.value)
+
+
+def test_unknown_schedule_in_a_descriptor_built_in_code_names_its_stage():
+    from mlirtune.pipeline import Descriptor, Stage
+    from mlirtune.pipeline.driver import resolve_values
+    from mlirtune.targets.host_cpu import HostCPU
+
+    stage = Stage("schedule", "nosuch", {}, "mine.yaml: stage 1", Path("."))
+    descriptor = Descriptor(Path("mine.yaml"), "", "select", {}, [stage])
+    with pytest.raises(DescriptorError, match=r"mine.yaml: stage 1: unknown schedule 'nosuch'"):
+        resolve_values(descriptor, HostCPU(), [])

@@ -39,6 +39,19 @@ MATMUL_PIPELINE = """\
     """
 
 
+def test_config_source_names_explicit_values_over_a_spec_entry(tmp_path):
+    d = descriptor(tmp_path, MATMUL_PIPELINE)
+    roots = [Matmul(M=32, N=32, K=32).root]
+    tuned = {"KC": 16, "MR": 2}
+    lowering = resolve_values(d, StubTarget(), roots, explicit={"NR": 8}, tuned=tuned)
+    lowering.spec = "spec:lib:entry"
+    assert lowering.config_source == "explicit"
+    lowering = resolve_values(d, StubTarget(), roots, tuned=tuned)
+    lowering.spec = "spec:lib:entry"
+    assert lowering.config_source == "spec:lib:entry"
+    assert resolve_values(d, StubTarget(), roots).config_source == "selector"
+
+
 def test_sources_in_priority_order(tmp_path):
     d = descriptor(tmp_path, MATMUL_PIPELINE)
     roots = [Matmul(M=32, N=32, K=32).root]

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -91,6 +92,13 @@ def add(library, spec, config=None, *, name=None, **metadata) -> str:
 def payload(spec):
     """The annotated payload of `spec` (keep it referenced while using its ops)."""
     return payload_root(problem(spec).key.workload)[0]
+
+
+def invalid_config(spec) -> dict[str, int]:
+    """A knob config that breaks some constraint of the space here."""
+    p = problem(spec)
+    tries = ({"NR": 24}, {"NR": 8}, {"MR": 16, "NR": 48}, {"MR": 1})
+    return next(c for c in ({**p.baseline, **t} for t in tries) if p.space.violations(c))
 
 
 def save(tmp_path, name, *entries, **metadata):
@@ -273,11 +281,26 @@ def test_stale_entry_with_valid_config_applies_with_warning(tmp_path, stale, why
     assert {k: lowering.values[k] for k in config} == config
 
 
+@pytest.mark.parametrize("valid", [True, False])
+def test_stale_shipped_entry_is_a_note_not_a_warning(tmp_path, monkeypatch, valid):
+    """The shipped libraries are tuned on one CPU for every CPU of their class: a stale
+    entry there is expected, so the lowering notes it and nothing is printed per compile."""
+    config = valid_other(MATMUL) if valid else problem(MATMUL).slot_values(invalid_config(MATMUL))
+    monkeypatch.setattr("mlirtune.specs.specset.DEFAULTS_DIR", tmp_path)
+    path = save(tmp_path, "shipped", (MATMUL, config), **OTHER_CPU)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lowering = spec_engine(path).plan(workload(MATMUL))
+    (note,) = lowering.notes
+    assert "tuned on another target (other cpu)" in note
+    assert ("applying it" in note) == valid and ("not applied" in note) != valid
+    assert lowering.config_source.startswith("spec:shipped:") == valid
+
+
 @pytest.mark.parametrize("stale", [OTHER_CPU, OLD_TOOLCHAIN])
 def test_stale_entry_with_invalid_config_is_skipped(tmp_path, capsys, stale):
     p = problem(MATMUL)
-    tries = ({"NR": 24}, {"NR": 8}, {"MR": 16, "NR": 48}, {"MR": 1})
-    config = next(c for c in ({**p.baseline, **t} for t in tries) if p.space.violations(c))
+    config = invalid_config(MATMUL)
     broken = [v for v in p.space.violations(config) if not v.endswith("_domain")]
     path = save(tmp_path, "stale", (MATMUL, p.slot_values(config)), **stale)
     with pytest.warns(SpecWarning, match="not applied") as caught:

@@ -70,7 +70,11 @@ class BenchResult:
         return self.stats.median
 
     @property
-    def gflops(self) -> float:
+    def gflops(self) -> float | None:
+        """GFLOP/s at the median; None when the workload's FLOP count is unknown (a
+        payload from a file), so nobody reads 0 GFLOP/s as a measurement."""
+        if not self.complexity.flops:
+            return None
         return self.complexity.flops / self.stats.median / 1e9
 
     @property

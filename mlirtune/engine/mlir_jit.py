@@ -22,6 +22,7 @@ from mlirtune.errors import MlirtuneError, VerificationError
 from mlirtune.ir.context import new_context
 from mlirtune.ir.inspect import find_function
 from mlirtune.ir.roots import annotate_roots
+from mlirtune.memory import check_memory
 from mlirtune.pipeline import Descriptor, Lowering, resolve_descriptor, resolve_values, run_pipeline
 from mlirtune.runtime import Buffer, HostRuntime, Runtime
 from mlirtune.specs.specset import SpecSet
@@ -45,6 +46,8 @@ class CompiledKernel:
             "pipeline": str(self.lowering.descriptor.path),
             "parameter_sources": dict(self.lowering.sources),
             "config_source": self.lowering.config_source,
+            "notes": list(self.lowering.notes),
+            "memref_roots": [root.to_json() for root in self.lowering.memref_roots],
         }
 
     def call(self, buffers: list[Buffer]) -> None:
@@ -120,10 +123,12 @@ class MlirJitEngine(Engine):
         roots = annotate_roots(module)
         descriptor = self._descriptor(workload, roots)
         specs = self.specs
-        choice = specs.choose(module, Lowering(descriptor, roots)) if specs is not None else None
+        plan = Lowering(descriptor, roots)
+        choice = specs.choose(module, plan) if specs is not None else None
         tuned = choice.config if choice is not None else None
         lowering = resolve_values(descriptor, self.target, roots, explicit=parameters, tuned=tuned)
         lowering.spec = choice.source if choice is not None else None
+        lowering.notes.extend(plan.notes)
         return module, lowering
 
     @property
@@ -185,6 +190,7 @@ class MlirJitEngine(Engine):
     # --- running -------------------------------------------------------------------------
 
     def execute(self, workload, schedule_parameters=None, check_correctness=True):
+        check_memory(workload, "run", verify=check_correctness)  # before anything is allocated
         kernel = self.compile(workload, schedule_parameters)
         with workload.allocate(self) as buffers:
             kernel.call(buffers)
@@ -199,6 +205,7 @@ class MlirJitEngine(Engine):
         check_correctness=True,
         options: BenchOptions | None = None,
     ) -> BenchResult:
+        check_memory(workload, "benchmark", verify=check_correctness)
         kernel = self.compile(workload, schedule_parameters)
         options = options or BenchOptions()
         with workload.allocate(self) as buffers:

@@ -26,19 +26,24 @@ def describe_location(location: ir.Location) -> str:
     return str(location)
 
 
-def _diagnostic_lines(diagnostic, depth: int = 0) -> list[str]:
+OP_DUMP_NOTE = "see current operation"
+
+
+def _diagnostic_lines(diagnostic, depth: int = 0, op_dumps: bool = True) -> list[str]:
     lines = [f"{'  ' * depth}{describe_location(diagnostic.location)}: {diagnostic.message}"]
     for note in diagnostic.notes:
-        lines += _diagnostic_lines(note, depth + 1)
+        if op_dumps or not str(note.message).startswith(OP_DUMP_NOTE):
+            lines += _diagnostic_lines(note, depth + 1, op_dumps)
     return lines
 
 
-def format_diagnostics(error: Exception) -> str:
-    """Render an MLIRError's diagnostics as `location: message` lines (locations keep file:line)."""
+def format_diagnostics(error: Exception, op_dumps: bool = True) -> str:
+    """Render an MLIRError's diagnostics as `location: message` lines (locations keep
+    file:line). `op_dumps=False` drops the notes that print the whole failing op again."""
     diagnostics = getattr(error, "error_diagnostics", None)
     if not diagnostics:
         return str(error).strip()
-    return "\n".join(line for diag in diagnostics for line in _diagnostic_lines(diag))
+    return "\n".join(line for diag in diagnostics for line in _diagnostic_lines(diag, 0, op_dumps))
 
 
 def parse_module(path: str | Path) -> ir.Module:

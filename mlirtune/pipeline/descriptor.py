@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from mlirtune.errors import UsageError
+from mlirtune.schedules.library import SCHEDULES
 
 STAGE_KINDS = ("pass", "schedule", "include")
 SLOT = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
@@ -77,7 +78,7 @@ def _load(path: Path, bindings: dict[str, Any], chain: tuple[Path, ...]) -> Desc
     if path in chain:
         cycle = " -> ".join(p.name for p in (*chain, path))
         raise DescriptorError(f"{chain[-1]}: include cycle: {cycle}")
-    document = _read_yaml(path)
+    document, lines = _read_yaml(path)
     declared = _params(document.get("params") or {}, path)
     unknown = sorted(set(bindings) - set(declared))
     if unknown:
@@ -93,7 +94,8 @@ def _load(path: Path, bindings: dict[str, Any], chain: tuple[Path, ...]) -> Desc
         raise DescriptorError(f"{path}: 'stages' must be a non-empty list")
     stages: list[Stage] = []
     for number, raw in enumerate(raw_stages, start=1):
-        origin = f"{path}: stage {number}"
+        line = f":{lines[number - 1]}" if len(lines) == len(raw_stages) else ""
+        origin = f"{path}{line}: stage {number}"
         kind, name, arguments = _parse_stage(raw, origin)
         if kind == "include":
             target = (path.parent / name).resolve()
@@ -107,6 +109,11 @@ def _load(path: Path, bindings: dict[str, Any], chain: tuple[Path, ...]) -> Desc
             continue
         stage = Stage(kind, name, arguments, origin, path.parent)
         _check_declared(stage, declared)
+        if kind == "schedule" and not name.endswith(".mlir") and name not in SCHEDULES:
+            raise DescriptorError(
+                f"{origin}: unknown schedule {name!r}; the library has {', '.join(SCHEDULES)} "
+                "(or name a .mlir transform file)"
+            )
         stages.append(_fill(stage, bindings, strict=False))
     description = str(document.get("description", ""))
     return Descriptor(path, description, flow, params, stages)
@@ -121,9 +128,11 @@ def _check_declared(stage: Stage, declared: dict[str, Any]) -> None:
         )
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
+def _read_yaml(path: Path) -> tuple[dict[str, Any], list[int]]:
+    """The document and the line of each item of its `stages` list (1-based)."""
     try:
-        document = yaml.safe_load(path.read_text())
+        text = path.read_text()
+        document = yaml.safe_load(text)
     except OSError as error:
         raise DescriptorError(f"{path}: cannot read: {error.strerror}") from None
     except yaml.YAMLError as error:
@@ -137,7 +146,17 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     unknown = sorted(set(document) - {"description", "flow", "params", "stages"})
     if unknown:
         raise DescriptorError(f"{path}: unknown key(s) {', '.join(unknown)}")
-    return document
+    return document, _stage_lines(text)
+
+
+def _stage_lines(text: str) -> list[int]:
+    """Where each `stages` item starts, read from the YAML node tree (marks keep lines)."""
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    if isinstance(root, yaml.MappingNode):
+        for key, value in root.value:
+            if key.value == "stages" and isinstance(value, yaml.SequenceNode):
+                return [item.start_mark.line + 1 for item in value.value]
+    return []
 
 
 def _params(raw: Any, path: Path) -> dict[str, ParamValue]:

@@ -13,14 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from mlir import ir
-from mlir.dialects.transform import interpreter
 
 from mlirtune.errors import MlirtuneError, UsageError
 from mlirtune.ir.context import parse_module, run_passes
+from mlirtune.ir.interpret import interpret
 from mlirtune.ir.roots import OpInfo
+from mlirtune.ir.tensorize import MemrefRoot, tensorize_roots
 from mlirtune.pipeline.descriptor import Descriptor, DescriptorError, Stage, resolve_stage
 from mlirtune.schedules.builder import ENTRY_POINT
-from mlirtune.schedules.library import schedule_named
+from mlirtune.schedules.library import ScheduleEntry, schedule_named
 from mlirtune.targets.base import Target
 
 Observer = Callable[[str, ir.Module], None]
@@ -36,18 +37,23 @@ class Lowering:
     values: dict[str, Any] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
     spec: str | None = None  # "spec:<library>:<entry>" when a spec entry gave the tuned values
+    # What the user should know about how this payload was lowered, one sentence each
+    # (e.g. a shipped spec entry tuned on another CPU); shown by run/bench, in --json.
+    notes: list[str] = field(default_factory=list)
+    # Root ops written on memrefs: brought to tensors for the schedules, or (when that
+    # cannot be done) kept, with the schedule stages skipped (the generic path).
+    memref_roots: list[MemrefRoot] = field(default_factory=list)
 
     @property
     def config_source(self) -> str:
-        """Where the config came from, strongest first: a spec entry, explicit values, the
-        parameter selector, or the descriptor's defaults."""
+        """Where the config came from, strongest first: explicit values (any `--param`),
+        a spec entry, the parameter selector, or the descriptor's defaults."""
         sources = set(self.sources.values())
+        if "explicit" in sources:
+            return "explicit"
         if self.spec and "tuned" in sources:
             return self.spec
-        for source in ("explicit", "selector"):
-            if source in sources:
-                return source
-        return "descriptor"
+        return "selector" if "selector" in sources else "descriptor"
 
 
 def select_flow(descriptor: Descriptor, target: Target, roots: list[OpInfo]) -> dict[str, int]:
@@ -57,7 +63,7 @@ def select_flow(descriptor: Descriptor, target: Target, roots: list[OpInfo]) -> 
     for stage in descriptor.stages:
         if stage.kind != "schedule" or stage.name.endswith(".mlir"):
             continue
-        entry = schedule_named(stage.name)
+        entry = _library_entry(stage)
         op = root_for(entry.root_kinds, roots, stage)
         selected = target.select_parameters(entry.name, op)
         for key, value in stage.arguments.items():
@@ -116,9 +122,11 @@ def run_pipeline(
     last_schedule = max((i for i, s in enumerate(stages) if s.kind == "schedule"), default=-1)
     if after_schedules and last_schedule < 0:
         after_schedules(module)
+    generic_path = _bring_roots_to_tensors(module, lowering)
     for index, stage in enumerate(stages):
-        resolved = resolve_stage(stage, lowering.values)
-        if resolved.kind == "pass":
+        if generic_path and _needs_tensors(stage):
+            pass  # skipped: the payload's memref root ops would fail it
+        elif (resolved := resolve_stage(stage, lowering.values)).kind == "pass":
             run_passes(
                 module,
                 f"builtin.module({resolved.name})",
@@ -126,7 +134,7 @@ def run_pipeline(
                 print_after_all=print_after_all,
             )
         else:
-            apply_schedule(module, _schedule_module(resolved, lowering.roots))
+            apply_schedule(module, _schedule_module(resolved, lowering.roots), resolved.origin)
             if observer:
                 observer(f"schedule {resolved.name}", module)
         if after_schedules and index == last_schedule:
@@ -135,10 +143,36 @@ def run_pipeline(
         observer("lowering", module)
 
 
+def _needs_tensors(stage: Stage) -> bool:
+    """Library schedules tile with fusion and split reductions: they need tensor ops. A
+    user's `.mlir` schedule gets the payload as written."""
+    return stage.kind == "schedule" and not stage.name.endswith(".mlir")
+
+
+def _bring_roots_to_tensors(module: ir.Module, lowering: Lowering) -> bool:
+    """Rebuild memref root ops on tensors when a stage needs them; record what happened on
+    `lowering`. True when they must stay on memrefs (the schedule stages are skipped)."""
+    if not any(_needs_tensors(s) for s in lowering.descriptor.stages):
+        return False
+    lowering.memref_roots = tensorize_roots(module)
+    for root in lowering.memref_roots:
+        where = f"{root.op_name} ({root.kind}) at {root.location} is written on memrefs"
+        if root.tensorized:
+            note = f"{where}: brought to tensors for the schedule"
+        else:
+            note = (
+                f"{where} and cannot be brought to tensors ({root.reason}): schedule stages "
+                "skipped, lowered with the generic path"
+            )
+        if note not in lowering.notes:
+            lowering.notes.append(note)
+    return any(not r.tensorized for r in lowering.memref_roots)
+
+
 def _schedule_module(stage: Stage, roots: list[OpInfo]) -> ir.Module:
     if stage.name.endswith(".mlir"):
         return parse_module(Path(stage.base_dir) / stage.name)
-    entry = schedule_named(stage.name)
+    entry = _library_entry(stage)
     for key, value in stage.arguments.items():
         if isinstance(value, bool) or not isinstance(value, int):
             raise DescriptorError(
@@ -147,6 +181,14 @@ def _schedule_module(stage: Stage, roots: list[OpInfo]) -> ir.Module:
             )
     op = root_for(entry.root_kinds, roots, stage)
     return entry.build(op, entry.parameters(op, stage.arguments))
+
+
+def _library_entry(stage: Stage) -> ScheduleEntry:
+    """The library schedule a stage names; an unknown name is an error naming the stage."""
+    try:
+        return schedule_named(stage.name)
+    except UsageError as error:
+        raise DescriptorError(f"{stage.origin}: {error.args[0]}") from None
 
 
 def root_for(kinds: tuple[str, ...], roots: list[OpInfo], stage: Stage) -> OpInfo:
@@ -162,8 +204,9 @@ def root_for(kinds: tuple[str, ...], roots: list[OpInfo], stage: Stage) -> OpInf
     )
 
 
-def apply_schedule(payload: ir.Module, schedule: ir.Module) -> None:
-    """Run the schedule's `__transform_main` on `payload` with the transform interpreter."""
+def apply_schedule(payload: ir.Module, schedule: ir.Module, where: str = "") -> None:
+    """Run the schedule's `__transform_main` on `payload` with the transform interpreter;
+    a failure's error carries the interpreter's diagnostics, prefixed with `where`."""
     entry = next(
         (
             op
@@ -175,7 +218,4 @@ def apply_schedule(payload: ir.Module, schedule: ir.Module) -> None:
     )
     if entry is None:
         raise UsageError(f"schedule has no @{ENTRY_POINT} named sequence", stage="schedule")
-    try:
-        interpreter.apply_named_sequence(payload, entry, schedule)
-    except (ValueError, ir.MLIRError) as error:
-        raise MlirtuneError(f"schedule failed to apply: {error}", stage="schedule") from None
+    interpret(payload, schedule, ENTRY_POINT, where)

@@ -125,7 +125,9 @@ class ScheduleBuilder:
         have static sizes and vectorize) and a remainder loop for the partial tile."""
         with self.at(step):
             any_op = transform.AnyOpType.get()
-            op = loop.LoopPeelOp(any_op, any_op, loop_handle)
+            # loop.peel takes scf.for handles only (checked when the schedule is verified).
+            for_op = transform.CastOp(transform.OperationType.get("scf.for"), loop_handle)
+            op = loop.LoopPeelOp(any_op, any_op, for_op.result)
         return op.peeled_loop, op.remainder_loop
 
     def unroll(self, loop_handle: ir.Value, factor: int, step: str) -> None:

@@ -84,7 +84,8 @@ class SpecSet:
     def choose(self, payload: ir.Module, plan) -> SpecChoice | None:
         """Apply the merged libraries to `payload` (in the current context) and return the
         entry that configured its first configured root op, if any entry matched. `plan` is
-        the Lowering being prepared (its descriptor and root ops)."""
+        the Lowering being prepared (its descriptor and root ops); a note on each stale entry
+        that matched is added to its notes."""
         pipeline = plan.descriptor.name
         library, origins = self._library_for(pipeline)
         if not origins:
@@ -101,8 +102,12 @@ class SpecSet:
             for name in (SOURCE_ATTRIBUTE, CONFIG_ATTRIBUTE):
                 if name in attrs:
                     del attrs[name]
-            if choice is None and self._usable(origin, config, info, plan):
-                choice = SpecChoice(origin, config)
+            if choice is None:
+                usable, note = self._usable(origin, config, info, plan)
+                if note:
+                    plan.notes.append(note)
+                if usable:
+                    choice = SpecChoice(origin, config)
         if choice is not None:
             unknown = sorted(set(choice.config) - set(plan.descriptor.params))
             if unknown:
@@ -128,23 +133,31 @@ class SpecSet:
         data, origins = self._merged[pipeline]
         return SpecLibrary.parse(SpecSource("merged", "<merged>", data)), origins
 
-    def _usable(self, origin: MergedEntry, config: dict[str, int], op: OpInfo, lowering) -> bool:
-        """Whether a matched entry applies here: always when tuned on this target and
-        toolchain; otherwise only if its config is valid in this target's space."""
+    def _usable(
+        self, origin: MergedEntry, config: dict[str, int], op: OpInfo, lowering
+    ) -> tuple[bool, str | None]:
+        """Whether a matched entry applies here, and what to tell the user about it. An
+        entry tuned on this target and toolchain always applies. Otherwise it applies only
+        if its config is valid in this target's space. A user's library warns either way;
+        the shipped defaults, tuned on one CPU of their class for every CPU of it, say so
+        in the lowering's notes instead, so a warning is not printed for every compile."""
         stale = stale_reasons(origin.entry, self.target)
         if not stale:
-            return True
+            return True, None
         broken = config_violations(config, op, lowering, self.target)
         where = f"spec entry {origin.label} was tuned {' and '.join(stale)}"
         if broken:
-            warnings.warn(
-                f"{where}; its config breaks {', '.join(broken)} here, so it is not applied",
-                SpecWarning,
-                stacklevel=2,
-            )
-            return False
-        warnings.warn(f"{where}; its config is valid here, applying it", SpecWarning, stacklevel=2)
-        return True
+            note = f"{where}; its config breaks {', '.join(broken)} here, so it is not applied"
+        else:
+            note = f"{where}; its config is valid here, applying it"
+        if not is_shipped(origin.origin):
+            warnings.warn(note, SpecWarning, stacklevel=3)
+        return not broken, note
+
+
+def is_shipped(path: str) -> bool:
+    """Whether `path` is one of the libraries shipped with mlirtune."""
+    return Path(path).parent == DEFAULTS_DIR
 
 
 def stale_reasons(entry: SpecEntry, target: Any) -> list[str]:

@@ -1,14 +1,17 @@
 """A workload from any `.mlir` file: argument shapes and dtypes come from the entry function.
 
-The entry function takes memrefs; outputs are the trailing arguments written in place.
-Which arguments are outputs follows from what the user gives: `--expect` files name the
-trailing outputs; otherwise the arguments after the `--inputs` files are outputs.
+The entry function takes memrefs and returns nothing; outputs are the trailing arguments
+written in place. Which arguments are outputs follows from what the user gives: `--expect`
+files name the trailing outputs; otherwise the arguments after the `--inputs` files are
+outputs, and with neither, the last argument is.
 """
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 from mlir import ir
 
@@ -38,8 +41,10 @@ class FromFile(Workload):
         self.path = Path(path)
         self.entry = entry
         self.options = {"path": str(self.path), "entry": entry, "seed": seed}
-        self._input_files = [_load_npy(p) for p in inputs or []]
-        self._expected = [_load_npy(p) for p in expect or []]
+        self._input_paths = [Path(p) for p in inputs or []]
+        self._expect_paths = [Path(p) for p in expect or []]
+        self._input_files = [_load_npy(p) for p in self._input_paths]
+        self._expected = [_load_npy(p) for p in self._expect_paths]
         with ir.Context(), ir.Location.unknown():
             self._args = self._inspect(parse_module(self.path))
 
@@ -47,14 +52,7 @@ class FromFile(Workload):
         """Read argument shapes and element types from the entry function's type."""
         function = find_function(module, self.entry, str(self.path))
         types = list(function.type.inputs)
-        n_outputs = len(self._expected) if self._expected else len(types) - len(self._input_files)
-        if self._input_files and len(self._input_files) + n_outputs != len(types):
-            raise UsageError(
-                f"{self.path}: @{self.entry} has {len(types)} arguments but "
-                f"{len(self._input_files)} input and {len(self._expected)} expected files "
-                "were given",
-                stage="inspect",
-            )
+        n_outputs = self._output_count(len(types))
         args = []
         for position, arg_type in enumerate(types):
             if not isinstance(arg_type, ir.MemRefType):
@@ -79,21 +77,62 @@ class FromFile(Workload):
                     is_output=is_output,
                 )
             )
+        results = list(function.type.results)
+        if results:
+            raise UsageError(
+                f"{self.path}: @{self.entry} returns {', '.join(map(str, results))}; entry "
+                "functions must return nothing; outputs are trailing memref arguments",
+                stage="inspect",
+            )
         self._check_arrays(args)
         return args
 
+    def _output_count(self, n_args: int) -> int:
+        """How many trailing arguments are outputs; a file count that cannot fit the
+        arguments (with at least one output) is an error naming the counts."""
+        n_inputs, n_expected = len(self._input_files), len(self._expected)
+        n_outputs = n_expected or (n_args - n_inputs if n_inputs else 1)
+        fits = n_outputs >= 1 and n_inputs + n_outputs <= n_args
+        if self._input_files and self._expected:
+            fits = fits and n_inputs + n_expected == n_args
+        if n_args == 0:
+            raise UsageError(
+                f"{self.path}: @{self.entry} takes no arguments; entry functions write their "
+                "outputs into trailing memref arguments",
+                stage="inspect",
+            )
+        if not fits:
+            given = [f"{n_inputs} --inputs file(s)"] if n_inputs else []
+            given += [f"{n_expected} --expect file(s)"] if n_expected else []
+            raise UsageError(
+                f"{self.path}: @{self.entry} has {n_args} argument(s) (inputs first, then at "
+                f"least one output), but {' and '.join(given)} were given; "
+                + _fitting_counts(n_args),
+                stage="inspect",
+            )
+        return n_outputs
+
     def _check_arrays(self, args: list[ArgSpec]) -> None:
+        """Shapes must match; dtypes are converted where that keeps the values' meaning."""
         inputs = [a for a in args if not a.is_output]
         outputs = [a for a in args if a.is_output]
-        pairs = list(zip(inputs, self._input_files, strict=False))
-        pairs += list(zip(outputs, self._expected, strict=False))
-        for spec, array in pairs:
+        pairs = list(zip(inputs, self._input_paths, self._input_files, strict=False))
+        pairs += list(zip(outputs, self._expect_paths, self._expected, strict=False))
+        for spec, path, array in pairs:
             if tuple(array.shape) != spec.shape:
                 raise UsageError(
                     f"{self.path}: {spec.name} of @{self.entry} has shape {spec.shape}, "
-                    f"but its .npy file has {tuple(array.shape)}",
+                    f"but its .npy file {path} has {tuple(array.shape)}",
                     stage="inspect",
                 )
+        self._input_files = [
+            _convert(array, spec, path, self.entry)
+            for spec, path, array in zip(inputs, self._input_paths, self._input_files, strict=False)
+        ]
+        self._expected = [
+            _convert(array, spec, path, self.entry)
+            for spec, path, array in zip(outputs, self._expect_paths, self._expected, strict=False)
+        ]
 
     def arguments(self) -> list[ArgSpec]:
         return self._args
@@ -106,11 +145,8 @@ class FromFile(Workload):
         return module
 
     def make_inputs(self) -> list[np.ndarray]:
-        if self._input_files:
-            return [
-                np.ascontiguousarray(a, dtype=s.dtype.numpy)
-                for a, s in zip(self._input_files, self._args, strict=False)
-            ]
+        if self._input_files:  # already in the arguments' dtypes (see _convert)
+            return [np.ascontiguousarray(a) for a in self._input_files]
         return super().make_inputs()
 
     def reference(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
@@ -128,6 +164,46 @@ class FromFile(Workload):
         read = sum(a.nbytes for a in self._args if not a.is_output)
         written = sum(a.nbytes for a in self._args if a.is_output)
         return Complexity(0, read, written)
+
+
+def _fitting_counts(n_args: int) -> str:
+    if n_args < 2:
+        return "it takes no input files, and at most 1 --expect file"
+    return (
+        f"give at most {n_args - 1} --inputs file(s), at most {n_args} --expect file(s), "
+        f"and {n_args} in all when giving both"
+    )
+
+
+def _is_float(dtype: np.dtype) -> bool:
+    return dtype.kind == "f" or dtype == np.dtype(ml_dtypes.bfloat16)
+
+
+def _convert(array: np.ndarray, spec: ArgSpec, path: Path, entry: str) -> np.ndarray:
+    """`array` in the argument's dtype. Float widening/narrowing and integers a float holds
+    exactly are converted with a warning; anything else would change what the values mean
+    and is an error naming the file, the argument and both dtypes."""
+    source, target = array.dtype, np.dtype(spec.dtype.numpy)
+    if source == target:
+        return array
+    what = f"{path} holds {source} values but {spec.name} of @{entry} is {spec.dtype.name}"
+    reason = ""
+    if not (_is_float(source) or source.kind in "iu") or not _is_float(target):
+        reason = f"{source} arrays are not converted to {spec.dtype.name}"
+    else:
+        with np.errstate(over="ignore", invalid="ignore"):
+            converted = array.astype(target)
+        if source.kind in "iu":
+            with np.errstate(invalid="ignore"):
+                exact = np.array_equal(converted.astype(source), array)
+            if not exact:
+                reason = f"some integers are not exactly representable in {spec.dtype.name}"
+        elif np.any(np.isfinite(array) & ~np.isfinite(converted)):
+            reason = f"some values are out of the range of {spec.dtype.name}"
+    if reason:
+        raise UsageError(f"{what}: {reason}; convert the file first", stage="inputs")
+    warnings.warn(f"{what}: converted from {source} to {spec.dtype.name}", stacklevel=2)
+    return converted
 
 
 def _load_npy(path: str | Path) -> np.ndarray:
