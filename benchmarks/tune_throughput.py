@@ -1,37 +1,43 @@
-"""Tuning throughput: candidates evaluated per second, end to end (compile in parallel
-workers, verify, time on the benchmark core), for a 256^3 f32 matmul.
+"""Tuning throughput for a 256^3 f32 matmul, in candidates per second, two ways.
 
-    python benchmarks/tune_throughput.py [--candidates 60]
+    python benchmarks/tune_throughput.py [--candidates 60] [--budgets 60,200] [--repeat 3]
 
-Workers are started (and the reference computed) before the clock starts; the rate then
-covers everything each candidate costs. Each candidate's status is counted, so a fast but
-failing evaluation cannot pass for throughput.
+Steady state: workers are started (and the reference computed) before the clock starts;
+the rate then covers what each candidate costs in the search (compile in parallel workers,
+verify, time on the benchmark core). End to end: the whole `mlirtune tune ... --strategy
+random` command as a subprocess with a fresh database (nothing resumed), timed by the wall
+clock from start-up to exit, so process start-up, the workers' start, both baseline
+measurements and the final race count too. Each candidate's status is counted, so a fast
+but failing evaluation cannot pass for throughput.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from collections import Counter
+from pathlib import Path
 
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.tune.evaluator import EvaluatorSettings, IsolatedEvaluator
 from mlirtune.tune.problem import generate
 from mlirtune.workloads import Matmul
 
+SHAPE = ("M=256", "N=256", "K=256")
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--candidates", type=int, default=60, help="configs to evaluate")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workers", type=int, help="worker processes (default: evaluator's)")
-    args = parser.parse_args()
 
+def steady_state(candidates: int, seed: int, workers: int | None) -> None:
     workload = Matmul(M=256, N=256, K=256)
     problem = generate(workload, HostCPU())
-    configs = problem.space.sample(args.candidates + 2, seed=args.seed)
+    configs = problem.space.sample(candidates + 2, seed=seed)
     values = [problem.slot_values(c) for c in configs]
-    settings = EvaluatorSettings(workers=args.workers)
+    settings = EvaluatorSettings(workers=workers)
     with IsolatedEvaluator(workload, problem.target, settings=settings) as evaluator:
         evaluator.evaluate_all(values[:2])  # start the workers
         start = time.perf_counter()
@@ -40,13 +46,69 @@ def main() -> None:
     statuses = Counter(o.status for o in outcomes)
     print(f"space: {problem.space.count()} configs; workers: {evaluator.worker_count}")
     print(
-        f"evaluated {len(outcomes)} candidates in {elapsed:.2f} s: {len(outcomes) / elapsed:.1f}/s"
+        f"steady state: {len(outcomes)} candidates in {elapsed:.2f} s: "
+        f"{len(outcomes) / elapsed:.1f}/s; statuses: {dict(statuses)}"
     )
-    print("statuses:", dict(statuses))
     for phase in ("compile_s", "verify_s", "wait_s", "bench_s"):
         spent = [o.extra[phase] for o in outcomes if phase in o.extra]
         mean_ms = 1e3 * sum(spent) / max(1, len(spent))
         print(f"  {phase[:-2]:8s} mean {mean_ms:6.1f} ms per candidate")
+
+
+def end_to_end(budget: int, workers: int | None) -> float:
+    """Run `mlirtune tune` once with a fresh database; print and return its wall time."""
+    script = Path(sys.executable).with_name("mlirtune")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "mlirtune"]
+    command += ["tune", "matmul", *SHAPE, "--budget", str(budget), "--strategy", "random"]
+    command += ["--workers", str(workers)] if workers else []
+    folder = tempfile.mkdtemp(prefix="tune-throughput-")
+    try:
+        start = time.perf_counter()
+        done = subprocess.run(
+            [*command, "--db", str(Path(folder) / "t.db"), "--json"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        wall = time.perf_counter() - start
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    if done.returncode != 0:
+        sys.exit(f"mlirtune tune failed ({done.returncode}): {done.stderr[-2000:]}")
+    report = json.loads(done.stdout)
+    if report["resumed"] or report["evaluated"] != budget:
+        sys.exit(f"expected {budget} fresh candidates, got {report['evaluated']}")
+    stages = report.get("seconds", {})
+    setup = wall - sum(stages.values())
+    parts = ", ".join(f"{name} {s:.2f}" for name, s in stages.items())
+    failed = sum(report["failed_by_status"].values())
+    print(
+        f"  budget {budget:4d}: {wall:6.2f} s wall, {budget / wall:5.1f}/s "
+        f"(start-up and set-up {setup:.2f}, {parts} s; {failed} failed; "
+        f"winner: {report['winner']})"
+    )
+    return wall
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--candidates", type=int, default=60, help="steady-state configs")
+    parser.add_argument("--budgets", default="60,200", help="end-to-end budgets, comma-separated")
+    parser.add_argument("--repeat", type=int, default=1, help="end-to-end runs per budget")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, help="worker processes (default: evaluator's)")
+    args = parser.parse_args()
+
+    steady_state(args.candidates, args.seed, args.workers)
+    print("end to end (`mlirtune tune`, fresh database, wall clock):")
+    for budget in (int(b) for b in args.budgets.split(",") if b):
+        walls = [end_to_end(budget, args.workers) for _ in range(args.repeat)]
+        if len(walls) > 1:
+            best, median = min(walls), statistics.median(walls)
+            print(
+                f"  budget {budget:4d}: best {budget / best:.1f}/s, "
+                f"median {budget / median:.1f}/s over {len(walls)} runs"
+            )
 
 
 if __name__ == "__main__":

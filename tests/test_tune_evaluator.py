@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from mlirtune.errors import MlirtuneError
+from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.tune.evaluator import EvaluatorSettings, IsolatedEvaluator
-from mlirtune.tune.worker import RACE_BENCH
+from mlirtune.tune.worker import RACE_BENCH, settled
 from mlirtune.workloads.matmul import Matmul
 from tests.faulty import FaultyHost
 
@@ -57,3 +59,40 @@ def test_race_interleaves_configs_in_one_worker(workload):
     assert len(samples) == 2
     assert all(len(rounds) == 3 for rounds in samples)
     assert all(len(r) >= RACE_BENCH.min_samples for rounds in samples for r in rounds)
+
+
+def test_settled_once_every_finalist_lost_a_round():
+    base = [[1.0, 1.0, 1.0], [2.0, 2.0]]  # samples per round: round medians 1.0 and 2.0
+    assert not settled([base, [[0.9], [1.9]]])  # won every round so far
+    assert settled([base, [[0.9], [2.0]]])  # a tie is no win
+    assert not settled([base, [[0.9], [2.5]], [[0.5], [1.5]]])  # the second is unbeaten
+    assert settled([base, [[1.1], [1.9]], [[0.5], [2.1]]])
+    assert not settled([[], []])  # no round yet
+
+
+def test_races_run_in_two_workers_and_stop_once_settled(workload):
+    slow = _variant(MR=1, NR=1)  # about 25x slower than GOOD: loses its first round
+    with IsolatedEvaluator(workload, FaultyHost({}), settings=SETTINGS) as evaluator:
+        short = evaluator.races([GOOD, slow], 3, [0, 1], until_settled=True)
+        full = evaluator.races([GOOD, slow], 2, [0, 1])
+        pids = {w.process.pid for w in evaluator._workers}
+    assert len(pids) == 2
+    assert [len(samples) for part in full for samples in part] == [2, 2, 2, 2]
+    # The worker first on the benchmark core stops after one round; the other is told to
+    # stop, or stops after its own first round.
+    rounds = sorted(len(part[0]) for part in short)
+    assert rounds in ([0, 1], [1, 1])
+    assert all(len(part[0]) == len(part[1]) for part in short)
+
+
+class _BrokenHost(HostCPU):
+    """A target whose engine cannot be made: workers die while starting."""
+
+    def engine(self, pipeline=None, **options):
+        raise RuntimeError("no engine on this host")
+
+
+def test_a_worker_that_cannot_start_is_an_error_not_a_crashed_candidate(workload):
+    evaluator = IsolatedEvaluator(workload, _BrokenHost(), settings=SETTINGS)
+    with evaluator, pytest.raises(MlirtuneError, match=r"(?s)failed to start.*no engine on this"):
+        evaluator.evaluate_all([GOOD, GOOD])

@@ -68,7 +68,8 @@ def test_records_of_another_target_are_not_reused(tmp_path):
     workload = Matmul(**SIZE)
     with TuningDB(tmp_path / "t.db") as db:
         tune(generate(workload, HostCPU()), _options(budget=2), db)
-        other = generate(workload, HostCPU(l2_bytes=512 << 10))
+        host = HostCPU()  # the other target differs from whatever host this runs on
+        other = generate(workload, HostCPU(l2_bytes=host.features.l2_bytes // 2))
         report = tune(other, _options(budget=2), db)
     assert report.resumed == 0
 
@@ -162,22 +163,52 @@ def test_cli_empty_space_names_the_conflict(tmp_path, capsys, monkeypatch):
 
 
 def test_race_rounds_are_split_over_two_worker_processes(tmp_path, monkeypatch):
-    race = IsolatedEvaluator.race
+    races = IsolatedEvaluator.races
     calls = []
 
-    def spy(self, configs, rounds, *, worker_index=0):
-        result = race(self, configs, rounds, worker_index=worker_index)
-        calls.append((worker_index, rounds, self._workers[worker_index].process.pid, result))
+    def spy(self, configs, rounds, worker_indices, **kwargs):
+        pids = [self._workers[i].process.pid for i in worker_indices if self._workers[i]]
+        result = races(self, configs, rounds, worker_indices, **kwargs)
+        calls.append((list(worker_indices), rounds, pids, result))
         return result
 
-    monkeypatch.setattr(IsolatedEvaluator, "race", spy)
+    monkeypatch.setattr(IsolatedEvaluator, "races", spy)
     problem = generate(Matmul(**SIZE), HostCPU())
     with TuningDB(tmp_path / "t.db") as db:
         report = tune(problem, _options(budget=4, race_rounds=3), db)
-    assert [index for index, *_ in calls] == [0, 1]
-    assert calls[0][2] != calls[1][2]  # two processes
-    assert [rounds for _, rounds, *_ in calls] == [2, 2]  # ceil(3 / 2) each
-    assert len(report.race) == len(calls[0][3])
+    ((indices, rounds, pids, parts),) = calls  # both processes race at once
+    assert indices == [0, 1] and len(set(pids)) == 2  # two processes
+    assert rounds == 2  # ceil(3 / 2) each
+    assert len(report.race) == len(parts[0])
     # The baseline (first contender) is judged on the rounds of both processes, in order.
-    both = [s for *_, result in calls for samples in result[0] for s in samples]
+    both = [s for part in parts for samples in part[0] for s in samples]
     assert report.race[config_key(problem.baseline)] == both
+    assert 1 <= sum(len(part[0]) for part in parts) <= 4
+
+
+def test_baseline_is_timed_first_and_last_within_the_search(tmp_path, monkeypatch):
+    """The baseline is the first and the last job of the search's stream of evaluations
+    (timed while other workers compile candidates) and both measurements are stored."""
+    evaluate = IsolatedEvaluator.evaluate
+    handed_out = []
+
+    def spy(self, next_config, on_result):
+        def pulled():
+            config = next_config()
+            handed_out.append(config)
+            return config
+
+        return evaluate(self, pulled, on_result)
+
+    monkeypatch.setattr(IsolatedEvaluator, "evaluate", spy)
+    problem = generate(Matmul(**SIZE), HostCPU())
+    with TuningDB(tmp_path / "t.db") as db:
+        report = tune(problem, _options(budget=3), db)
+        roles = [r.role for r in db.records(problem.key)]
+    baseline = problem.slot_values(problem.baseline)
+    configs = [c for c in handed_out if c is not None]
+    assert len(configs) == 5 and configs[0] == configs[-1] == baseline
+    assert all(c != baseline for c in configs[1:-1])
+    assert roles.count("baseline") == 2 and roles.count("candidate") == 3
+    assert report.baseline_first.ok and report.baseline_last.ok
+    assert report.baseline_first is not report.baseline_last

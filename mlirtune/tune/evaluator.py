@@ -29,7 +29,7 @@ from typing import Any
 from mlirtune.bench.harness import BenchOptions
 from mlirtune.errors import MlirtuneError
 from mlirtune.tune.outcome import Outcome
-from mlirtune.tune.worker import TUNING_BENCH, WorkerSetup, log_tail
+from mlirtune.tune.worker import TUNING_BENCH, WorkerSetup, log_tail, settled
 
 Config = dict[str, int]
 
@@ -54,6 +54,7 @@ class _Worker:
     job: Any = None
     deadline: float | None = None
     phase: str = "idle"
+    ready: bool = False  # set when the worker says it has started (see `_collect`)
 
 
 @dataclass
@@ -84,11 +85,14 @@ class IsolatedEvaluator:
         self.close()
 
     def close(self) -> None:
-        """Stop every worker and remove the scratch folder."""
-        for index, worker in enumerate(self._workers):
-            if worker is not None:
-                _stop(worker)
-                self._workers[index] = None
+        """Stop every worker (all asked at once, so that they exit in parallel) and remove
+        the scratch folder."""
+        workers = [w for w in self._workers if w is not None]
+        self._workers = [None] * self.worker_count
+        for worker in workers:
+            _ask_to_exit(worker)
+        for worker in workers:
+            _stop(worker)
         shutil.rmtree(self._scratch, ignore_errors=True)
 
     # --- evaluation ------------------------------------------------------------------------
@@ -99,24 +103,27 @@ class IsolatedEvaluator:
         on_result: Callable[[Config, Outcome], None],
     ) -> None:
         """Pull configs from `next_config` (None: no more) while workers are free and report
-        each outcome to `on_result` as soon as it is known, in completion order."""
+        each outcome to `on_result` as soon as it is known, in completion order. A freed
+        worker gets its next config before the outcome is reported, so that it compiles
+        while `on_result` works (e.g. commits to the database)."""
         exhausted = False
-        while True:
+
+        def refill() -> None:
+            nonlocal exhausted
             for index in range(self.worker_count):
-                if exhausted:
-                    break
                 worker = self._workers[index]
-                if worker is not None and worker.job is not None:
+                if exhausted or (worker is not None and worker.job is not None):
                     continue
                 config = next_config()
-                if config is None:
-                    exhausted = True
-                    break
-                self._assign(index, ("evaluate", config), config)
-            busy = [w for w in self._workers if w is not None and w.job is not None]
-            if not busy:
-                return
-            for config, outcome in self._collect(busy):
+                exhausted = config is None
+                if config is not None:
+                    self._assign(index, ("evaluate", config), config)
+
+        refill()
+        while busy := [w for w in self._workers if w is not None and w.job is not None]:
+            finished = list(self._collect(busy))
+            refill()
+            for config, outcome in finished:
                 on_result(config, outcome)
 
     def evaluate_all(self, configs: Iterable[Config]) -> list[Outcome]:
@@ -147,15 +154,37 @@ class IsolatedEvaluator:
         """Samples of each config in each of `rounds` interleaved measurements in worker
         `worker_index` (config, round, sample), or the failure Outcome if that worker crashed
         or timed out."""
-        request = ("race", [dict(c) for c in configs], rounds)
-        self._assign(worker_index, request, "race", len(configs))
-        worker = self._workers[worker_index]
+        return self.races(configs, rounds, [worker_index])[0]
+
+    def races(
+        self,
+        configs: list[Config],
+        rounds: int,
+        worker_indices: list[int],
+        *,
+        until_settled: bool = False,
+    ) -> list[list[list[list[float]]] | Outcome]:
+        """`race` in each of `worker_indices` at once: they compile in parallel and take
+        turns on the benchmark core; one result per worker, in the order given. With
+        `until_settled`, the first config being the baseline, a worker stops its rounds once
+        they settle the verdict (see `worker.settled`), and once one worker's rounds settle it
+        or fail, the others are told to stop."""
+        request = ("race", [dict(c) for c in configs], rounds, until_settled)
+        jobs = {index: ("race", index) for index in worker_indices}
+        for index, job in jobs.items():
+            self._assign(index, request, job, len(configs))
         budget = self.settings.run_timeout_s * (1 + rounds * len(configs))
-        result: list = []
-        while not result:
-            for _, reply in self._collect([worker], run_timeout=budget):
-                result.append(reply)
-        return result[0]
+        results: dict[Any, Any] = {}
+        while len(results) < len(jobs):
+            busy = [w for w in self._workers if w is not None and w.job in jobs.values()]
+            for job, reply in self._collect(busy, run_timeout=budget):
+                results[job] = reply
+                if until_settled and (isinstance(reply, Outcome) or settled(reply)):
+                    for worker in busy:
+                        if worker.job is not None and worker.job not in results:
+                            with contextlib.suppress(OSError):
+                                worker.connection.send("stop")
+        return [results[jobs[index]] for index in worker_indices]
 
     # --- worker management -----------------------------------------------------------------
 
@@ -175,6 +204,9 @@ class IsolatedEvaluator:
             try:
                 while worker.connection.poll():
                     kind, *payload = worker.connection.recv()
+                    if kind == "ready":
+                        worker.ready = True
+                        continue
                     if kind == "done":
                         job, worker.job, worker.deadline = worker.job, None, None
                         yield job, payload[0]
@@ -187,9 +219,17 @@ class IsolatedEvaluator:
                 pass  # the worker died: handled below from its exit code
             if worker.job is None:
                 continue
-            if worker.process.poll() is not None:
+            failed = worker.process.poll() is not None
+            late = worker.deadline is not None and time.monotonic() > worker.deadline
+            if not worker.ready and (failed or late):
+                _stop(worker)
+                what = "failed to start" if failed else "did not start"
+                raise MlirtuneError(
+                    f"a tuning worker {what}: {log_tail(worker.log_path)}", stage="tune"
+                )
+            if failed:
                 yield worker.job, self._replace(worker, _death(worker))
-            elif worker.deadline is not None and time.monotonic() > worker.deadline:
+            elif late:
                 detail = f"no result within the {worker.phase} timeout"
                 yield worker.job, self._replace(worker, Outcome("timeout", detail=detail))
 
@@ -228,26 +268,17 @@ class IsolatedEvaluator:
         parent = Connection(parent_socket.detach())
         parent.send(list(sys.path))
         parent.send_bytes(pickle.dumps(setup))
+        # Not waited for: the worker starts (imports MLIR, computes the reference) while the
+        # other workers start and work; its first request waits in the socket meanwhile.
         worker = _Worker(process, parent, log_path)
-        if not parent.poll(self.settings.compile_timeout_s):
-            _stop(worker)
-            raise MlirtuneError(
-                f"a tuning worker did not start: {log_tail(log_path)}", stage="tune"
-            )
-        try:
-            parent.recv()
-        except EOFError:
-            _stop(worker)
-            raise MlirtuneError(
-                f"a tuning worker failed to start: {log_tail(log_path)}", stage="tune"
-            ) from None
         self._workers[index] = worker
         self._write_pids()
         return worker
 
     def _write_pids(self) -> None:
-        """List the live workers for the one holding the benchmark core (see worker.py)."""
-        pids = [str(w.process.pid) for w in self._workers if w is not None]
+        """List the live workers, and this process (which records results meanwhile), for
+        the worker holding the benchmark core to move off it (see worker.py)."""
+        pids = [str(os.getpid())] + [str(w.process.pid) for w in self._workers if w is not None]
         path = self._scratch / "workers.pids"
         path.with_suffix(".tmp").write_text("\n".join(pids))
         path.with_suffix(".tmp").replace(path)
@@ -264,11 +295,18 @@ def _death(worker: _Worker) -> Outcome:
     return Outcome("crash", detail=f"{cause} during {worker.phase}" + (f": {tail}" if tail else ""))
 
 
+def _ask_to_exit(worker: _Worker) -> None:
+    """Tell an idle worker to exit (once)."""
+    if worker.job is None and not worker.connection.closed and worker.phase != "exit":
+        worker.phase = "exit"
+        with contextlib.suppress(OSError):
+            worker.connection.send(None)
+
+
 def _stop(worker: _Worker) -> None:
     """Ask an idle worker to exit; kill a busy (failed or hung) one at once."""
     if worker.job is None and worker.process.poll() is None:
-        with contextlib.suppress(OSError):
-            worker.connection.send(None)
+        _ask_to_exit(worker)
         with contextlib.suppress(subprocess.TimeoutExpired):
             worker.process.wait(timeout=1)
     if worker.process.poll() is None:

@@ -2,13 +2,21 @@
 
 Each knob is a z3 Int ranging over its candidate values, and each constraint a named z3
 Boolean added with `assert_and_track`, so an empty space is reported with the constraints
-that conflict (the unsat core). The valid configs are enumerated once with blocking clauses
-and cached: counting, sampling and ranking work off that list, and the knobs can be exported
-as `transform.tune.knob` ops for other MLIR tools.
+that conflict (the unsat core). The valid configs are enumerated once and cached: counting,
+sampling and ranking work off that list, and the knobs can be exported as
+`transform.tune.knob` ops for other MLIR tools.
+
+Enumeration walks the knobs' domains depth first, checking each constraint as soon as its
+knobs have values, with the constraints translated into Python predicates that follow z3's
+integer semantics (milliseconds, where z3's blocking-clause enumeration takes seconds for a
+few thousand configs). A constraint using an operation outside integer arithmetic and logic
+falls back to z3 enumeration.
 """
 
 from __future__ import annotations
 
+import functools
+import operator
 import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -56,6 +64,7 @@ class SearchSpace:
         self._variables = {name: z3.Int(name) for name in self.domains}
         self._configs: list[tuple[int, ...]] | None = None
         self._valid: set[tuple[int, ...]] = set()
+        self._predicates = [_predicate(c.expr, list(self.domains)) for c in self.constraints]
 
     def __repr__(self) -> str:
         return f"SearchSpace({self.schedule}, {len(self.domains)} knobs)"
@@ -117,12 +126,14 @@ class SearchSpace:
         ]
         if not broken and self._key(config) in self._valid:
             return []
+        point = [values.get(name) for name in self.domains]
         substitutions = [(self._variables[name], z3.IntVal(v)) for name, v in values.items()]
-        broken += [
-            c.name
-            for c in self.constraints
-            if z3.is_false(z3.simplify(z3.substitute(c.expr, *substitutions)))
-        ]
+        for c, predicate in zip(self.constraints, self._predicates, strict=True):
+            verdict = _holds(predicate, point)
+            if verdict is None:  # not translated, a knob without a value, or a zero divisor
+                verdict = not z3.is_false(z3.simplify(z3.substitute(c.expr, *substitutions)))
+            if not verdict:
+                broken.append(c.name)
         return broken
 
     def describe(self) -> list[tuple[str, str]]:
@@ -204,10 +215,50 @@ class SearchSpace:
         return solver
 
     def _all(self) -> list[tuple[int, ...]]:
-        """Valid configs as value tuples: for each value of the first knob, models are
-        enumerated with blocking clauses over the other knobs (few clauses per check)."""
-        if self._configs is not None:
-            return self._configs
+        """Valid configs as value tuples, sorted (computed once)."""
+        if self._configs is None:
+            found = self._walk() if all(self._predicates) else None
+            self._configs = sorted(found if found is not None else self._solve())
+            self._valid = set(self._configs)
+        return self._configs
+
+    def _walk(self) -> list[tuple[int, ...]] | None:
+        """Depth-first over the domains in declaration order, each constraint checked once
+        its last knob has a value; None when a divisor is zero (z3 leaves x/0 unspecified,
+        so z3 decides those)."""
+        domains = list(self.domains.values())
+        checks: list[list[Callable]] = [[] for _ in domains]
+        point: list = [None] * len(domains)
+        for predicate in self._predicates:
+            function, used = predicate
+            if not used:  # no knob: true or false for every config
+                try:
+                    if not function(point):
+                        return []
+                except ZeroDivisionError:
+                    return None
+                continue
+            checks[max(used)].append(function)
+        found: list[tuple[int, ...]] = []
+
+        def descend(depth: int) -> None:
+            for value in domains[depth]:
+                point[depth] = value
+                if all(check(point) for check in checks[depth]):
+                    if depth + 1 == len(domains):
+                        found.append(tuple(point))
+                    else:
+                        descend(depth + 1)
+
+        try:
+            descend(0) if domains else found.append(())
+        except ZeroDivisionError:
+            return None
+        return found
+
+    def _solve(self) -> list[tuple[int, ...]]:
+        """Valid configs by z3: for each value of the first knob, models are enumerated with
+        blocking clauses over the other knobs (few clauses per check)."""
         solver = self._solver()
         first, *rest = (self._variables[name] for name in self.domains)
         found: list[tuple[int, ...]] = []
@@ -227,6 +278,94 @@ class SearchSpace:
                     f"({solver.reason_unknown()})",
                     stage="space",
                 )
-        self._configs = sorted(found)
-        self._valid = set(self._configs)
-        return self._configs
+        return found
+
+
+# z3 operations `_predicate` translates, with the Python function of their operands.
+_BINARY: dict[int, Callable[[int, int], int | bool]] = {
+    z3.Z3_OP_LE: operator.le,
+    z3.Z3_OP_LT: operator.lt,
+    z3.Z3_OP_GE: operator.ge,
+    z3.Z3_OP_GT: operator.gt,
+    z3.Z3_OP_EQ: operator.eq,
+    z3.Z3_OP_IFF: operator.eq,
+    z3.Z3_OP_IDIV: lambda a, b: _div(a, b),
+    z3.Z3_OP_MOD: lambda a, b: _mod(a, b),
+}
+_FOLDED: dict[int, Callable[[int, int], int]] = {
+    z3.Z3_OP_ADD: operator.add,
+    z3.Z3_OP_SUB: operator.sub,
+    z3.Z3_OP_MUL: operator.mul,
+}
+
+Term = Callable[[list], int | bool]
+
+
+def _mod(a: int, b: int) -> int:
+    """z3's (SMT-LIB's) integer mod: never negative, whatever the signs."""
+    return a % abs(b)
+
+
+def _div(a: int, b: int) -> int:
+    """z3's integer division, the quotient matching `_mod`: a == b * _div(a, b) + _mod(a, b)."""
+    return (a - _mod(a, b)) // b
+
+
+def _predicate(expr: z3.ExprRef, knobs: list[str]) -> tuple[Term, frozenset[int]] | None:
+    """`expr` as a Python function of a list of knob values (indexed like `knobs`), built as
+    closures over its terms, and the indices of the knobs it uses; None when it uses an
+    operation not translated here. `and`/`or`/`=>` short-circuit, so a guarded division
+    (`b != 0 and a % b == 0`) never divides by zero."""
+    used: set[int] = set()
+
+    def build(e: z3.ExprRef) -> Term:
+        kind, args = e.decl().kind(), e.children()
+        if z3.is_int_value(e):
+            value = e.as_long()
+            return lambda v: value
+        if kind in (z3.Z3_OP_TRUE, z3.Z3_OP_FALSE):
+            truth = kind == z3.Z3_OP_TRUE
+            return lambda v: truth
+        if kind == z3.Z3_OP_UNINTERPRETED and not args and e.sort() == z3.IntSort():
+            index = knobs.index(str(e))  # ValueError: not a knob
+            used.add(index)
+            return lambda v: v[index]
+        parts = [build(a) for a in args]
+        if kind in _BINARY and len(parts) == 2:
+            op, (a, b) = _BINARY[kind], parts
+            return lambda v: op(a(v), b(v))
+        if kind in _FOLDED and parts:
+            fold, (first, *rest) = _FOLDED[kind], parts
+            return lambda v: functools.reduce(fold, (p(v) for p in rest), first(v))
+        if kind == z3.Z3_OP_AND:
+            return lambda v: all(p(v) for p in parts)
+        if kind == z3.Z3_OP_OR:
+            return lambda v: any(p(v) for p in parts)
+        if kind == z3.Z3_OP_IMPLIES and len(parts) == 2:
+            a, b = parts
+            return lambda v: not a(v) or b(v)
+        if kind == z3.Z3_OP_NOT:
+            return lambda v: not parts[0](v)
+        if kind == z3.Z3_OP_UMINUS:
+            return lambda v: -parts[0](v)
+        if kind == z3.Z3_OP_DISTINCT:
+            return lambda v: len({p(v) for p in parts}) == len(parts)
+        if kind == z3.Z3_OP_ITE:
+            c, a, b = parts
+            return lambda v: a(v) if c(v) else b(v)
+        raise ValueError(f"z3 operation {e.decl().name()} is not translated")
+
+    try:
+        return build(expr), frozenset(used)
+    except ValueError:
+        return None
+
+
+def _holds(predicate: tuple[Callable, frozenset[int]] | None, point: list) -> bool | None:
+    """Whether a translated constraint holds at `point`; None when it cannot say."""
+    if predicate is None or any(point[i] is None for i in predicate[1]):
+        return None
+    try:
+        return bool(predicate[0](point))
+    except ZeroDivisionError:
+        return None

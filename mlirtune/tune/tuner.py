@@ -83,6 +83,7 @@ class TuneReport:
     winner: Config | None
     verdict: Verdict
     warnings: list[str]
+    seconds: dict[str, float] = field(default_factory=dict)  # wall time of each stage
 
     @property
     def failed_by_status(self) -> dict[str, int]:
@@ -144,6 +145,7 @@ class TuneReport:
             "speedup_vs_baseline": self.speedup,
             "baseline_drift": _relative_change(self.baseline_first, self.baseline_last),
             "warnings": self.warnings,
+            "seconds": self.seconds,
         }
 
 
@@ -166,9 +168,9 @@ def tune(
     candidates: list[Candidate] = []
     resumed = 0
     settings = options.evaluator
+    first, last = problem.slot_values(problem.baseline), problem.slot_values(problem.baseline)
+    baselines: dict[str, Outcome] = {}
     with IsolatedEvaluator(problem.workload, problem.target, problem.pipeline, settings) as ev:
-        observer.phase("baseline")
-        baseline_first = _measure_baseline(problem, ev, db)
         started = time.monotonic()
         asked = 0
         starters = [c for c in options.starters if problem.space.contains(c)]
@@ -177,17 +179,21 @@ def tune(
             for c in options.starters
             if c not in starters
         ]
+        # The baseline is the stream's first job and, once the budget is spent, its last: it
+        # is timed first and last while the other workers compile candidates.
+        issued: list[dict[str, int]] = []
 
         def next_config() -> dict[str, int] | None:
             nonlocal asked, resumed
+            if not issued:
+                issued.append(first)
+                return first
             while True:
-                if options.budget is not None and asked >= options.budget:
-                    return None
-                if options.time_limit_s and time.monotonic() - started > options.time_limit_s:
-                    return None
-                config = starters.pop(0) if starters else strategy.ask()
-                if config is None:
-                    return None
+                if _spent(options, asked, started) or (config := _ask(starters, strategy)) is None:
+                    if len(issued) == 2:
+                        return None
+                    issued.append(last)
+                    return last
                 asked += 1
                 stored = db.lookup(key, problem.slot_values(config))
                 if stored is None:
@@ -201,13 +207,18 @@ def tune(
             observer.result(config, outcome, from_db)
 
         def on_result(slot_values: dict[str, int], outcome: Outcome) -> None:
+            if slot_values is first or slot_values is last:  # `evaluate` hands back our dict
+                baselines["first" if slot_values is first else "last"] = _baseline(
+                    problem, db, outcome
+                )
+                return
             db.record(key, slot_values, outcome)
             record(problem.config_of(slot_values), outcome, from_db=False)
 
         observer.phase("search")
         ev.evaluate(next_config, on_result)
-        observer.phase("baseline")
-        baseline_last = _measure_baseline(problem, ev, db)
+        seconds = {"search": time.monotonic() - started}  # with both baselines
+        baseline_first, baseline_last = baselines["first"], baselines["last"]
         drift = _relative_change(baseline_first, baseline_last)
         if abs(drift) > options.drift_tolerance:
             warnings.append(
@@ -218,16 +229,29 @@ def tune(
         race, winner = _race(problem, ev, db, rank(candidates), options)
         verdict = _verdict(problem, race, winner, baseline_last)
         db.record_verdict(key, verdict)
+        seconds["race"] = time.monotonic() - started - seconds["search"]
+    seconds["stop"] = time.monotonic() - started - seconds["search"] - seconds["race"]
     return TuneReport(
         problem, strategy.name, candidates, resumed, baseline_first, baseline_last, race,
-        winner, verdict, warnings,
+        winner, verdict, warnings, seconds,
     )  # fmt: skip
 
 
-def _measure_baseline(problem: TuningProblem, ev: IsolatedEvaluator, db: TuningDB) -> Outcome:
-    values = problem.slot_values(problem.baseline)
-    (outcome,) = ev.evaluate_all([values])
-    db.record(problem.key, values, outcome, role="baseline")
+def _spent(options: TuneOptions, asked: int, started: float) -> bool:
+    """Whether the budget (candidates or seconds) is used up."""
+    if options.budget is not None and asked >= options.budget:
+        return True
+    return bool(options.time_limit_s and time.monotonic() - started > options.time_limit_s)
+
+
+def _ask(starters: list[Config], strategy) -> Config | None:
+    """The next starter config, else the strategy's next proposal (None: nothing left)."""
+    return starters.pop(0) if starters else strategy.ask()
+
+
+def _baseline(problem: TuningProblem, db: TuningDB, outcome: Outcome) -> Outcome:
+    """Store a baseline measurement; a failed baseline ends the run."""
+    db.record(problem.key, problem.slot_values(problem.baseline), outcome, role="baseline")
     if not outcome.ok:
         raise MlirtuneError(
             f"the baseline config {problem.baseline} failed ({outcome.status}): "
@@ -243,7 +267,9 @@ def _race(problem, ev, db, ranked: list[Candidate], options: TuneOptions):
     consistently slower or faster there than elsewhere (measured: up to 10% for one mlp
     config). The fastest finalist (by its median over all rounds) wins only if it beat the
     baseline in every round: a one-sided sign test at p = 2^-rounds, which unlike a CI over
-    pooled samples accounts for the machine's drift from round to round."""
+    pooled samples accounts for the machine's drift from round to round. Both processes race
+    at once (one compiles while the other measures), and rounds stop once every finalist has
+    lost one, which settles the verdict (no winner) whatever later rounds would show."""
     baseline = problem.baseline
     finalists = [c.config for c in ranked if c.config != baseline][: options.finalists]
     if not finalists:
@@ -251,10 +277,8 @@ def _race(problem, ev, db, ranked: list[Candidate], options: TuneOptions):
     contenders = [baseline, *finalists]
     processes = min(RACE_PROCESSES, ev.worker_count, options.race_rounds)
     per_process = -(-options.race_rounds // processes)  # ceil: at least race_rounds in all
-    parts = [
-        ev.race([problem.slot_values(c) for c in contenders], per_process, worker_index=i)
-        for i in range(processes)
-    ]
+    configs = [problem.slot_values(c) for c in contenders]
+    parts = ev.races(configs, per_process, list(range(processes)), until_settled=True)
     if any(isinstance(part, Outcome) for part in parts):  # a race worker failed: no winner
         return {}, None
     result = [[r for part in parts for r in part[index]] for index in range(len(contenders))]
