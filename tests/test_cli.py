@@ -2,9 +2,11 @@
 
 import json
 
+import numpy as np
 import pytest
 
 from mlirtune.cli import main
+from mlirtune.errors import UsageError
 from tests.payloads import FAILING_SCHEDULE, UNRESOLVED_SYMBOL
 
 
@@ -81,7 +83,32 @@ def test_opt_prints_scheduled_and_lowered_ir(capsys):
 def test_bad_input_is_one_clear_line_with_exit_2(capsys, argv, message):
     code, _, err = run(capsys, *argv)
     assert code == 2
-    assert message in err and err.startswith("mlirtune: error:")
+    assert_one_error_line(err, message)
+
+
+def assert_one_error_line(err: str, message: str) -> None:
+    """Exactly one error line, the last one (warnings, if any, come before it)."""
+    lines = err.strip().splitlines()
+    assert [line for line in lines if line.startswith("mlirtune: error:")] == lines[-1:]
+    assert message in lines[-1]
+
+
+def test_warnings_come_before_the_error_line(capsys, monkeypatch):
+    """A warning raised on the way (here a stale user spec entry would be one) never
+    pushes the error off the last line."""
+    import warnings
+
+    from mlirtune.cli import kernel
+
+    def warn_then_fail(args):
+        warnings.warn("something the user should know", UserWarning, stacklevel=1)
+        raise UsageError("bad input", stage="test")
+
+    monkeypatch.setattr(kernel, "cmd_run", warn_then_fail)
+    code, _, err = run(capsys, "run", "matmul")
+    assert code == 2
+    assert err.splitlines()[0] == "mlirtune: warning: something the user should know"
+    assert_one_error_line(err, "[test] bad input")
 
 
 @pytest.fixture
@@ -118,6 +145,20 @@ def test_failed_verification_exits_1_with_statistics(capsys, payload_dir):
     assert "verification FAILED" in out and "max abs error" in out and "arg2[" in out
 
 
+def test_all_zero_expected_output_has_no_relative_error(capsys, payload_dir):
+    np.save(payload_dir / "zeros.npy", np.zeros((16, 32), np.float32))
+    code, out, _ = run_matmul_file(capsys, payload_dir, "zeros.npy")
+    assert code == 1 and "max rel error n/a" in out and "e+30" not in out
+
+
+def test_bench_of_a_payload_without_flop_count_says_na(capsys, payload_dir):
+    argv = ["bench", "--payload", str(payload_dir / "mm.mlir"), "--entry", "mm"]
+    code, out, _ = run(capsys, *argv, "--max-time", "0.05")
+    assert code == 0 and "n/a GFLOP/s" in out and " 0.00 GFLOP/s" not in out
+    code, out, _ = run(capsys, *argv, "--max-time", "0.05", "--json")
+    assert code == 0 and json.loads(out)["gflops"] is None
+
+
 def test_malformed_mlir_shows_file_and_line(capsys, payload_dir):
     code, _, err = run(capsys, "run", "--payload", str(payload_dir / "bad.mlir"), "--entry", "f")
     assert code == 2 and "[parse]" in err and "bad.mlir:2:" in err
@@ -141,7 +182,7 @@ def test_schedule_failure_names_the_transform_op(capsys, payload_dir):
         str(d / "sched.mlir"),
     )
     assert code == 2 and "[schedule]" in err
-    assert 'sched.mlir":5:' in err and "too many tiles provided" in err
+    assert "sched.mlir:5:" in err and "too many tiles provided" in err
 
 
 def test_jit_failure(capsys, payload_dir):
@@ -174,6 +215,7 @@ def test_bench_json_reports_parameter_sources(capsys):
     report = json.loads(out)
     assert code == 0
     assert report["parameters"]["MR"] == 4 and report["parameter_sources"]["MR"] == "explicit"
+    assert report["config_source"] == "explicit"
     assert set(report["parameter_sources"].values()) <= {"explicit", "selector", "descriptor"}
     assert "selector" in report["parameter_sources"].values()
     assert report["pipeline"].endswith("matmul.yaml") and report["target"] == "host"

@@ -6,40 +6,110 @@ import argparse
 import os
 import sys
 import warnings
+from collections.abc import Callable
 
 from mlirtune.cli.common import (
+    Parser,
     add_command,
     add_spec_arguments,
     add_target_argument,
     add_workload_arguments,
+    seconds,
 )
 from mlirtune.errors import MlirtuneError
+
+Handler = Callable[[argparse.Namespace], int]
 
 EPILOG = """\
 examples:
   mlirtune list
   mlirtune run matmul M=128 N=256 K=64 --param MR=4
-  mlirtune bench matmul M=512 N=512 K=512 dtype=f32 --baseline numpy
-  mlirtune bench mlp M=256 N=1024 K=1024 --json
-  mlirtune opt matmul M=64 N=64 K=64 --pipeline x86_64/matmul
-  mlirtune opt matmul --target nvidia-gpu
-  mlirtune pipelines
-  mlirtune run --payload kernel.mlir --entry f --inputs a.npy,b.npy --expect c.npy
-  mlirtune tune matmul M=512 N=512 K=512 --budget 200 --strategy tpe
+  mlirtune bench matmul M=512 N=512 K=512 --baseline numpy
+  mlirtune tune matmul M=256 N=256 K=256 --budget 50
   mlirtune db list
-  mlirtune specs export --db ~/.cache/mlirtune/tuning.db -o my-specs.mlir
-  mlirtune bench matmul M=512 N=512 K=512 --spec my-specs.mlir
 
-Workload options are KEY=VALUE (see `mlirtune list`); schedule parameters are
---param KEY=VALUE. Exit codes: 0 success, 1 verification failed, 2 bad input or
-compilation error, 3 internal error.
+`mlirtune COMMAND --help` explains a command, its defaults and examples.
+Exit codes: 0 success, 1 verification failed, 2 bad input or compilation error,
+3 internal error, 130 interrupted.
 """
+WORKLOAD_NOTE = """
+A workload is a built-in name with KEY=VALUE options (`mlirtune list` shows them and their
+defaults) or --payload FILE.mlir --entry NAME. Schedule parameters are --param KEY=VALUE.
+"""
+LIST = (
+    "List the built-in workloads: each one's options (KEY=VALUE, with defaults and choices) "
+    "and its default schedule parameters (--param KEY=VALUE)."
+)
+LIST_EPILOG = """\
+examples:
+  mlirtune list
+  mlirtune run matmul M=128 N=256 K=64 dtype=f64     # options as `list` shows them
+"""
+PIPELINES = (
+    "List the packaged pipeline descriptors (and those in $MLIRTUNE_PIPELINE_PATH) with "
+    "their descriptions, then the target's search order for default descriptors."
+)
+PIPELINES_EPILOG = """\
+examples:
+  mlirtune pipelines
+  mlirtune pipelines --target nvidia-gpu
+  mlirtune opt matmul M=64 N=64 K=64 --pipeline x86_64/matmul_packed
+"""
+RUN = (
+    "Lower a workload, execute it once and verify its outputs against the reference. "
+    "Exit status 0 only if it verifies, 1 (with the error statistics) if it does not."
+)
+RUN_EPILOG = (
+    """\
+examples:
+  mlirtune run matmul M=128 N=256 K=64
+  mlirtune run matmul M=128 N=256 K=64 --param MR=4 --param NR=32
+  mlirtune run conv2d H=30 W=30 C=16 F=32 stride=2 --no-specs
+  mlirtune run --payload kernel.mlir --entry f --inputs a.npy,b.npy --expect c.npy
+"""
+    + WORKLOAD_NOTE
+)
+BENCH = (
+    "Verify a workload, then time it in a native loop until the 95% CI of the median is "
+    "within 1% or --max-time is spent; prints median, CI, min, GFLOP/s and the schedule "
+    "parameters with where each came from."
+)
+BENCH_EPILOG = (
+    """\
+examples:
+  mlirtune bench matmul M=512 N=512 K=512 --baseline numpy
+  mlirtune bench mlp M=256 N=1024 K=1024 --json
+  mlirtune bench softmax M=512 N=512 --max-time 0.2
+  mlirtune bench matmul M=512 N=512 K=512 --spec my-specs.mlir
+"""
+    + WORKLOAD_NOTE
+)
+OPT = (
+    "Print the payload IR after the schedule and after lowering (PTX for compile-only "
+    "targets such as nvidia-gpu); nothing is run."
+)
+OPT_EPILOG = (
+    """\
+examples:
+  mlirtune opt matmul M=64 N=64 K=64
+  mlirtune opt matmul M=64 N=64 K=64 --pipeline x86_64/matmul --print-after-all
+  mlirtune opt elementwise M=64 N=64 ops=add,mul,relu
+  mlirtune opt matmul --target nvidia-gpu
+"""
+    + WORKLOAD_NOTE
+)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `mlirtune` script; returns the exit code."""
+    """Entry point of the `mlirtune` script; returns the exit code (`--help` raises
+    SystemExit(0), as argparse does)."""
     parser = _parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # bad arguments: the one-line error is printed; --help exits
+        if exit_.code in (0, None):
+            raise
+        return int(exit_.code)
     warnings.showwarning = _show_warning
     try:
         return args.handler(args)
@@ -73,44 +143,53 @@ def _parser() -> argparse.ArgumentParser:
     from mlirtune.cli.specs import add_specs_parser
     from mlirtune.cli.tune import add_tune_parser
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="mlirtune",
         description="Lower, run, verify, benchmark and tune MLIR tensor kernels.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    listing = commands.add_parser("list", help="list workloads and their options")
+    listing = add_command(commands, "list", "list workloads and their options", LIST_EPILOG, LIST)
     listing.set_defaults(handler=kernel.cmd_list)
-    pipelines = commands.add_parser("pipelines", help="list the pipeline descriptors")
+    text = "list the pipeline descriptors"
+    pipelines = add_command(commands, "pipelines", text, PIPELINES_EPILOG, PIPELINES)
     pipelines.set_defaults(handler=kernel.cmd_pipelines)
     add_target_argument(pipelines)
 
-    def workload_command(name: str, help_text: str, handler) -> argparse.ArgumentParser:
-        cmd = add_command(commands, name, help_text, EPILOG)
+    def workload_command(
+        name: str, help_text: str, description: str, epilog: str, handler: Handler
+    ) -> argparse.ArgumentParser:
+        cmd = add_command(commands, name, help_text, epilog, description)
         add_workload_arguments(cmd)
         cmd.add_argument(
             "--param",
             action="append",
             default=[],
             metavar="KEY=VALUE",
-            help="schedule parameter (repeatable), e.g. --param MR=4",
+            help="schedule parameter (repeatable), e.g. --param MR=4 (default: a spec "
+            "library's entry, else the target's selector, else the descriptor's value)",
         )
         cmd.add_argument("--schedule", metavar="FILE.mlir", help="transform schedule for --payload")
         add_spec_arguments(cmd)
         cmd.set_defaults(handler=handler)
         return cmd
 
-    workload_command("run", "execute once and verify against the reference", kernel.cmd_run)
-    bench = workload_command("bench", "verify, then time in a native loop", kernel.cmd_bench)
+    text = "execute once and verify against the reference"
+    workload_command("run", text, RUN, RUN_EPILOG, kernel.cmd_run)
+    text = "verify, then time in a native loop"
+    bench = workload_command("bench", text, BENCH, BENCH_EPILOG, kernel.cmd_bench)
     bench.add_argument("--baseline", choices=["numpy"], help="also time numpy (one thread)")
     bench.add_argument("--json", action="store_true", help="print one JSON object")
     bench.add_argument(
-        "--max-time", type=float, default=1.0, metavar="S", help="time cap per measurement"
+        "--max-time",
+        type=seconds,
+        default=1.0,
+        metavar="S",
+        help="time cap per measurement in seconds, > 0 (default: %(default)s)",
     )
-    opt = workload_command(
-        "opt", "print the payload after scheduling and after lowering", kernel.cmd_opt
-    )
+    text = "print the payload after scheduling and after lowering"
+    opt = workload_command("opt", text, OPT, OPT_EPILOG, kernel.cmd_opt)
     opt.add_argument("--print-after-all", action="store_true", help="print IR after every pass")
     add_tune_parser(commands)
     add_db_parser(commands)

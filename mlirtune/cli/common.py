@@ -3,9 +3,66 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import math
+import re
+import textwrap
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 from mlirtune.errors import UsageError
+
+DESCRIPTION_WIDTH = 88
+SEED_MAX = 2**32 - 1  # Optuna's and numpy's seeds are unsigned 32-bit
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (the CLI's convention), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        # "argument --budget: must be ..." -> "--budget must be ...", as TuneOptions.check says
+        message = re.sub(r"^argument (\S+): must be ", r"\1 must be ", message)
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+def integer(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse `type=` accepting the integers in [low, high] (no upper bound: None)."""
+    if high is not None:
+        allowed = f"an integer from {low} to {high}"
+    else:
+        sign = {0: "a non-negative number ", 1: "a positive number "}.get(low, "")
+        allowed = f"{sign}(an integer >= {low})" if sign else f"an integer >= {low}"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {allowed}, not {text!r}") from None
+        if value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"must be {allowed}, not {value}")
+        return value
+
+    return parse
+
+
+def seconds(text: str) -> float:
+    """An argparse `type=` for a duration: a finite number of seconds above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, not {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive and finite (seconds), not {text}")
+    return value
+
+
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """`count` and `noun`, pluralised: 1 entry, 2 entries, 0 configs."""
+    if count == 1:
+        return f"1 {noun}"
+    if many is None:
+        consonant_y = noun.endswith("y") and noun[-2:-1] not in ("a", "e", "i", "o", "u")
+        many = noun[:-1] + "ies" if consonant_y else noun + "s"
+    return f"{count} {many}"
 
 
 def target_of(args: argparse.Namespace):
@@ -109,12 +166,16 @@ def label(description: dict[str, Any]) -> str:
     return f"{name} {rest}".strip()
 
 
-def add_command(commands: Any, name: str, help_text: str, epilog: str) -> argparse.ArgumentParser:
-    """A subcommand whose --help shows `help_text` and the examples in `epilog` verbatim."""
+def add_command(
+    commands: Any, name: str, help_text: str, epilog: str, description: str | None = None
+) -> argparse.ArgumentParser:
+    """A subcommand whose --help shows `description` (default: `help_text`), filled to 88
+    columns, and the examples in `epilog` verbatim."""
+    paragraphs = (description or help_text).split("\n\n")
     return commands.add_parser(
         name,
         help=help_text,
-        description=help_text,
+        description="\n\n".join(textwrap.fill(text, DESCRIPTION_WIDTH) for text in paragraphs),
         epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -141,7 +202,8 @@ def add_db_argument(cmd: argparse.ArgumentParser) -> None:
         "--db",
         type=Path,
         metavar="PATH",
-        help="tuning database (default: $MLIRTUNE_DB or ~/.cache/mlirtune/tuning.db)",
+        help="tuning database (default: $MLIRTUNE_DB, else $XDG_CACHE_HOME/mlirtune/tuning.db, "
+        "else ~/.cache/mlirtune/tuning.db)",
     )
 
 
@@ -152,7 +214,7 @@ def add_target_argument(cmd: argparse.ArgumentParser) -> None:
         "--target",
         choices=sorted(TARGETS),
         default="host",
-        help="compilation target (default: host, with detected CPU features)",
+        help="compilation target (default: %(default)s, with the detected CPU features)",
     )
 
 
@@ -161,9 +223,22 @@ def add_workload_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("workload", nargs="?", help="built-in workload name (see list)")
     cmd.add_argument("options", nargs="*", metavar="KEY=VALUE", help="workload options")
     cmd.add_argument("--payload", metavar="FILE.mlir", help="run a payload from a file")
-    cmd.add_argument("--entry", default="payload", help="entry function of --payload")
-    cmd.add_argument("--inputs", metavar="A.npy,...", help="input arrays for --payload")
-    cmd.add_argument("--expect", metavar="OUT.npy,...", help="expected outputs for --payload")
+    cmd.add_argument(
+        "--entry",
+        default="payload",
+        metavar="NAME",
+        help="entry function of --payload (default: %(default)s)",
+    )
+    cmd.add_argument(
+        "--inputs",
+        metavar="A.npy,...",
+        help="input arrays for --payload (default: seeded random values)",
+    )
+    cmd.add_argument(
+        "--expect",
+        metavar="OUT.npy,...",
+        help="expected outputs for --payload (default: none, nothing is checked)",
+    )
     cmd.add_argument(
         "--pipeline",
         metavar="NAME|FILE.yaml",

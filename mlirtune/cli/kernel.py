@@ -36,7 +36,10 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     workload = workload_of(args)
-    result = engine_of(args).execute(workload, schedule_params(args.param))
+    engine, parameters = engine_of(args), schedule_params(args.param)
+    result = engine.execute(workload, parameters)
+    for note in engine.compile(workload, parameters).provenance().get("notes", []):
+        print(f"note: {note}")  # the kernel that ran is cached: no second compile
     verification = result.verification
     print(verification.summary())
     return 0 if verification.ok else 1
@@ -103,6 +106,8 @@ def _print_bench(result, baseline, report) -> None:
     print(f"{label(result.workload)}")
     print(f"  pipeline: {report.get('pipeline', '?')}")
     print(f"  config: {report.get('config_source', '?')}")
+    for note in report.get("notes", []):
+        print(f"  note: {note}")
     print(f"  schedule parameters: {params or '(none)'}")
     rows = [("mlirtune", result)] + ([("numpy (1 thread)", baseline)] if baseline else [])
     for name, r in rows:
@@ -110,9 +115,14 @@ def _print_bench(result, baseline, report) -> None:
         print(
             f"  {name:17s} median {s.median * 1e3:9.4f} ms  "
             f"95% CI [{s.ci_low * 1e3:.4f}, {s.ci_high * 1e3:.4f}]  min {s.min * 1e3:.4f} ms  "
-            f"CV {s.cv * 100:4.1f}%  {r.gflops:8.2f} GFLOP/s  {r.gbytes_per_s:7.2f} GB/s  "
+            f"CV {s.cv * 100:4.1f}%  {_gflops_text(r.gflops)}  {r.gbytes_per_s:7.2f} GB/s  "
             f"n={s.count}"
         )
     print(f"  verified: {'yes' if result.verified else 'no (skipped)'}")
     if baseline:
         print(f"  speedup vs numpy: {report['speedup_vs_baseline']:.3f}x")
+
+
+def _gflops_text(gflops: float | None) -> str:
+    """GFLOP/s, or n/a when the FLOP count is unknown (payloads from files)."""
+    return f"{gflops:8.2f} GFLOP/s" if gflops is not None else "     n/a GFLOP/s"

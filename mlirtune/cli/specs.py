@@ -15,6 +15,7 @@ from mlirtune.cli.common import (
     add_target_argument,
     engine_of,
     label,
+    plural,
     target_of,
     workload_of,
 )
@@ -36,7 +37,8 @@ matched op with its tuned config. Compiles (run, bench, opt, the engine API) app
 --spec libraries, $MLIRTUNE_SPECS (a path list), $XDG_CONFIG_HOME/mlirtune/specs/, then the
 defaults shipped for the target; the first matching entry tuned for the pipeline wins and the
 parameter selector decides where none matches. An entry tuned on another CPU or toolchain
-applies with a warning if its config is valid here, and is skipped otherwise.
+applies if its config is valid here, and is skipped otherwise: with a warning for your own
+libraries, as a note in the compile's provenance (bench's `note:` lines) for the shipped ones.
 """
 
 
@@ -94,10 +96,10 @@ def _export(args: argparse.Namespace) -> int:
     from mlirtune.tune.db import TuningDB
 
     target = target_of(args)
-    with new_context(), ir.Location.unknown(), TuningDB(args.db, create=False) as db:
+    with new_context(), ir.Location.unknown(), TuningDB(args.db, readonly=True) as db:
         library = export_library(db, target, Path(args.output).stem, workloads=args.workload)
         path = library.save(args.output)
-        print(f"wrote {len(library.entries)} entries to {path}")
+        print(f"wrote {plural(len(library.entries), 'entry')} to {path}")
     return 0
 
 
@@ -111,8 +113,8 @@ def _list(args: argparse.Namespace) -> int:
             print("no spec library applies (none configured, none shipped for this target)")
         for library in libraries:
             tuned_for = library.metadata.get("target_summary") or "unknown target"
-            count = len(library.entries)
-            print(f"{library.name} ({library.origin}): {count} entries, tuned for {tuned_for}")
+            count = plural(len(library.entries), "entry")
+            print(f"{library.name} ({library.origin}): {count}, tuned for {tuned_for}")
             for entry in library.entries:
                 speedup = f"{entry.speedup:.3f}x" if entry.speedup else "  -   "
                 stale = "; ".join(stale_reasons(entry, target))
@@ -131,7 +133,7 @@ def _verify(args: argparse.Namespace) -> int:
         libraries = _libraries(args.libraries, target)
         reports = check(libraries, target)
     for library in libraries:
-        print(f"{library.origin}: parses and verifies, {len(library.entries)} entries")
+        print(f"{library.origin}: parses and verifies, {plural(len(library.entries), 'entry')}")
     for report in reports:
         if report.error:
             print(f"  error  {report.label}: {report.error}")
@@ -148,7 +150,7 @@ def _verify(args: argparse.Namespace) -> int:
             print(f"  stale  {report.label}: tuned {'; '.join(report.stale)}; {verdict}")
     bad = [r for r in reports if not r.ok]
     overlaps = [r for r in reports if r.shadowed_by]
-    print(f"{len(reports)} entries: {len(bad)} with problems, {len(overlaps)} shadowed")
+    print(f"{plural(len(reports), 'entry')}: {len(bad)} with problems, {len(overlaps)} shadowed")
     return 1 if bad else 0
 
 
@@ -164,7 +166,8 @@ def _merge(args: argparse.Namespace) -> int:
             if report.shadowed_by:
                 print(f"overlap: {report.shadowed_by} wins over {report.label}")
         path = merged.save(args.output)
-        print(f"wrote {len(merged.entries)} entries from {len(libraries)} libraries to {path}")
+        entries, sources = plural(len(merged.entries), "entry"), plural(len(libraries), "library")
+        print(f"wrote {entries} from {sources} to {path}")
     return 0
 
 

@@ -20,17 +20,21 @@ from rich.table import Table
 
 from mlirtune.bench.stats import median_ci
 from mlirtune.cli.common import (
+    SEED_MAX,
     add_command,
     add_db_argument,
     add_workload_arguments,
+    integer,
     label,
+    plural,
+    seconds,
     target_of,
     workload_of,
 )
 from mlirtune.errors import UsageError
 from mlirtune.ir.context import new_context
 from mlirtune.tune.outcome import Outcome
-from mlirtune.tune.strategies import STRATEGIES
+from mlirtune.tune.strategies import STRATEGIES, strategy_class
 
 EPILOG = """\
 examples:
@@ -59,15 +63,57 @@ strategies:
 def add_tune_parser(commands: Any) -> None:
     """Register `tune` on the `mlirtune` command parser."""
     text = "search the schedule parameters of a workload for the fastest verified config"
-    cmd = add_command(commands, "tune", text, EPILOG)
+    description = (
+        "Search the schedule parameters of a workload for the fastest verified config, then "
+        "race the fastest candidates against the target's own choice (the baseline); prints "
+        "baseline vs best and saves every result in the tuning database."
+    )
+    cmd = add_command(commands, "tune", text, EPILOG, description)
     add_workload_arguments(cmd)
-    cmd.add_argument("--budget", type=int, metavar="N", help="candidates to evaluate at most")
-    cmd.add_argument("--time-limit", type=float, metavar="S", help="stop searching after S s")
-    cmd.add_argument("--strategy", default="tpe", help=f"one of {', '.join(STRATEGIES)}")
-    cmd.add_argument("--seed", type=int, default=0, help="seed of the strategy (default 0)")
+    cmd.add_argument(
+        "--budget",
+        type=integer(1),
+        metavar="N",
+        help="evaluate at most N candidates, N >= 1 (default: none; give --budget and/or "
+        "--time-limit, the first one reached ends the search; with neither, tune exits with "
+        "an error, unless --show-space)",
+    )
+    cmd.add_argument(
+        "--time-limit",
+        type=seconds,
+        metavar="S",
+        help="ask for no new candidate after S seconds of search, S > 0 (default: none); the "
+        "candidates in flight, the final baseline and the race still run",
+    )
+    cmd.add_argument(
+        "--strategy",
+        type=_strategy,
+        choices=list(STRATEGIES),
+        default="tpe",
+        help="search strategy (default: %(default)s; see strategies below)",
+    )
+    cmd.add_argument(
+        "--seed",
+        type=integer(0, SEED_MAX),
+        default=0,
+        metavar="N",
+        help=f"seed of the strategy, 0 to {SEED_MAX} (default: %(default)s)",
+    )
     add_db_argument(cmd)
-    cmd.add_argument("--finalists", type=int, default=3, help="configs raced against baseline")
-    cmd.add_argument("--workers", type=int, help="worker processes (default: one per core, >= 2)")
+    cmd.add_argument(
+        "--finalists",
+        type=integer(1),
+        default=3,
+        metavar="N",
+        help="fastest candidates raced against the baseline, N >= 1 (default: %(default)s)",
+    )
+    cmd.add_argument(
+        "--workers",
+        type=integer(1),
+        metavar="N",
+        help="worker processes, N >= 1 (default: one per usable core, at least 2; with 1 the "
+        "final race runs in one process instead of two)",
+    )
     cmd.add_argument("--json", action="store_true", help="print one JSON object")
     cmd.add_argument(
         "--starter-spec",
@@ -91,6 +137,15 @@ def add_tune_parser(commands: Any) -> None:
     cmd.set_defaults(handler=cmd_tune)
 
 
+def _strategy(name: str) -> str:
+    """An argparse `type=` for --strategy, with the tuner's own message for a wrong name."""
+    try:
+        strategy_class(name)
+    except UsageError as error:
+        raise argparse.ArgumentTypeError(error.args[0]) from None
+    return name
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
     from mlirtune.tune.db import TuningDB
     from mlirtune.tune.evaluator import EvaluatorSettings
@@ -109,7 +164,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
         options.check()
     workload = workload_of(args)
     target = target_of(args)
-    problem = generate(workload, target, args.pipeline)
+    problem = generate(
+        workload,
+        target,
+        args.pipeline,
+        settings=options.evaluator,
+        memory_check=not args.show_space,
+    )
     if args.show_space:
         _print_space(problem.space)
         return 0
@@ -121,10 +182,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     with TuningDB(args.db) as db:
         if not args.json:
-            console.print(
-                f"tuning {label(workload.describe())} with {problem.key.pipeline} "
-                f"({problem.schedule.name}); space: {problem.space.count()} configs; "
-                f"database: {db.path}"
+            _print_plain(
+                console,
+                f"tuning {label(workload.describe())}",
+                f"  pipeline {problem.key.pipeline} (schedule {problem.schedule.name}), "
+                f"space of {plural(problem.space.count(), 'config')}",
+                f"  database {db.path}",
             )
         progress = _ProgressBar(console, options.budget or problem.space.count())
         try:
@@ -133,7 +196,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             saved = progress.done - progress.resumed
             print(
-                f"mlirtune: interrupted; {saved} new result(s) are saved in {db.path}. "
+                f"mlirtune: interrupted; {plural(saved, 'new result')} saved in {db.path}. "
                 "Run the same command again to resume.",
                 file=sys.stderr,
             )
@@ -141,7 +204,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if args.update_spec:
         entry = _update_spec(args.update_spec, report)
         if not args.json:
-            console.print(f"updated entry {entry} in {args.update_spec}")
+            _print_plain(console, f"updated entry {entry} in {args.update_spec}")
     if args.json:
         print(json.dumps(report.to_json()))
     else:
@@ -150,6 +213,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 
 DEFAULT_SPECS = "<default>"
+
+
+def _print_plain(console: Console, *lines: str) -> None:
+    """Lines as they are: no markup, no highlighting, and no wrapping at the 80 columns rich
+    assumes when the output is not a terminal (a long path stays whole, for copying)."""
+    for line in lines:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _starters(spec: str, problem) -> tuple[dict[str, int], ...]:
@@ -234,7 +304,7 @@ def _print_space(space) -> None:
 
     from mlirtune.ir.context import new_context
 
-    print(f"// {space.count()} configs of schedule {space.schedule}; constraints:")
+    print(f"// {plural(space.count(), 'config')} of schedule {space.schedule}; constraints:")
     for name, description in space.describe():
         print(f"//   {name}: {description}")
     with new_context(), ir.Location.unknown():
@@ -244,14 +314,15 @@ def _print_space(space) -> None:
 def _print_report(report, target) -> None:
     problem = report.problem
     peak = target.peak_gflops(problem.op.element_type) if hasattr(target, "peak_gflops") else 0
-    table = Table(title=f"{label(problem.workload.describe())}: baseline vs best")
-    for column in ("config", "params", "median ms", "95% CI ms", "GFLOP/s", "% peak", "speedup"):
-        table.add_column(column, justify="left" if column in ("config", "params") else "right")
+    print(f"{label(problem.workload.describe())}: baseline vs best")  # not wrapped as a title
+    table = Table()
+    for column in ("config", "median ms", "95% CI ms", "GFLOP/s", "% peak", "speedup"):
+        table.add_column(column, justify="left" if column == "config" else "right", no_wrap=True)
     baseline_median = float(np.median(report.baseline_samples))
     rows = [("baseline", problem.baseline, report.baseline_samples)]
     fastest = report.fastest_candidate
     if fastest is not None:
-        name = "best" if report.winner else "fastest candidate"
+        name = "best" if report.winner else "fastest"
         rows.append((name, fastest, report.samples_of(fastest)))
     for name, config, samples in rows:
         samples = np.asarray(samples)
@@ -260,7 +331,6 @@ def _print_report(report, target) -> None:
         gflops = report.gflops(config)
         table.add_row(
             name,
-            " ".join(f"{k}={v}" for k, v in config.items()),
             f"{median * 1e3:.4f}",
             f"[{low * 1e3:.4f}, {high * 1e3:.4f}]",
             f"{gflops:.1f}",
@@ -269,9 +339,11 @@ def _print_report(report, target) -> None:
         )
     # Wide enough for the table when the output is not a terminal (rich assumes 80 columns).
     Console(width=shutil.get_terminal_size((120, 24)).columns).print(table)
+    for name, config, _ in rows:  # under the table, which then fits in 80 columns
+        print(f"{name + ':':9s} {' '.join(f'{k}={v}' for k, v in config.items())}")
     failed = ", ".join(f"{s} {n}" for s, n in report.failed_by_status.items()) or "none"
     print(
-        f"evaluated {len(report.evaluated)} of {problem.space.count()} configs "
+        f"evaluated {len(report.evaluated)} of {plural(problem.space.count(), 'config')} "
         f"({report.resumed} from the database); failures: {failed}"
     )
     if not report.winner:
