@@ -38,7 +38,8 @@ def test_mlp_fuses_bias_and_relu_and_verifies(engine):
 def test_matmul_with_non_default_schedule_parameters(engine):
     result = engine.execute(Matmul(M=48, N=96, K=40), {"MC": 16, "NC": 32, "KC": 8, "MR": 4})
     assert result.verification.ok
-    assert result.parameters["MR"] == 4 and result.parameters["NR"] == 32
+    # NR is left to the selector, whose choice depends on the host's vector width.
+    assert result.parameters["MR"] == 4 and result.parameters["KC"] == 8
 
 
 def test_wrong_reference_is_reported_with_location(engine):
