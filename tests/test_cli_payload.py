@@ -30,12 +30,17 @@ def rowsum(tmp_path):
     return tmp_path
 
 
+def run_rowsum(capsys, d, inputs: str = "a.npy", expect: str = "sums.npy"):
+    """`mlirtune run` of the rowsum fixture's payload with files from its folder `d`."""
+    return run(
+        capsys, "run", "--payload", d / "rowsum.mlir", "--entry", "rowsum",
+        "--inputs", d / inputs, "--expect", d / expect,
+    )  # fmt: skip
+
+
 def test_run_memref_rowsum_verifies_and_says_it_was_brought_to_tensors(capsys, rowsum):
     d = rowsum
-    code, out, _ = run(
-        capsys, "run", "--payload", d / "rowsum.mlir", "--entry", "rowsum",
-        "--inputs", d / "a.npy", "--expect", d / "sums.npy",
-    )  # fmt: skip
+    code, out, _ = run_rowsum(capsys, d)
     assert code == 0
     note, summary = out.splitlines()
     assert note == (
@@ -46,11 +51,7 @@ def test_run_memref_rowsum_verifies_and_says_it_was_brought_to_tensors(capsys, r
 
 
 def test_run_memref_rowsum_against_a_wrong_expectation_fails(capsys, rowsum):
-    d = rowsum
-    code, out, _ = run(
-        capsys, "run", "--payload", d / "rowsum.mlir", "--entry", "rowsum",
-        "--inputs", d / "a.npy", "--expect", d / "wrong.npy",
-    )  # fmt: skip
+    code, out, _ = run_rowsum(capsys, rowsum, expect="wrong.npy")
     assert code == 1
     assert out.splitlines()[-1].startswith("verification FAILED: max abs error 1.000e+00")
 
@@ -89,10 +90,7 @@ def test_bench_json_carries_the_generic_path(capsys, rowsum):
 
 def test_float64_inputs_warn_and_still_verify(capsys, rowsum):
     d = rowsum
-    code, out, err = run(
-        capsys, "run", "--payload", d / "rowsum.mlir", "--entry", "rowsum",
-        "--inputs", d / "a64.npy", "--expect", d / "sums.npy",
-    )  # fmt: skip
+    code, out, err = run_rowsum(capsys, d, inputs="a64.npy")
     assert code == 0
     assert err.splitlines() == [
         f"mlirtune: warning: {d / 'a64.npy'} holds float64 values but arg0 of @rowsum is f32: "

@@ -36,10 +36,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     workload = workload_of(args)
-    engine, parameters = engine_of(args), schedule_params(args.param)
-    result = engine.execute(workload, parameters)
-    for note in engine.compile(workload, parameters).provenance().get("notes", []):
-        print(f"note: {note}")  # the kernel that ran is cached: no second compile
+    result = engine_of(args).execute(workload, schedule_params(args.param))
+    for note in result.extra.get("notes", []):
+        print(f"note: {note}")
     verification = result.verification
     print(verification.summary())
     return 0 if verification.ok else 1

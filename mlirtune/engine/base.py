@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mlir import ir
@@ -24,6 +24,7 @@ class ExecutionResult:
     workload: dict[str, Any]
     parameters: dict[str, Any]
     verification: VerificationResult | None
+    extra: dict[str, Any] = field(default_factory=dict)  # provenance: pipeline, notes, ...
 
 
 class Engine(ABC):

@@ -196,7 +196,9 @@ class MlirJitEngine(Engine):
             kernel.call(buffers)
             self.runtime.synchronize()
             verification = workload.verify(self) if check_correctness else None
-        return ExecutionResult(workload.describe(), dict(kernel.lowering.values), verification)
+        return ExecutionResult(
+            workload.describe(), dict(kernel.lowering.values), verification, kernel.provenance()
+        )
 
     def benchmark(
         self,

@@ -131,8 +131,13 @@ def _check_declared(stage: Stage, declared: dict[str, Any]) -> None:
 def _read_yaml(path: Path) -> tuple[dict[str, Any], list[int]]:
     """The document and the line of each item of its `stages` list (1-based)."""
     try:
-        text = path.read_text()
-        document = yaml.safe_load(text)
+        # yaml.safe_load's own steps, keeping the node tree in between for its line marks.
+        loader = yaml.SafeLoader(path.read_text())
+        try:
+            root = loader.get_single_node()
+            document = loader.construct_document(root) if root is not None else None
+        finally:
+            loader.dispose()
     except OSError as error:
         raise DescriptorError(f"{path}: cannot read: {error.strerror}") from None
     except yaml.YAMLError as error:
@@ -146,12 +151,11 @@ def _read_yaml(path: Path) -> tuple[dict[str, Any], list[int]]:
     unknown = sorted(set(document) - {"description", "flow", "params", "stages"})
     if unknown:
         raise DescriptorError(f"{path}: unknown key(s) {', '.join(unknown)}")
-    return document, _stage_lines(text)
+    return document, _stage_lines(root)
 
 
-def _stage_lines(text: str) -> list[int]:
+def _stage_lines(root: yaml.Node) -> list[int]:
     """Where each `stages` item starts, read from the YAML node tree (marks keep lines)."""
-    root = yaml.compose(text, Loader=yaml.SafeLoader)
     if isinstance(root, yaml.MappingNode):
         for key, value in root.value:
             if key.value == "stages" and isinstance(value, yaml.SequenceNode):

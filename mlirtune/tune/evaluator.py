@@ -45,6 +45,11 @@ class EvaluatorSettings:
     bench_options: BenchOptions = TUNING_BENCH
     bench_core: int | None = None  # default: the highest core this process may use
 
+    def worker_count(self) -> int:
+        """The worker processes an evaluator starts: `workers`, else one per usable core,
+        at least two (the final race runs in two processes)."""
+        return self.workers or max(2, len(os.sched_getaffinity(0)))
+
 
 @dataclass
 class _Worker:
@@ -73,7 +78,7 @@ class IsolatedEvaluator:
         if self.bench_core not in cores:
             raise MlirtuneError(f"benchmark core {self.bench_core} is not available", stage="tune")
         self.cores = frozenset(cores)
-        self.worker_count = self.settings.workers or max(2, len(cores))
+        self.worker_count = self.settings.worker_count()
         self._scratch = Path(tempfile.mkdtemp(prefix="mlirtune-tune-"))
         self._workers: list[_Worker | None] = [None] * self.worker_count
         self._started = 0

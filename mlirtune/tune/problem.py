@@ -9,7 +9,6 @@ records are stored under.
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,12 +105,10 @@ def generate(
 def check_worker_memory(workload: Any, settings: EvaluatorSettings) -> None:
     """Every worker holds the workload's inputs, buffers and reference at once, under an
     address-space cap of which the interpreter and libraries take WORKER_OVERHEAD_BYTES."""
-    # The worker count IsolatedEvaluator starts: one per usable core, at least two.
-    workers = settings.workers or max(2, len(os.sched_getaffinity(0)))
     check_memory(
         workload,
         "tuning",
-        processes=workers,
+        processes=settings.worker_count(),
         process_limit=max(0, settings.memory_bytes - WORKER_OVERHEAD_BYTES),
     )
 
