@@ -10,7 +10,7 @@ import statistics
 from dataclasses import dataclass
 
 from mlirtune.bench.baseline import measure_numpy
-from mlirtune.bench.harness import BenchOptions
+from mlirtune.interfaces.bench import BenchOptions
 
 
 @dataclass(frozen=True)

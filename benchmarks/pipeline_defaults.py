@@ -1,4 +1,4 @@
-"""The untuned default pipelines (target selector + packaged descriptors) against numpy with
+"""The untuned default pipelines (family selectors + packaged descriptors) against numpy with
 one BLAS thread, measured side by side in one run.
 
     python benchmarks/pipeline_defaults.py [--rounds 3] [--max-time 1.0]

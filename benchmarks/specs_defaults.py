@@ -22,9 +22,10 @@ from typing import Any, NoReturn
 
 from mlir import ir
 
+from mlirtune.api import engine_for
 from mlirtune.bench.baseline import measure_numpy
-from mlirtune.bench.harness import BenchOptions
-from mlirtune.errors import MlirtuneError
+from mlirtune.interfaces.bench import BenchOptions
+from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.ir.context import new_context
 from mlirtune.specs.export import rebuild_workload
 from mlirtune.specs.library import SpecLibrary
@@ -102,8 +103,8 @@ def main() -> None:
         entries = read_entries(path)
     except MlirtuneError as error:
         fail(str(error).splitlines()[0])
-    spec_engine = target.engine(specs=specs) if specs else target.engine()
-    engines = {"spec": spec_engine, "selector": target.engine(use_specs=False)}
+    spec_engine = engine_for(target, specs=specs)
+    engines = {"spec": spec_engine, "selector": engine_for(target, use_specs=False)}
     print(f"library: {path}; rounds: {args.rounds}, {args.max_time} s per measurement")
 
     rows, surprises = [], []

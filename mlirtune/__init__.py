@@ -1,11 +1,12 @@
 """mlirtune: describe, lower, verify, benchmark and tune MLIR tensor kernels."""
 
-from mlirtune.errors import MlirtuneError, UsageError, VerificationError
-from mlirtune.workload import Complexity, Workload
+from mlirtune.interfaces.errors import MlirtuneError, UsageError, VerificationError
+from mlirtune.interfaces.workload import ArgSpec, Complexity, Workload
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ArgSpec",
     "Complexity",
     "MlirtuneError",
     "UsageError",

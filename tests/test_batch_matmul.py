@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mlirtune.errors import UsageError
+from mlirtune.interfaces.errors import UsageError
 from mlirtune.workloads.batch_matmul import BatchMatmul
+from tests.payloads import build_schedule
 
 
 @pytest.mark.parametrize(
@@ -82,4 +83,4 @@ def test_bad_strings_and_schedule_parameters():
     with pytest.raises(UsageError, match="B"):
         BatchMatmul.from_strings({"B": "two"})
     with pytest.raises(UsageError, match="XX"):
-        BatchMatmul(B=1, M=8, N=8, K=8).resolve_parameters({"XX": 4})
+        build_schedule(BatchMatmul(B=1, M=8, N=8, K=8), {"XX": 4})

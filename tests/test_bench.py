@@ -2,9 +2,10 @@
 
 import numpy as np
 
-from mlirtune.bench.harness import BenchOptions, run_benchmark
-from mlirtune.bench.result import Statistics
+from mlirtune.bench.harness import run_benchmark
+from mlirtune.bench.result import statistics_of
 from mlirtune.bench.stats import median_ci
+from mlirtune.interfaces.bench import BenchOptions
 
 
 def _fake_timer(per_call_ns: float, noise: float = 0.0, seed: int = 0):
@@ -41,7 +42,7 @@ def test_noisy_timer_keeps_sampling_until_cap():
 
 def test_statistics():
     values = np.array([1.0, 2.0, 3.0, 4.0, 100.0])
-    stats = Statistics.of(values)
+    stats = statistics_of(values)
     assert stats.median == 3.0 and stats.min == 1.0
     assert stats.iqr == 2.0
     assert stats.count == 5

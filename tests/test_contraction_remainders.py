@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from mlir import ir
 
+from mlirtune.interfaces.op import OpInfo
 from mlirtune.ir.context import new_context
-from mlirtune.ir.roots import OpInfo
-from mlirtune.schedules.contraction import contraction_schedule
+from mlirtune.schedules.contraction import CONTRACTION
 from mlirtune.workloads.batch_matmul import BatchMatmul
 from mlirtune.workloads.matmul import Matmul, Mlp
 
@@ -91,7 +91,8 @@ def test_large_partial_tiles_are_vectorized(engine):
 def _peel_count(kind: str, dims: dict[str, int], parameters: dict[str, int]) -> int:
     """How many transform.loop.peel ops the schedule for `kind` with loop sizes `dims` has."""
     with new_context(), ir.Location.unknown():
-        schedule = contraction_schedule(OpInfo(kind, dims, ("f32",) * 3), parameters)
+        op = OpInfo(kind, dims, ("f32",) * 3)
+        schedule = CONTRACTION.build(op, CONTRACTION.parameters(op, parameters))
         count = 0
 
         def visit(op: ir.Operation) -> ir.WalkResult:

@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 from mlir import ir
 
-from mlirtune.errors import UsageError
+from mlirtune.interfaces.errors import UsageError
+from mlirtune.schedules.convolution import CONVOLUTION
 from mlirtune.workloads.conv2d import Conv2d
+from tests.payloads import build_schedule
 
 SMALL = {"N": 1, "H": 10, "W": 10, "C": 4, "F": 32, "KH": 3, "KW": 3}
 
@@ -72,8 +74,8 @@ def test_default_schedule_is_vectorized(engine, options):
 
 
 def test_default_parameters_follow_dtype():
-    assert Conv2d(dtype="f32").default_schedule_parameters()["F_TILE"] == 32
-    assert Conv2d(dtype="f64").default_schedule_parameters()["F_TILE"] == 16
+    assert CONVOLUTION.defaults(Conv2d(dtype="f32").root)["F_TILE"] == 32
+    assert CONVOLUTION.defaults(Conv2d(dtype="f64").root)["F_TILE"] == 16
 
 
 def test_wrong_reference_is_detected(engine):
@@ -152,4 +154,4 @@ def test_bad_strings_and_schedule_parameters():
     with pytest.raises(UsageError, match="stride"):
         Conv2d.from_strings({"stride": "2x"})
     with pytest.raises(UsageError, match="OW_TILE"):
-        Conv2d(**SMALL).resolve_parameters({"OW_TILE": 0})
+        build_schedule(Conv2d(**SMALL), {"OW_TILE": 0})

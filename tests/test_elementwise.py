@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 from mlir import ir
 
-from mlirtune.errors import UsageError
+from mlirtune.interfaces.errors import UsageError
 from mlirtune.ir.context import new_context
 from mlirtune.workloads.elementwise import Elementwise
+from tests.payloads import build_schedule
 
 
 @pytest.mark.parametrize(
@@ -114,4 +115,4 @@ def test_from_strings_parses_the_chain():
 
 def test_bad_schedule_parameter_is_rejected():
     with pytest.raises(UsageError, match="XX"):
-        Elementwise(M=4, N=4).resolve_parameters({"XX": 2})
+        build_schedule(Elementwise(M=4, N=4), {"XX": 2})

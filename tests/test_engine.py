@@ -5,7 +5,7 @@ from mlir import ir
 
 from mlirtune.bench.timer import TIMER_ENTRY
 from mlirtune.engine import MlirJitEngine
-from mlirtune.errors import MlirtuneError
+from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.runtime import AcceleratorDevice
 from mlirtune.workloads import Matmul
 
@@ -60,7 +60,7 @@ def test_compile_is_cached(engine):
 
 
 def test_benchmark_result(engine):
-    from mlirtune.bench.harness import BenchOptions
+    from mlirtune.interfaces.bench import BenchOptions
 
     options = BenchOptions(max_time_s=0.2, min_samples=5)
     result = engine.benchmark(Matmul(M=64, N=64, K=64), options=options)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from mlirtune.errors import MlirtuneError, UsageError
+from mlirtune.interfaces.errors import MlirtuneError, UsageError
 from mlirtune.workloads.from_file import FromFile
 from tests.payloads import (
     FAILING_SCHEDULE,

@@ -2,9 +2,13 @@
 
 import numpy as np
 import pytest
+from mlir import ir
 
-from mlirtune.errors import UsageError
-from mlirtune.workloads import Matmul, Mlp
+from mlirtune.interfaces.errors import UsageError
+from mlirtune.ir.context import new_context
+from mlirtune.pipeline import apply_schedule
+from mlirtune.pipeline.plan import annotated_payload
+from mlirtune.workloads import Matmul, Mlp, Softmax
 
 
 @pytest.mark.parametrize(
@@ -100,7 +104,31 @@ def test_bad_options(options, message):
 
 
 def test_bad_schedule_parameter_names_it():
-    with pytest.raises(UsageError, match="unknown parameter 'XX'"):
-        Matmul().resolve_parameters({"XX": 4})
-    with pytest.raises(UsageError, match="parameter MR=0 must be a positive integer"):
-        Matmul().resolve_parameters({"MR": 0})
+    with new_context(), ir.Location.unknown():
+        with pytest.raises(UsageError, match=r"unknown parameter\(s\) XX"):
+            Matmul().schedule_module({"XX": 4})
+        with pytest.raises(UsageError, match="parameter MR=0 must be a positive integer"):
+            Matmul().schedule_module({"MR": 0})
+
+
+@pytest.mark.parametrize(
+    "workload", [Matmul(M=48, N=40, K=24), Mlp(M=32, N=64, K=16), Softmax(M=8, N=100)]
+)
+def test_schedule_module_is_what_the_pipeline_applies(engine, workload):
+    """Applying `schedule_module(parameters)` by hand gives the IR the engine's schedule
+    stage gives, and the parameters reach it."""
+    after_schedule = []
+
+    def observe(stage, module):
+        if stage.startswith("schedule "):
+            after_schedule.append(str(module))
+
+    engine.lower_payload(workload, observer=observe)
+    with new_context(), ir.Location.unknown():
+        payload, _ = annotated_payload(workload)
+        schedule = workload.schedule_module()
+        apply_schedule(payload, schedule)
+        assert after_schedule == [str(payload)]
+    if isinstance(workload, Matmul):
+        with new_context(), ir.Location.unknown():
+            assert str(workload.schedule_module({"MR": 4})) != str(workload.schedule_module())

@@ -11,10 +11,10 @@ import pytest
 
 from mlirtune import memory
 from mlirtune.bench.baseline import measure_numpy
-from mlirtune.bench.harness import BenchOptions
 from mlirtune.cli import main
 from mlirtune.engine import MlirJitEngine
-from mlirtune.errors import UsageError
+from mlirtune.interfaces.bench import BenchOptions
+from mlirtune.interfaces.errors import UsageError
 from mlirtune.memory import (
     BUDGET_VARIABLE,
     WORKER_OVERHEAD_BYTES,

@@ -1,11 +1,11 @@
-"""Every packaged descriptor, on every workload it can schedule, verifies against numpy
+"""Every packaged host descriptor, on every workload it can schedule, verifies against numpy
 (dividing and non-dividing shapes)."""
 
 import pytest
 
 from mlirtune.engine import MlirJitEngine
 from mlirtune.pipeline import list_descriptors, load_descriptor
-from mlirtune.schedules.library import SCHEDULES
+from mlirtune.schedules.registry import FAMILIES
 from mlirtune.workloads import BatchMatmul, Conv2d, Elementwise, Matmul, Mlp, Softmax
 
 WORKLOADS = [
@@ -26,10 +26,14 @@ WORKLOADS = [
 
 
 def _schedulable(descriptor_path):
-    """Root kinds the descriptor's schedule stages handle (None: no schedule stage)."""
-    stages = load_descriptor(descriptor_path).stages
-    kinds = [set(SCHEDULES[s.name].root_kinds) for s in stages if s.kind == "schedule"]
-    return set.union(*kinds) if kinds else None
+    """Root kinds the descriptor's schedule stages handle on the host (None: no schedule
+    stage, or one whose family does not run on the host)."""
+    families = [
+        FAMILIES[s.name] for s in load_descriptor(descriptor_path).stages if s.kind == "schedule"
+    ]
+    if not families or any("host" not in f.target_kinds for f in families):
+        return None
+    return set.union(*(set(f.root_kinds) for f in families))
 
 
 CASES = [

@@ -5,8 +5,10 @@ from pathlib import Path
 
 import pytest
 
+from mlirtune.interfaces.lowering import SLOT
 from mlirtune.pipeline import DescriptorError, list_descriptors, load_descriptor
 from mlirtune.pipeline.descriptor import resolve_stage
+from mlirtune.schedules.registry import FAMILIES
 
 
 def write(directory, name, text):
@@ -116,10 +118,47 @@ def test_every_packaged_descriptor_loads():
     names = {name for name, _, _ in found}
     for kind in ("matmul", "mlp", "batch_matmul", "conv2d", "softmax", "elementwise"):
         assert f"x86_64/{kind}" in names
-    for isa in ("avx512", "avx2"):
-        assert f"x86_64/{isa}/matmul" in names
     assert "generic/default" in names
     assert all(description for _, description, _ in found)
+
+
+def test_packaged_descriptors_restate_no_knob_default():
+    """A packaged descriptor binds its schedule family's knobs to slots; their defaults
+    live in the family alone (no params entry sets them), and no descriptor folder exists
+    only to restate them."""
+    names = set()
+    for name, _, path in list_descriptors():
+        names.add(name)
+        d = load_descriptor(path)
+        for stage in d.stages:
+            if stage.kind != "schedule" or stage.name not in FAMILIES:
+                continue
+            knobs = {knob.name for knob in FAMILIES[stage.name].knobs}
+            for key, value in stage.arguments.items():
+                if key in knobs and isinstance(value, str) and SLOT.fullmatch(value):
+                    assert d.params[value[1:]] is None, (name, key)
+    assert not any(n.startswith(("x86_64/avx512/", "x86_64/avx2/")) for n in names)
+
+
+def test_slots_bound_to_knobs_need_no_params_entry(tmp_path):
+    write(
+        tmp_path,
+        "inner.yaml",
+        """\
+        params: {NR: null}
+        stages:
+          - schedule: contraction {MR=$MR NR=$NR KC=$DEPTH}
+        """,
+    )
+    outer = write(tmp_path, "outer.yaml", "stages:\n  - include: inner.yaml {MR=4}\n")
+    d = load_descriptor(write(tmp_path, "p.yaml", "stages:\n  - include: inner.yaml\n"))
+    assert d.params == {"NR": None, "MR": None, "DEPTH": None}
+    assert load_descriptor(outer).stages[0].arguments == {"MR": 4, "NR": "$NR", "KC": "$DEPTH"}
+    assert load_descriptor(outer).params == {"NR": None, "DEPTH": None}
+    # A slot bound to anything but a knob of the stage's family must still be declared.
+    write(tmp_path, "bad.yaml", "stages:\n  - schedule: contraction {MR=$MR XX=$YY}\n")
+    with pytest.raises(DescriptorError, match=r"stage 1: unfilled slot\(s\) \$YY"):
+        load_descriptor(tmp_path / "bad.yaml")
 
 
 def test_unknown_schedule_names_the_file_and_the_stage_line(tmp_path):
@@ -133,7 +172,7 @@ def test_unknown_schedule_names_the_file_and_the_stage_line(tmp_path):
 
 
 def test_unknown_schedule_in_a_descriptor_built_in_code_names_its_stage():
-    from mlirtune.pipeline import Descriptor, Stage
+    from mlirtune.interfaces.lowering import Descriptor, Stage
     from mlirtune.pipeline.driver import resolve_values
     from mlirtune.targets.host_cpu import HostCPU
 

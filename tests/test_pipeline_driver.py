@@ -1,14 +1,17 @@
-"""Slot sources (explicit > tuned > selector > defaults), flows, and schedule stages."""
+"""Slot sources (explicit > tuned > selector > descriptor > knob defaults), flows, and
+schedule stages."""
 
 import textwrap
 
 import pytest
 from mlir import ir
 
-from mlirtune.errors import MlirtuneError, UsageError
-from mlirtune.ir.roots import OpInfo, annotate_roots
+from mlirtune.interfaces.errors import MlirtuneError, UsageError
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.target import Target
+from mlirtune.ir.roots import annotate_roots
 from mlirtune.pipeline import DescriptorError, load_descriptor, resolve_values, run_pipeline
-from mlirtune.targets.base import Target
+from mlirtune.schedules.contraction import Contraction
 from mlirtune.workloads import Conv2d, Matmul
 
 
@@ -18,11 +21,18 @@ class StubTarget(Target):
     def descriptor_search_path(self):
         return ["x86_64", "generic"]
 
-    def select_parameters(self, schedule, op: OpInfo):
-        return {"MR": 4, "NR": 16, "KC": 32}
-
     def fingerprint(self):
         return {}
+
+
+@pytest.fixture(autouse=True)
+def stub_selector(monkeypatch):
+    """The contraction family's selector, on any target: a fixed choice of some knobs."""
+
+    def select(self, op: OpInfo, target: Target) -> dict[str, int]:
+        return {"MR": 4, "NR": 16, "KC": 32}
+
+    monkeypatch.setattr(Contraction, "select", select)
 
 
 def descriptor(tmp_path, body):
@@ -108,3 +118,34 @@ def test_schedule_needs_a_matching_root(tmp_path):
         d = descriptor(tmp_path, MATMUL_PIPELINE.replace("flow: select", ""))
         with pytest.raises(MlirtuneError, match="needs a matmul or batch_matmul root op"):
             run_pipeline(module, resolve_values(d, StubTarget(), roots))
+
+
+def test_knob_defaults_fill_the_slots_nothing_else_sets(tmp_path):
+    """A slot bound to a family knob needs no params entry (or a null one): the knob's
+    default fills it, with source "default", the weakest."""
+    d = descriptor(
+        tmp_path,
+        """\
+        params: {MC: 16, NC: null}
+        stages:
+          - schedule: contraction {MC=$MC NC=$NC KU=$KU}
+        """,
+    )
+    assert d.params == {"MC": 16, "NC": None, "KU": None}
+    lowering = resolve_values(d, StubTarget(), [Matmul().root])
+    assert lowering.values == {"MC": 16, "NC": 128, "KU": 1}
+    assert lowering.sources == {"MC": "descriptor", "NC": "default", "KU": "default"}
+    assert lowering.config_source == "descriptor"
+    d = descriptor(tmp_path, "stages:\n  - schedule: contraction {MR=$MR NR=$NR}\n")
+    lowering = resolve_values(d, StubTarget(), [Matmul().root])
+    assert lowering.values == {"MR": 8, "NR": 32}
+    assert lowering.config_source == "default"
+    explicit = resolve_values(d, StubTarget(), [Matmul().root], explicit={"MR": 2})
+    assert explicit.sources == {"MR": "explicit", "NR": "default"}
+
+
+def test_a_knob_default_may_depend_on_the_root_op(tmp_path):
+    d = descriptor(tmp_path, "stages:\n  - schedule: convolution {F_TILE=$F}\n")
+    for dtype, f_tile in (("f32", 32), ("f64", 16), ("bf16", 64)):
+        root = OpInfo("conv2d", Conv2d(H=8, W=8, C=2, F=4).root.dims, (dtype,) * 3)
+        assert resolve_values(d, StubTarget(), [root]).values == {"F": f_tile}

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
+from mlirtune.interfaces.workload import ArgSpec
 from mlirtune.runtime import AcceleratorDevice, EmbeddedDevice, HostRuntime, Placement, Runtime
-from mlirtune.workload import ArgSpec
 from mlirtune.workloads import Matmul
 
 
@@ -43,7 +43,7 @@ def test_allocate_places_arguments_and_poisons_outputs(engine):
 
 
 def test_argspec_carries_placement():
-    from mlirtune.ir.dtypes import DTYPES
+    from mlirtune.interfaces.dtype import DTYPES
 
     spec = ArgSpec("w", (2, 3), DTYPES["f32"], placement=Placement.DEVICE)
     assert spec.placement is Placement.DEVICE and spec.nbytes == 24

@@ -139,8 +139,8 @@ def test_packed_contraction_non_dividing_shapes_use_divisors(packed_engine, shap
 
 
 def test_packed_contraction_is_registered():
-    from mlirtune.schedules.library import SCHEDULES
+    from mlirtune.schedules.registry import FAMILIES
 
-    entry = SCHEDULES["packed_contraction"]
-    assert entry.root_kinds == ("matmul",)
-    assert set(entry.parameters(None)) == {"MR", "NR", "KB"}
+    family = FAMILIES["packed_contraction"]
+    assert family.root_kinds == ("matmul",)
+    assert set(family.parameters(Matmul(M=8, N=8, K=8).root)) == {"MR", "NR", "KB"}

@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 from mlir import ir
 
-from mlirtune.errors import UsageError
+from mlirtune.interfaces.errors import UsageError
 from mlirtune.ir.context import new_context
 from mlirtune.workloads.softmax import FLOPS_PER_ELEMENT, Softmax
+from tests.payloads import build_schedule
 
 
 @pytest.mark.parametrize(
@@ -115,6 +116,6 @@ def test_bad_options(options, message):
 
 def test_bad_schedule_parameters_are_rejected():
     with pytest.raises(UsageError, match="XX"):
-        Softmax(M=4, N=4).resolve_parameters({"XX": 2})
+        build_schedule(Softmax(M=4, N=4), {"XX": 2})
     with pytest.raises(UsageError, match="ROWS=0"):
-        Softmax(M=4, N=4).resolve_parameters({"ROWS": 0})
+        build_schedule(Softmax(M=4, N=4), {"ROWS": 0})

@@ -16,7 +16,7 @@ from mlir import ir
 
 from mlirtune.cli import main
 from mlirtune.engine.mlir_jit import MlirJitEngine
-from mlirtune.errors import UsageError
+from mlirtune.interfaces.errors import UsageError
 from mlirtune.ir.context import new_context
 from mlirtune.specs.check import check
 from mlirtune.specs.export import entry_metadata, entry_name, payload_root, signature_for

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import trustme
 
-from mlirtune.errors import UsageError
+from mlirtune.interfaces.errors import UsageError
 from mlirtune.specs import sources
 from mlirtune.specs.sources import SpecSource, configured_specs, expand, fetch, spec_cache_dir
 

@@ -1,4 +1,5 @@
-"""The host CPU target: feature detection, overrides and the analytic parameter selector."""
+"""The host CPU target (feature detection, overrides, facts) and the analytic parameter
+selectors the schedule families run on those facts."""
 
 import dataclasses
 import math
@@ -6,12 +7,11 @@ import math
 import pytest
 from mlir import ir
 
-from mlirtune.errors import UsageError
-from mlirtune.ir.roots import OpInfo, annotate_roots
-from mlirtune.schedules.contraction import CONTRACTION_PARAMETERS
-from mlirtune.schedules.convolution import CONVOLUTION_PARAMETERS
-from mlirtune.schedules.elementwise import ELEMENTWISE_PARAMETERS
-from mlirtune.schedules.reduction import ROWWISE_PARAMETERS
+from mlirtune.api import engine_for
+from mlirtune.interfaces.errors import UsageError
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.ir.roots import annotate_roots
+from mlirtune.schedules.registry import family_named
 from mlirtune.targets import CpuFeatures, HostCPU, Target, detect_features, host_cpu
 from mlirtune.workloads import BatchMatmul, Conv2d, Matmul, Mlp
 
@@ -38,6 +38,16 @@ FEATURE_SETS = {
 
 def host(**overrides) -> HostCPU:
     return HostCPU(AVX512, **overrides)
+
+
+def select(target: HostCPU, schedule: str, op: OpInfo) -> dict[str, int]:
+    """The parameters family `schedule`'s selector chooses for `op` on `target`."""
+    return family_named(schedule).select(op, target)
+
+
+def selected_names(schedule: str) -> set[str]:
+    """The knobs family `schedule`'s selector chooses (the others keep their defaults)."""
+    return {knob.name for knob in family_named(schedule).knobs if knob.selected}
 
 
 def matmul_op(m: int, n: int, k: int, dtype: str = "f32") -> OpInfo:
@@ -158,7 +168,7 @@ def test_fingerprint_and_peak():
 
 def check_contraction(target: HostCPU, op: OpInfo, chosen: dict[str, int]) -> None:
     """Properties every contraction choice must have."""
-    assert chosen.keys() == CONTRACTION_PARAMETERS.keys()
+    assert chosen.keys() == selected_names("contraction") == {"MC", "NC", "KC", "MR", "NR"}
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
     lanes = target.lanes(op.element_type)
     assert chosen["MC"] <= m and chosen["NC"] <= n and chosen["KC"] <= k
@@ -180,25 +190,25 @@ def check_contraction(target: HostCPU, op: OpInfo, chosen: dict[str, int]) -> No
 def test_contraction_choices_respect_the_model(features, dtype, shape):
     target = host(**FEATURE_SETS[features])
     op = matmul_op(*shape, dtype)
-    check_contraction(target, op, target.select_parameters("contraction", op))
+    check_contraction(target, op, select(target, "contraction", op))
 
 
 def test_register_tile_follows_the_isa():
     op = matmul_op(512, 512, 512)
-    chosen = host().select_parameters("contraction", op)
+    chosen = select(host(), "contraction", op)
     # 32 KiB L1 / 1 MiB L2: A block 16 x 256 in half of L1, B block 256 x 512 in half of L2.
     expected = {"MC": 16, "NC": 512, "KC": 256, "MR": 8, "NR": 32}
     assert {key: chosen[key] for key in expected} == expected
-    avx2 = host(isa="avx2").select_parameters("contraction", op)
+    avx2 = select(host(isa="avx2"), "contraction", op)
     assert avx2["NR"] == 16 and avx2["MR"] <= 6
-    sse = host(isa="sse").select_parameters("contraction", op)
+    sse = select(host(isa="sse"), "contraction", op)
     assert sse["NR"] == 8
 
 
 def test_f64_halves_lanes_and_bf16_computes_in_f32():
     target = host()
     f32, f64, bf16 = (
-        target.select_parameters("contraction", matmul_op(512, 512, 512, dtype))
+        select(target, "contraction", matmul_op(512, 512, 512, dtype))
         for dtype in ("f32", "f64", "bf16")
     )
     assert f64["NR"] == f32["NR"] // 2
@@ -207,24 +217,24 @@ def test_f64_halves_lanes_and_bf16_computes_in_f32():
 
 def test_smaller_l1_gives_shorter_k_panels():
     op = matmul_op(1024, 1024, 1024)
-    small = host(l1d_bytes=8 << 10).select_parameters("contraction", op)
-    large = host(l1d_bytes=64 << 10).select_parameters("contraction", op)
+    small = select(host(l1d_bytes=8 << 10), "contraction", op)
+    large = select(host(l1d_bytes=64 << 10), "contraction", op)
     assert small["KC"] < large["KC"]
     assert small["MR"] * small["KC"] * 4 <= (8 << 10) // 4, "A's micro-panel in L1/4"
 
 
 def test_divisors_close_to_the_model_are_preferred():
     # A quarter of L1 holds 8 x 256 f32 of A; 240 divides K=720 and is within 25% of it.
-    chosen = host().select_parameters("contraction", matmul_op(512, 512, 720))
+    chosen = select(host(), "contraction", matmul_op(512, 512, 720))
     assert chosen["KC"] == 240
-    assert host().select_parameters("contraction", matmul_op(512, 512, 1024))["KC"] == 256
+    assert select(host(), "contraction", matmul_op(512, 512, 1024))["KC"] == 256
     # M=480: rows 8 (the register budget's target) divides it; 12 columns do not fit.
-    chosen = host().select_parameters("contraction", matmul_op(480, 512, 512))
+    chosen = select(host(), "contraction", matmul_op(480, 512, 512))
     assert 480 % chosen["MR"] == 0
 
 
 def test_small_outputs_are_one_cache_tile():
-    chosen = host().select_parameters("contraction", matmul_op(128, 96, 64))
+    chosen = select(host(), "contraction", matmul_op(128, 96, 64))
     assert (chosen["MC"], chosen["NC"], chosen["KC"]) == (128, 96, 64)
 
 
@@ -233,22 +243,37 @@ def test_other_schedules_return_their_parameter_names():
     conv = OpInfo(
         "conv2d", {"N": 1, "OH": 56, "OW": 56, "F": 64, "KH": 3, "KW": 3, "C": 64}, ("f32",) * 3
     )
-    chosen = target.select_parameters("convolution", conv)
-    assert chosen.keys() == CONVOLUTION_PARAMETERS.keys()
+    chosen = select(target, "convolution", conv)
+    assert chosen.keys() == selected_names("convolution")
     assert chosen["F_TILE"] == 32 and 56 % chosen["OW_TILE"] == 0
     rows = OpInfo("elementwise", {"ROWS": 512, "COLS": 1200}, ("f32",) * 2)
-    elementwise = target.select_parameters("elementwise", rows)
-    assert elementwise.keys() == ELEMENTWISE_PARAMETERS.keys()
+    elementwise = select(target, "elementwise", rows)
+    assert elementwise.keys() == selected_names("elementwise")
     assert elementwise["COLS"] % 16 == 0 and 1200 % elementwise["COLS"] == 0
-    rowwise = target.select_parameters("rowwise", dataclasses.replace(rows, kind="reduction"))
-    assert rowwise.keys() == ROWWISE_PARAMETERS.keys()
+    rowwise = select(target, "rowwise", dataclasses.replace(rows, kind="reduction"))
+    assert rowwise.keys() == selected_names("rowwise")
     assert rowwise["ROWS"] * rowwise["COLS"] // 16 <= 16, "half the registers for a tile"
-    assert host(isa="avx2").select_parameters("elementwise", rows)["COLS"] == 40
+    assert select(host(isa="avx2"), "elementwise", rows)["COLS"] == 40
 
 
 def test_unknown_schedule_is_a_usage_error():
     with pytest.raises(UsageError, match="tiling"):
-        host().select_parameters("tiling", matmul_op(8, 8, 8))
+        select(host(), "tiling", matmul_op(8, 8, 8))
+
+
+def test_a_family_without_a_selector_for_the_target_kind_is_a_usage_error():
+    class Toy(Target):
+        name = "toy"
+
+        def descriptor_search_path(self):
+            return []
+
+        def fingerprint(self):
+            return {}
+
+    with pytest.raises(UsageError, match=r"schedule contraction .* target toy") as error:
+        select(Toy(), "contraction", matmul_op(8, 8, 8))
+    assert error.value.stage == "select"
 
 
 # --- selected parameters compile and verify -----------------------------------------------
@@ -277,7 +302,7 @@ SCHEDULE = {"matmul": "contraction", "batch_matmul": "contraction", "conv2d": "c
 @pytest.mark.parametrize("workload", WORKLOADS, ids=lambda w: repr(w.describe()))
 def test_selected_parameters_compile_and_verify(engine, workload, features):
     op = root_of(workload)
-    parameters = host(**FEATURE_SETS[features]).select_parameters(SCHEDULE[op.kind], op)
+    parameters = select(host(**FEATURE_SETS[features]), SCHEDULE[op.kind], op)
     result = engine.execute(workload, parameters)
     assert result.verification.ok, (parameters, result.verification.summary())
 
@@ -291,7 +316,7 @@ def test_a_lower_isa_keeps_the_jit_within_it(isa, features):
     target = HostCPU(dataclasses.replace(AVX512, isa=isa))
     assert target.llvm_target_features() == features
     assert ("llvm_target_features" in target.fingerprint()) == bool(features)
-    engine = target.engine(use_specs=False)
+    engine = engine_for(target, use_specs=False)
     workload = Matmul(M=32, N=48, K=16)
     module = engine.lower_payload(workload)
     seen = []

@@ -1,36 +1,53 @@
 """The compile-only NVIDIA GPU target: matmul payloads lowered to PTX, no GPU needed.
 
-Every test needs LLVM's NVPTX backend in the MLIR wheel (the PTX comes from it); where it
-is missing they skip with that reason, which the `nvptx` fixture finds out once.
+NvidiaGPU holds facts; PtxEngine lowers through the packaged `nvidia/` descriptors (the
+`gpu_contraction` schedule family, then nvidia/lower_gpu.yaml). Tests that produce PTX need
+LLVM's NVPTX backend in the MLIR wheel; where it is missing they skip with that reason,
+which the `nvptx` fixture finds out once.
 """
 
 import re
 
 import pytest
 
-from mlirtune.errors import MlirtuneError, UsageError
-from mlirtune.ir.roots import OpInfo
-from mlirtune.targets.base import Target
+from mlirtune.api import engine_for
+from mlirtune.engine.ptx import PtxEngine
+from mlirtune.interfaces.errors import MlirtuneError, UsageError
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.target import Target
+from mlirtune.pipeline import DescriptorError, load_descriptor
+from mlirtune.pipeline.lookup import PACKAGED
+from mlirtune.schedules.registry import family_named
+from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.targets.nvidia_gpu import NvidiaGPU
-from mlirtune.workloads import Matmul, Mlp
+from mlirtune.workloads import Matmul, Mlp, Softmax
 
 FMA = re.compile(r"^\s*(fma|mad)\.rn\.f32\b", re.MULTILINE)
+NVIDIA = PACKAGED / "nvidia"
+MATMUL_100 = OpInfo("matmul", {"M": 100, "N": 256, "K": 64}, ("f32", "f32", "f32"))
+
+
+def origin_of(pass_prefix: str) -> str:
+    """The origin (file:line: stage N) of the lower_gpu.yaml pass starting `pass_prefix`."""
+    stages = load_descriptor(NVIDIA / "lower_gpu.yaml").stages
+    return next(s.origin for s in stages if s.name.startswith(pass_prefix))
 
 
 @pytest.fixture(scope="module")
 def nvptx() -> None:
     """Skip when the wheel's LLVM lacks the NVPTX backend (serialization says so)."""
     try:
-        NvidiaGPU().compile_to_ptx(Matmul(M=8, N=8, K=8))
+        PtxEngine().compile_to_ptx(Matmul(M=8, N=8, K=8))
     except MlirtuneError as error:
-        if error.stage == "gpu-serialize" and "NVPTX" in str(error):
+        serialize = (origin_of("gpu-module-to-binary"), "gpu-serialize")
+        if error.stage in serialize and "NVPTX" in str(error):
             pytest.skip(f"NVPTX backend not built into this MLIR wheel: {error}")
         raise
 
 
 @pytest.fixture(scope="module")
 def matmul_ptx(nvptx) -> str:
-    return NvidiaGPU().compile_to_ptx(Matmul(M=64, N=64, K=64))
+    return PtxEngine().compile_to_ptx(Matmul(M=64, N=64, K=64))
 
 
 def test_matmul_compiles_to_ptx_kernel(matmul_ptx):
@@ -49,7 +66,7 @@ def test_kernel_arguments_are_noalias_bare_pointers(matmul_ptx):
 
 
 def test_chip_and_features_reach_the_ptx(nvptx):
-    ptx = NvidiaGPU("sm_90", "+ptx80").compile_to_ptx(Matmul(M=32, N=32, K=16))
+    ptx = PtxEngine(NvidiaGPU("sm_90", "+ptx80")).compile_to_ptx(Matmul(M=32, N=32, K=16))
     assert re.search(r"^\.target sm_90$", ptx, re.MULTILINE)
     assert re.search(r"^\.version 8\.0$", ptx, re.MULTILINE)
 
@@ -62,8 +79,10 @@ def test_default_features_follow_a_newer_chip():
 
 def test_chip_llvm_rejects_is_an_error_not_a_crash(nvptx):
     with pytest.raises(MlirtuneError) as caught:
-        NvidiaGPU("sm_0").compile_to_ptx(Matmul(M=8, N=8, K=8))
-    assert caught.value.stage == "gpu-target"
+        PtxEngine(NvidiaGPU("sm_0")).compile_to_ptx(Matmul(M=8, N=8, K=8))
+    # The failing stage is the descriptor's nvvm-attach-target pass, named by file and line.
+    assert caught.value.stage == origin_of("nvvm-attach-target")
+    assert re.search(r"lower_gpu\.yaml:\d+: stage \d+$", caught.value.stage)
     assert "sm_20" in str(caught.value)
 
 
@@ -83,38 +102,141 @@ def test_bad_chip_or_features_fail_at_construction(chip, features):
 def test_partial_tiles_and_epilogue_compile(nvptx):
     # Tiles that divide neither M nor N: the thread forall still has a static trip count.
     tiles = {"block_m": 32, "block_n": 32, "thread_m": 4, "thread_n": 4}
-    ptx = NvidiaGPU().compile_to_ptx(Matmul(M=100, N=60, K=30), tiles)
+    ptx = PtxEngine().compile_to_ptx(Matmul(M=100, N=60, K=30), tiles)
     assert ".entry" in ptx and FMA.search(ptx)
-    ptx = NvidiaGPU().compile_to_ptx(Mlp(M=64, N=128, K=32))
+    ptx = PtxEngine().compile_to_ptx(Mlp(M=64, N=128, K=32))
     # bias + ReLU fused into the kernel (arith.maximumf propagates NaN: max.NaN.f32)
     assert FMA.search(ptx) and re.search(r"\bmax(\.NaN)?\.f32\b", ptx)
 
 
 @pytest.mark.parametrize(
-    "tiles",
+    ("tiles", "message"),
     [
-        {"block_m": 64, "block_n": 64, "thread_m": 1, "thread_n": 1},  # 4096 threads
-        {"block_m": 0},
-        {"warp_m": 2},
+        ({"block_m": 64, "block_n": 64, "thread_m": 1, "thread_n": 1}, "64x64 threads per block"),
+        ({"block_m": 0}, "GPU tiles must be positive integers"),
+        ({"warp_m": 2}, "unknown parameter"),
+        ({"chip": "sm_90"}, "set by the target"),  # the target's, not a schedule parameter
     ],
 )
-def test_bad_tiles_are_usage_errors(tiles):
-    with pytest.raises(UsageError):
-        NvidiaGPU().compile_to_ptx(Matmul(M=64, N=64, K=64), tiles)
+def test_bad_tiles_are_usage_errors(tiles, message):
+    # Refused before any IR is rewritten: the NVPTX backend is not needed to see them.
+    with pytest.raises(UsageError, match=message):
+        PtxEngine().compile_to_ptx(Matmul(M=64, N=64, K=64), tiles)
 
 
-def test_target_interface():
+def test_non_matmul_payloads_fail_in_the_nvidia_folder():
+    # nvidia/default.yaml, never a CPU pipeline: the schedule stage names what it needs.
+    engine = PtxEngine()
+    with pytest.raises(MlirtuneError, match="gpu_contraction needs a matmul root op") as caught:
+        engine.compile_to_ptx(Softmax(M=8, N=16))
+    assert str(NVIDIA / "matmul.yaml") in str(caught.value)
+    assert "reduction" in str(caught.value)
+
+
+def test_target_is_facts():
     target = NvidiaGPU("sm_86", index=1)
     assert isinstance(target, Target)
     assert target.name == "nvidia-gpu"
-    assert target.descriptor_search_path() == ["nvidia", "generic"]
+    assert target.descriptor_search_path() == ["nvidia"]
     assert target.fingerprint() == {"target": "nvidia-gpu", "chip": "sm_86", "features": "+ptx76"}
-    matmul = OpInfo("matmul", {"M": 100, "N": 256, "K": 64}, ("f32", "f32", "f32"))
-    assert target.select_parameters("contraction", matmul) == {
+    assert target.pipeline_values() == {"chip": "sm_86", "features": "+ptx76"}
+    for removed in ("engine", "lower", "select_parameters", "compile_to_ptx"):
+        assert not hasattr(target, removed)
+
+
+def test_gpu_contraction_selector():
+    family = family_named("gpu_contraction")
+    # The largest divisors of M and N up to 64, then of those up to 4: every tile is full.
+    assert family.select(MATMUL_100, NvidiaGPU("sm_86")) == {
         "block_m": 50,
         "block_n": 64,
         "thread_m": 2,
         "thread_n": 4,
     }
     with pytest.raises(UsageError):
-        target.select_parameters("rowwise", OpInfo("reduction", {"ROWS": 4, "COLS": 8}, ("f32",)))
+        family.select(MATMUL_100, HostCPU())
+    # A host family has no selector for the GPU either.
+    with pytest.raises(UsageError):
+        family_named("rowwise").select(
+            OpInfo("reduction", {"ROWS": 4, "COLS": 8}, ("f32",)), NvidiaGPU()
+        )
+
+
+def test_gpu_contraction_constraints_and_cost():
+    family, target = family_named("gpu_contraction"), NvidiaGPU()
+    chosen = family.select(MATMUL_100, target)
+    assert family.violations(MATMUL_100, target, chosen) == []
+    too_many = {"block_m": 64, "block_n": 64, "thread_m": 1, "thread_n": 1}
+    assert family.violations(MATMUL_100, target, too_many) == ["threads_per_block"]
+    outside = {"block_m": 4, "block_n": 64, "thread_m": 8, "thread_n": 4}
+    assert "thread_m_within_block_m" in family.violations(MATMUL_100, target, outside)
+    assert 0 < family.cost(MATMUL_100, target, chosen) < family.cost(MATMUL_100, target, outside)
+
+
+def test_engine_for_lowers_through_the_nvidia_matmul_descriptor():
+    engine = engine_for(NvidiaGPU("sm_86"))
+    assert isinstance(engine, PtxEngine)
+    lowering = engine.plan(Matmul(M=100, N=256, K=64))
+    assert lowering.descriptor.path == NVIDIA / "matmul.yaml"
+    assert lowering.values == {
+        "block_m": 50,
+        "block_n": 64,
+        "thread_m": 2,
+        "thread_n": 4,
+        "chip": "sm_86",
+        "features": "+ptx76",
+    }
+    assert lowering.sources == {
+        **dict.fromkeys(("block_m", "block_n", "thread_m", "thread_n"), "selector"),
+        "chip": "target",
+        "features": "target",
+    }
+    assert lowering.config_source == "selector"
+    explicit = engine.plan(Mlp(M=64, N=128, K=32), {"block_m": 32})
+    assert explicit.descriptor.path == NVIDIA / "matmul.yaml"  # no nvidia/mlp.yaml
+    assert (explicit.values["block_m"], explicit.sources["block_m"]) == (32, "explicit")
+    assert explicit.config_source == "explicit"
+    # The kernel fix-up runs between outlining and attaching the target, as a step stage.
+    names = [(s.kind, s.name.split("{")[0]) for s in lowering.descriptor.stages]
+    step = names.index(("step", "prepare-gpu-kernels"))
+    assert names[step - 1] == ("pass", "gpu-kernel-outlining")
+    assert names[step + 1] == ("pass", "nvvm-attach-target")
+    with pytest.raises(UsageError, match="spec libraries are for CPU targets"):
+        engine_for(NvidiaGPU(), specs=object())
+
+
+def test_observer_sees_the_schedule_then_the_ptx(nvptx):
+    seen: list[tuple[str, type]] = []
+    PtxEngine().lower_payload(
+        Matmul(M=16, N=16, K=8), observer=lambda stage, result: seen.append((stage, type(result)))
+    )
+    assert [stage for stage, _ in seen] == ["schedule gpu_contraction", "ptx"]
+    assert seen[-1][1] is str
+
+
+def test_execute_and_benchmark_are_compile_only():
+    engine = PtxEngine()
+    for call in (engine.execute, engine.benchmark):
+        with pytest.raises(MlirtuneError, match="compile-only") as caught:
+            call(Matmul(M=8, N=8, K=8))
+        assert caught.value.stage == "target"
+
+
+def test_unknown_step_names_file_and_line(tmp_path):
+    path = tmp_path / "steps.yaml"
+    path.write_text(
+        "description: a step that does not exist\n"
+        "stages:\n"
+        "  - pass: canonicalize\n"
+        "  - step: no-such-step\n"
+    )
+    with pytest.raises(DescriptorError, match="unknown step 'no-such-step'") as caught:
+        load_descriptor(path)
+    assert f"{path}:4: stage 2" in str(caught.value)
+    assert "prepare-gpu-kernels" in str(caught.value)  # the known steps are listed
+    path.write_text("stages:\n  - step: prepare-gpu-kernels {x=1}\n")
+    with pytest.raises(DescriptorError, match=r":2: stage 1: step prepare-gpu-kernels takes no"):
+        load_descriptor(path)
+    path.write_text("stages:\n  - step: prepare-gpu-kernels\n")
+    (stage,) = load_descriptor(path).stages
+    assert (stage.kind, stage.name, stage.arguments) == ("step", "prepare-gpu-kernels", {})

@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from mlirtune.cli.db import _prefix_width, _select, add_db_parser
-from mlirtune.errors import MlirtuneError, UsageError
+from mlirtune.interfaces.errors import MlirtuneError, UsageError
 from mlirtune.tune.db import TuningDB, WorkloadSummary, current_hashes, default_db_path
 from mlirtune.tune.db_schema import SCHEMA_VERSION
 from mlirtune.tune.key import TuningKey, current_toolchain

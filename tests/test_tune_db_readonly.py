@@ -23,7 +23,7 @@ import pytest
 
 from mlirtune.cli import main
 from mlirtune.cli.db import add_db_parser
-from mlirtune.errors import MlirtuneError, UsageError
+from mlirtune.interfaces.errors import MlirtuneError, UsageError
 from mlirtune.tune.db import TuningDB, Verdict, current_hashes
 from mlirtune.tune.db_schema import SCHEMA_VERSION
 from mlirtune.tune.key import TuningKey

@@ -3,14 +3,16 @@ candidate, is recorded with its status, and the worker is replaced."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from mlirtune.errors import MlirtuneError
+from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.tune.evaluator import EvaluatorSettings, IsolatedEvaluator
 from mlirtune.tune.worker import RACE_BENCH, settled
 from mlirtune.workloads.matmul import Matmul
-from tests.faulty import FaultyHost
+from tests.faulty import faulty_engines, no_engine
 
 GOOD = {"MC": 32, "NC": 32, "KC": 32, "MR": 4, "NR": 16, "KU": 1}
 SETTINGS = EvaluatorSettings(workers=2, compile_timeout_s=60, run_timeout_s=3)
@@ -26,7 +28,7 @@ def workload():
 
 
 def test_good_config_is_ok_with_samples(workload):
-    with IsolatedEvaluator(workload, FaultyHost({}), settings=SETTINGS) as evaluator:
+    with IsolatedEvaluator(workload, HostCPU(), settings=SETTINGS) as evaluator:
         (outcome,) = evaluator.evaluate_all([GOOD])
     assert outcome.status == "ok", outcome.detail
     assert len(outcome.samples) >= SETTINGS.bench_options.min_samples
@@ -42,7 +44,9 @@ def test_each_failure_is_isolated_and_classified(workload):
         tuple(sorted(wrong.items())): "wrong_result",
     }
     configs = [segfault, GOOD, hang, wrong, broken, GOOD]
-    with IsolatedEvaluator(workload, FaultyHost(faults), settings=SETTINGS) as evaluator:
+    with IsolatedEvaluator(
+        workload, HostCPU(), settings=replace(SETTINGS, engine=faulty_engines(faults))
+    ) as evaluator:
         outcomes = evaluator.evaluate_all(configs)
     statuses = [o.status for o in outcomes]
     assert statuses == ["crash", "ok", "timeout", "wrong_result", "compile_error", "ok"]
@@ -54,7 +58,7 @@ def test_each_failure_is_isolated_and_classified(workload):
 
 def test_race_interleaves_configs_in_one_worker(workload):
     configs = [GOOD, _variant(MR=8)]
-    with IsolatedEvaluator(workload, FaultyHost({}), settings=SETTINGS) as evaluator:
+    with IsolatedEvaluator(workload, HostCPU(), settings=SETTINGS) as evaluator:
         samples = evaluator.race(configs, rounds=3)
     assert len(samples) == 2
     assert all(len(rounds) == 3 for rounds in samples)
@@ -72,7 +76,7 @@ def test_settled_once_every_finalist_lost_a_round():
 
 def test_races_run_in_two_workers_and_stop_once_settled(workload):
     slow = _variant(MR=1, NR=1)  # about 25x slower than GOOD: loses its first round
-    with IsolatedEvaluator(workload, FaultyHost({}), settings=SETTINGS) as evaluator:
+    with IsolatedEvaluator(workload, HostCPU(), settings=SETTINGS) as evaluator:
         short = evaluator.races([GOOD, slow], 3, [0, 1], until_settled=True)
         full = evaluator.races([GOOD, slow], 2, [0, 1])
         pids = {w.process.pid for w in evaluator._workers}
@@ -85,14 +89,8 @@ def test_races_run_in_two_workers_and_stop_once_settled(workload):
     assert all(len(part[0]) == len(part[1]) for part in short)
 
 
-class _BrokenHost(HostCPU):
-    """A target whose engine cannot be made: workers die while starting."""
-
-    def engine(self, pipeline=None, **options):
-        raise RuntimeError("no engine on this host")
-
-
 def test_a_worker_that_cannot_start_is_an_error_not_a_crashed_candidate(workload):
-    evaluator = IsolatedEvaluator(workload, _BrokenHost(), settings=SETTINGS)
+    settings = replace(SETTINGS, engine=no_engine)
+    evaluator = IsolatedEvaluator(workload, HostCPU(), settings=settings)
     with evaluator, pytest.raises(MlirtuneError, match=r"(?s)failed to start.*no engine on this"):
         evaluator.evaluate_all([GOOD, GOOD])

@@ -8,12 +8,12 @@ import pytest
 import z3
 from mlir import ir
 
-from mlirtune.errors import UsageError
-from mlirtune.ir.roots import OpInfo
-from mlirtune.schedules.library import SCHEDULES
+from mlirtune.interfaces.errors import UsageError
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.schedules.cpu_model import rows_conflict_in_l1
+from mlirtune.schedules.registry import FAMILIES
 from mlirtune.targets.host_cpu import HostCPU
-from mlirtune.tune.constraints import space_for
-from mlirtune.tune.constraints.base import rows_conflict_in_l1
+from mlirtune.tune.space_for import space_for
 
 F32 = ("f32", "f32", "f32")
 AVX512 = {"isa": "avx512", "l1d_bytes": 32 << 10, "l2_bytes": 1 << 20}
@@ -146,9 +146,7 @@ def test_enumeration_is_unique_valid_and_in_domains(case):
     _, _, space = case
     configs = space.enumerate()
     assert len({tuple(c.items()) for c in configs}) == len(configs)
-    assert (
-        set(configs[0]) == set(space.domains) == {k.name for k in SCHEDULES[space.schedule].knobs}
-    )
+    assert set(configs[0]) == set(space.domains) == {k.name for k in FAMILIES[space.schedule].knobs}
     for config in configs:
         assert all(config[name] in values for name, values in space.domains.items())
         assert space.contains(config)
@@ -222,7 +220,7 @@ def test_selector_choice_is_in_the_space(size):
     cpu = host()
     op = matmul(size, size, size)
     space = space_for(op, "contraction", cpu)
-    chosen = {**cpu.select_parameters("contraction", op), "KU": 1, "ORDER": 1}
+    chosen = {**FAMILIES["contraction"].select(op, cpu), "KU": 1, "ORDER": 1}
     assert space.violations(chosen) == []
 
 
@@ -236,7 +234,7 @@ def test_cost_ranks_a_tiny_register_tile_below_the_selector():
     cpu = host()
     op = matmul(512, 512, 512)
     space = space_for(op, "contraction", cpu)
-    chosen = {**cpu.select_parameters("contraction", op), "KU": 1, "ORDER": 1}
+    chosen = {**FAMILIES["contraction"].select(op, cpu), "KU": 1, "ORDER": 1}
     bad = {"MC": 8, "NC": 16, "KC": 64, "MR": 1, "NR": 16, "KU": 1, "ORDER": 1}
     assert space.cost(bad) > 3 * space.cost(chosen)
     assert space.cost({**chosen, "KU": 2}) <= space.cost(chosen)
@@ -317,7 +315,7 @@ def test_export_as_transform_tune_knobs():
 def test_cost_prefers_the_selector_to_a_tiny_tile(name, tiny):
     op, schedule, cpu = CASES[name]
     space = space_for(op, schedule, cpu)
-    assert space.cost(tiny) > space.cost(cpu.select_parameters(schedule, op))
+    assert space.cost(tiny) > space.cost(FAMILIES[schedule].select(op, cpu))
 
 
 def test_fast_enumeration_matches_z3_and_its_integer_semantics(case):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from mlirtune.errors import UsageError
-from mlirtune.ir.roots import OpInfo
+from mlirtune.interfaces.errors import UsageError
+from mlirtune.interfaces.op import OpInfo
 from mlirtune.targets.host_cpu import HostCPU
-from mlirtune.tune.constraints import space_for
 from mlirtune.tune.outcome import Outcome
+from mlirtune.tune.space_for import space_for
 from mlirtune.tune.strategies import STRATEGIES, ModelRanked, config_key, strategy_class
 
 OP = OpInfo("matmul", {"M": 16, "N": 32, "K": 16}, ("f32", "f32", "f32"))

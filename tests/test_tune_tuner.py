@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -20,7 +21,7 @@ from mlirtune.tune.problem import generate
 from mlirtune.tune.strategies import config_key
 from mlirtune.tune.tuner import TuneOptions, tune
 from mlirtune.workloads.matmul import Matmul
-from tests.faulty import FaultyHost
+from tests.faulty import faulty_engines
 
 SIZE = {"M": 32, "N": 32, "K": 32}
 FAST = EvaluatorSettings(workers=2, compile_timeout_s=60, run_timeout_s=3)
@@ -40,9 +41,10 @@ def test_bad_candidates_are_recorded_and_never_win(tmp_path):
             strict=True,
         )
     )
-    problem = generate(workload, FaultyHost(faults))
+    problem = generate(workload, HostCPU())
+    faulty = replace(FAST, engine=faulty_engines(faults))
     with TuningDB(tmp_path / "t.db") as db:
-        report = tune(problem, _options(budget=6), db)
+        report = tune(problem, _options(budget=6, evaluator=faulty), db)
         stored = {r.status for r in db.records(problem.key) if r.role == "candidate"}
     assert report.failed_by_status == {"crash": 1, "timeout": 1, "wrong_result": 1}
     assert stored == {"ok", "crash", "timeout", "wrong_result"}

@@ -7,11 +7,12 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from mlirtune.bench.harness import BenchOptions, run_benchmark
-from mlirtune.bench.result import BenchResult
-from mlirtune.errors import UsageError
+from mlirtune.bench.harness import run_benchmark
+from mlirtune.bench.result import bench_result
+from mlirtune.interfaces.bench import BenchOptions, BenchResult
+from mlirtune.interfaces.errors import UsageError
+from mlirtune.interfaces.workload import Workload
 from mlirtune.memory import check_memory
-from mlirtune.workload import Workload
 
 BASELINES = ("numpy",)
 
@@ -36,7 +37,7 @@ def measure_numpy(workload: Workload, options: BenchOptions | None = None) -> Be
 
     with threadpool_limits(limits=1):
         seconds = run_benchmark(timer, options or BenchOptions())
-    return BenchResult.from_samples(
+    return bench_result(
         workload=workload.describe(),
         parameters={},
         seconds=seconds,

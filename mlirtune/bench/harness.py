@@ -6,27 +6,14 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
 from mlirtune.bench.stats import median_ci
+from mlirtune.interfaces.bench import BenchOptions
 
 # timer(iterations, samples) -> int64 ns per sample, each covering `iterations` calls.
 NativeTimer = Callable[[int, int], np.ndarray]
-
-
-@dataclass(frozen=True)
-class BenchOptions:
-    """How long and how precisely to measure."""
-
-    warmup_s: float = 0.03
-    target_sample_s: float = 0.002
-    min_samples: int = 10
-    max_samples: int = 1000
-    max_time_s: float = 1.0
-    rel_ci: float = 0.01  # stop when the 95% CI half-width is within 1% of the median
-    chunk: int = 10  # samples per native call
 
 
 def run_benchmark(timer: NativeTimer, options: BenchOptions) -> np.ndarray:

@@ -16,7 +16,7 @@ from mlirtune.cli.common import (
     add_workload_arguments,
     seconds,
 )
-from mlirtune.errors import MlirtuneError
+from mlirtune.interfaces.errors import MlirtuneError
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -37,12 +37,18 @@ A workload is a built-in name with KEY=VALUE options (`mlirtune list` shows them
 defaults) or --payload FILE.mlir --entry NAME. Schedule parameters are --param KEY=VALUE.
 """
 LIST = (
-    "List the built-in workloads: each one's options (KEY=VALUE, with defaults and choices) "
-    "and its default schedule parameters (--param KEY=VALUE)."
+    "List the built-in workloads: each one's options (KEY=VALUE, with defaults and choices), "
+    "the pipeline a run on the target would use, and its schedule parameters (--param "
+    "KEY=VALUE) with where each value comes from: explicit, spec (a tuning-spec library "
+    "entry), selector (the target's analytic choice), descriptor (set by the pipeline "
+    "file) or default (the schedule's own default). Name a workload to see it at other "
+    "sizes; the values are the ones `run` and `bench` use."
 )
 LIST_EPILOG = """\
 examples:
   mlirtune list
+  mlirtune list matmul M=512 N=512 K=512
+  mlirtune list matmul M=512 N=512 K=512 --no-specs --json
   mlirtune run matmul M=128 N=256 K=64 dtype=f64     # options as `list` shows them
 """
 PIPELINES = (
@@ -152,6 +158,9 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     listing = add_command(commands, "list", "list workloads and their options", LIST_EPILOG, LIST)
     listing.set_defaults(handler=kernel.cmd_list)
+    add_workload_arguments(listing)
+    add_spec_arguments(listing)
+    listing.add_argument("--json", action="store_true", help="print the plans as JSON")
     text = "list the pipeline descriptors"
     pipelines = add_command(commands, "pipelines", text, PIPELINES_EPILOG, PIPELINES)
     pipelines.set_defaults(handler=kernel.cmd_pipelines)
@@ -168,7 +177,7 @@ def _parser() -> argparse.ArgumentParser:
             default=[],
             metavar="KEY=VALUE",
             help="schedule parameter (repeatable), e.g. --param MR=4 (default: a spec "
-            "library's entry, else the target's selector, else the descriptor's value)",
+            "library's entry, else the family's selector, else the knob's default)",
         )
         cmd.add_argument("--schedule", metavar="FILE.mlir", help="transform schedule for --payload")
         add_spec_arguments(cmd)

@@ -7,9 +7,15 @@ import math
 import re
 import textwrap
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from mlirtune.errors import UsageError
+from mlirtune.interfaces.errors import UsageError
+
+if TYPE_CHECKING:  # imported on use below: `mlirtune --help` stays fast
+    from mlirtune.interfaces.engine import Engine
+    from mlirtune.interfaces.lowering import Descriptor
+    from mlirtune.interfaces.target import Target
+    from mlirtune.specs.specset import SpecSet
 
 DESCRIPTION_WIDTH = 88
 SEED_MAX = 2**32 - 1  # Optuna's and numpy's seeds are unsigned 32-bit
@@ -65,13 +71,13 @@ def plural(count: int, noun: str, many: str | None = None) -> str:
     return f"{count} {many}"
 
 
-def target_of(args: argparse.Namespace):
-    from mlirtune.targets import TARGETS
+def target_of(args: argparse.Namespace) -> Target:
+    from mlirtune.targets import target_named
 
-    return TARGETS[args.target]()
+    return target_named(args.target)
 
 
-def pipeline_of(args: argparse.Namespace):
+def pipeline_of(args: argparse.Namespace) -> str | Descriptor | None:
     if getattr(args, "schedule", None):
         if args.pipeline:
             raise UsageError("give either --pipeline or --schedule, not both")
@@ -81,22 +87,26 @@ def pipeline_of(args: argparse.Namespace):
     return args.pipeline
 
 
-def engine_of(args: argparse.Namespace):
+def engine_of(args: argparse.Namespace) -> Engine:
+    from mlirtune.api import engine_for
+
     target = target_of(args)
-    return target.engine(pipeline_of(args), **spec_options(args, target))
+    specs, use_specs = specs_of(args, target)
+    return engine_for(target, pipeline_of(args), specs=specs, use_specs=use_specs)
 
 
-def spec_options(args: argparse.Namespace, target: Any) -> dict[str, Any]:
-    """Engine options for --spec/--no-specs (none given: configured libraries + defaults)."""
+def specs_of(args: argparse.Namespace, target: Target) -> tuple[SpecSet | None, bool]:
+    """(libraries, whether to apply any) for --spec / --no-specs; (None, True) when neither
+    is given: the configured libraries and the target's shipped defaults."""
     if getattr(args, "no_specs", False):
         if getattr(args, "spec", None):
             raise UsageError("give --spec or --no-specs, not both")
-        return {"use_specs": False}
+        return None, False
     if getattr(args, "spec", None):
         from mlirtune.specs.specset import SpecSet
 
-        return {"specs": SpecSet.for_target(target, args.spec)}
-    return {}
+        return SpecSet.for_target(target, args.spec), True
+    return None, True
 
 
 def add_spec_arguments(cmd: argparse.ArgumentParser) -> None:

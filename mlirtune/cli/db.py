@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from mlirtune.cli.common import add_command_group, add_db_argument, integer, plural
-from mlirtune.errors import UsageError
+from mlirtune.interfaces.errors import UsageError
 from mlirtune.tune.db import Record, TuningDB, WorkloadSummary, current_hashes
 
 EPILOG = """\

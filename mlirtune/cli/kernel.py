@@ -5,33 +5,69 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mlirtune.cli.common import (
-    engine_of,
-    label,
-    pipeline_of,
-    schedule_params,
-    spec_options,
-    target_of,
-    workload_of,
-)
+from mlirtune.cli.common import engine_of, label, schedule_params, target_of, workload_of
+from mlirtune.interfaces.errors import MlirtuneError
+
+if TYPE_CHECKING:  # imported on use: `mlirtune --help` stays fast
+    from mlirtune.interfaces.bench import BenchResult
+    from mlirtune.interfaces.engine import Engine
+    from mlirtune.interfaces.workload import Workload
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    """Each workload's options, and the schedule parameters a run on the target would use
+    with where each comes from (the plan `run`/`bench` follow, so the two agree)."""
     from mlirtune.workloads import WORKLOADS
 
-    for name, cls in sorted(WORKLOADS.items()):
-        print(f"{name:14s} {cls.description}")
-        for p in cls.parameters:
+    engine = engine_of(args)
+    if args.workload or args.payload:
+        workloads = [workload_of(args)]
+    else:
+        workloads = [cls() for _, cls in sorted(WORKLOADS.items())]
+    plans = [_plan_json(engine, workload, args) for workload in workloads]
+    if args.json:
+        print(json.dumps(plans if len(plans) > 1 else plans[0]))
+        return 0
+    for workload, plan in zip(workloads, plans, strict=True):
+        print(f"{workload.name:14s} {workload.description}")
+        for p in workload.parameters:
             choices = f" {{{','.join(map(str, p.choices))}}}" if p.choices else ""
-            print(f"    {f'{p.name}={p.default}':16s} {p.help}{choices}")
-        defaults = cls().default_schedule_parameters()
-        if defaults:
-            shown = " ".join(f"{k}={v}" for k, v in defaults.items())
-            print(f"    schedule parameters (--param): {shown}")
-    print("from_file      any .mlir payload: mlirtune run --payload FILE --entry NAME")
+            value = workload.options[p.name]
+            print(f"    {f'{p.name}={value}':16s} {p.help}{choices}")
+        if "error" in plan:
+            print(f"    schedule parameters on {args.target}: none ({plan['error']})")
+            continue
+        print(f"    pipeline: {plan['pipeline']}  config: {plan['config_source']}")
+        print(f"    schedule parameters (--param): {_parameters_text(plan) or '(none)'}")
+    if not (args.workload or args.payload):
+        print("from_file      any .mlir payload: mlirtune run --payload FILE --entry NAME")
     return 0
+
+
+def _plan_json(engine: Engine, workload: Workload, args: argparse.Namespace) -> dict[str, Any]:
+    """What `bench --json` reports about the config, from the engine's plan."""
+    try:
+        lowering = engine.plan(workload)
+    except MlirtuneError as error:
+        if args.workload or args.payload:
+            raise
+        return {"workload": workload.describe(), "error": str(error)}
+    return {
+        "workload": workload.describe(),
+        "pipeline": str(lowering.descriptor.path),
+        "parameters": dict(lowering.values),
+        "parameter_sources": dict(lowering.sources),
+        "config_source": lowering.config_source,
+    }
+
+
+def _parameters_text(report: dict[str, Any]) -> str:
+    """`KEY=VALUE(source)` for every schedule parameter, as `list` and `bench` print them."""
+    sources = report.get("parameter_sources", {})
+    values = report.get("parameters", {})
+    return " ".join(f"{k}={v}({sources.get(k, '?')})" for k, v in values.items())
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -46,7 +82,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from mlirtune.bench.baseline import measure_numpy
-    from mlirtune.bench.harness import BenchOptions
+    from mlirtune.interfaces.bench import BenchOptions
 
     workload = workload_of(args)
     options = BenchOptions(max_time_s=args.max_time)
@@ -74,17 +110,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_opt(args: argparse.Namespace) -> int:
     workload = workload_of(args)
 
-    def show(stage: str, module) -> None:
+    def show(stage: str, result: object) -> None:
         print(f"// ----- after {stage} -----")
-        print(module)
+        print(result)
 
-    target_of(args).lower(
+    engine_of(args).lower_payload(
         workload,
         schedule_params(args.param),
-        pipeline=pipeline_of(args),
         observer=show,
         print_after_all=args.print_after_all,
-        **spec_options(args, target_of(args)),
     )
     return 0
 
@@ -99,9 +133,8 @@ def cmd_pipelines(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_bench(result, baseline, report) -> None:
-    sources = report.get("parameter_sources", {})
-    params = " ".join(f"{k}={v}({sources.get(k, '?')})" for k, v in result.parameters.items())
+def _print_bench(result: BenchResult, baseline: BenchResult | None, report: dict[str, Any]) -> None:
+    params = _parameters_text(report)
     print(f"{label(result.workload)}")
     print(f"  pipeline: {report.get('pipeline', '?')}")
     print(f"  config: {report.get('config_source', '?')}")

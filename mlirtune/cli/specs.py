@@ -198,6 +198,6 @@ def _show(args: argparse.Namespace) -> int:
     source = lowering.config_source
     values = " ".join(f"{k}={v}" for k, v in lowering.values.items())
     print(f"config: {source}: {values}")
-    if source in ("selector", "descriptor") and specs is not None:
+    if source in ("selector", "descriptor", "default") and specs is not None:
         print("  (no entry for this pipeline matched, or a stale one was skipped)")
     return 0

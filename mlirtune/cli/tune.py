@@ -31,8 +31,9 @@ from mlirtune.cli.common import (
     target_of,
     workload_of,
 )
-from mlirtune.errors import UsageError
+from mlirtune.interfaces.errors import UsageError
 from mlirtune.ir.context import new_context
+from mlirtune.pipeline.plan import plan_for
 from mlirtune.tune.outcome import Outcome
 from mlirtune.tune.strategies import STRATEGIES, strategy_class
 
@@ -185,7 +186,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             _print_plain(
                 console,
                 f"tuning {label(workload.describe())}",
-                f"  pipeline {problem.key.pipeline} (schedule {problem.schedule.name}), "
+                f"  pipeline {problem.key.pipeline} (schedule {problem.family.name}), "
                 f"space of {plural(problem.space.count(), 'config')}",
                 f"  database {db.path}",
             )
@@ -231,7 +232,7 @@ def _starters(spec: str, problem) -> tuple[dict[str, int], ...]:
         specs = SpecSet.for_target(target)
     else:
         specs = SpecSet.for_target(target, [spec], configured=False, defaults=False)
-    lowering = target.engine(problem.pipeline, specs=specs).plan(problem.workload)
+    lowering = plan_for(problem.workload, target, problem.pipeline, specs)
     if lowering.spec is None:
         where = "the configured or default libraries" if spec == DEFAULT_SPECS else spec
         warnings.warn(f"no entry of {where} matches; searching without a starter", stacklevel=2)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ctypes
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,21 +13,21 @@ from mlir import ir
 from mlir.execution_engine import ExecutionEngine
 from mlir.runtime import get_ranked_memref_descriptor
 
-from mlirtune.bench.harness import BenchOptions, run_benchmark
-from mlirtune.bench.result import BenchResult
+from mlirtune.bench.harness import run_benchmark
+from mlirtune.bench.result import bench_result
 from mlirtune.bench.timer import TIMER_ENTRY, add_timer
-from mlirtune.engine.base import Engine, ExecutionResult
-from mlirtune.errors import MlirtuneError, VerificationError
+from mlirtune.engine.planned import DescriptorEngine
+from mlirtune.interfaces.bench import BenchOptions, BenchResult
+from mlirtune.interfaces.engine import ExecutionResult, Observer
+from mlirtune.interfaces.errors import MlirtuneError, VerificationError
+from mlirtune.interfaces.lowering import Descriptor, Lowering
+from mlirtune.interfaces.workload import Workload
 from mlirtune.ir.context import new_context
-from mlirtune.ir.inspect import find_function
-from mlirtune.ir.roots import annotate_roots
 from mlirtune.memory import check_memory
-from mlirtune.pipeline import Descriptor, Lowering, resolve_descriptor, resolve_values, run_pipeline
+from mlirtune.pipeline import run_pipeline
 from mlirtune.runtime import Buffer, HostRuntime, Runtime
 from mlirtune.specs.specset import SpecSet
-from mlirtune.targets.base import Target
-
-Observer = Callable[[str, ir.Module], None]
+from mlirtune.targets.host_cpu import HostCPU
 
 
 @dataclass
@@ -66,14 +65,14 @@ class CompiledKernel:
         return out
 
 
-class MlirJitEngine(Engine):
+class MlirJitEngine(DescriptorEngine):
     """Lowers through the target's pipeline descriptor and runs with MLIR's ExecutionEngine."""
 
     def __init__(
         self,
         runtime: Runtime | None = None,
         *,
-        target: Target | None = None,
+        target: HostCPU | None = None,
         pipeline: str | Path | Descriptor | None = None,
         opt_level: int = 3,
         specs: SpecSet | None = None,
@@ -82,54 +81,26 @@ class MlirJitEngine(Engine):
         """`specs`: the tuning-spec libraries to apply (default: the configured ones and
         the target's shipped defaults, loaded on first use); `use_specs=False` applies none,
         so the parameter selector decides (as the tuner's baseline does)."""
-        super().__init__(runtime or HostRuntime())
+        super().__init__(runtime or HostRuntime(), target or HostCPU(), pipeline)
         if not isinstance(self.runtime, HostRuntime):
             raise MlirtuneError("the MLIR JIT engine runs on the host runtime only")
-        if target is None:
-            from mlirtune.targets.host_cpu import HostCPU
-
-            target = HostCPU()
-        self.target = target
-        self.pipeline = pipeline
         self.opt_level = opt_level
         self.use_specs = use_specs
         self._specs = specs
         self._cache: dict[str, CompiledKernel] = {}
-        self._descriptors: dict[tuple[str, ...], Descriptor] = {}
 
     # --- lowering ------------------------------------------------------------------------
 
     def lower_payload(
         self,
-        workload,
-        schedule_parameters: dict[str, Any] | None = None,
+        workload: Workload,
+        schedule_parameters: dict[str, int] | None = None,
         *,
         observer: Observer | None = None,
         print_after_all: bool = False,
     ) -> ir.Module:
         module, _ = self._lower(workload, schedule_parameters, False, observer, print_after_all)
         return module
-
-    def plan(self, workload, schedule_parameters: dict[str, Any] | None = None) -> Lowering:
-        """The pipeline that would run and its slot values with their sources, without
-        lowering anything (e.g. the tuner's baseline: what the selector chooses)."""
-        with new_context(), ir.Location.unknown():
-            return self._prepare(workload, schedule_parameters)[1]
-
-    def _prepare(self, workload, parameters) -> tuple[ir.Module, Lowering]:
-        """The annotated payload and the resolved pipeline (inside an active context)."""
-        module = workload.payload_module()
-        find_function(module, workload.entry)
-        roots = annotate_roots(module)
-        descriptor = self._descriptor(workload, roots)
-        specs = self.specs
-        plan = Lowering(descriptor, roots)
-        choice = specs.choose(module, plan) if specs is not None else None
-        tuned = choice.config if choice is not None else None
-        lowering = resolve_values(descriptor, self.target, roots, explicit=parameters, tuned=tuned)
-        lowering.spec = choice.source if choice is not None else None
-        lowering.notes.extend(plan.notes)
-        return module, lowering
 
     @property
     def specs(self) -> SpecSet | None:
@@ -140,9 +111,16 @@ class MlirJitEngine(Engine):
             self._specs = SpecSet.for_target(self.target)
         return self._specs
 
-    def _lower(self, workload, parameters, with_timer, observer=None, print_after_all=False):
+    def _lower(
+        self,
+        workload: Workload,
+        parameters: dict[str, int] | None,
+        with_timer: bool,
+        observer: Observer | None = None,
+        print_after_all: bool = False,
+    ) -> tuple[ir.Module, Lowering]:
         with new_context(), ir.Location.unknown():
-            module, lowering = self._prepare(workload, parameters)
+            module, lowering = self.prepare(workload, parameters)
             run_pipeline(
                 module,
                 lowering,
@@ -153,17 +131,9 @@ class MlirJitEngine(Engine):
             set_target_features(module, self.target.llvm_target_features())
             return module, lowering
 
-    def _descriptor(self, workload, roots) -> Descriptor:
-        """The pipeline for `workload`, read once per engine (files are not re-parsed for
-        every compile of a tuning run)."""
-        if isinstance(self.pipeline, Descriptor):
-            return self.pipeline
-        names = (workload.name, *(op.kind for op in roots[:1]))
-        if names not in self._descriptors:
-            self._descriptors[names] = resolve_descriptor(self.pipeline, self.target, list(names))
-        return self._descriptors[names]
-
-    def compile(self, workload, schedule_parameters=None) -> CompiledKernel:
+    def compile(
+        self, workload: Workload, schedule_parameters: dict[str, int] | None = None
+    ) -> CompiledKernel:
         """Lower and JIT once per (workload, parameters); later calls hit the cache."""
         key = repr((workload.describe(), sorted((schedule_parameters or {}).items())))
         if key not in self._cache:
@@ -189,7 +159,12 @@ class MlirJitEngine(Engine):
 
     # --- running -------------------------------------------------------------------------
 
-    def execute(self, workload, schedule_parameters=None, check_correctness=True):
+    def execute(
+        self,
+        workload: Workload,
+        schedule_parameters: dict[str, int] | None = None,
+        check_correctness: bool = True,
+    ) -> ExecutionResult:
         check_memory(workload, "run", verify=check_correctness)  # before anything is allocated
         kernel = self.compile(workload, schedule_parameters)
         with workload.allocate(self) as buffers:
@@ -202,9 +177,9 @@ class MlirJitEngine(Engine):
 
     def benchmark(
         self,
-        workload,
-        schedule_parameters=None,
-        check_correctness=True,
+        workload: Workload,
+        schedule_parameters: dict[str, int] | None = None,
+        check_correctness: bool = True,
         options: BenchOptions | None = None,
     ) -> BenchResult:
         check_memory(workload, "benchmark", verify=check_correctness)
@@ -220,7 +195,7 @@ class MlirJitEngine(Engine):
             seconds = run_benchmark(
                 lambda iterations, count: kernel.time(buffers, iterations, count), options
             )
-        return BenchResult.from_samples(
+        return bench_result(
             workload=workload.describe(),
             parameters=kernel.lowering.values,
             seconds=seconds,

@@ -1,6 +1,5 @@
-"""Small helpers over the MLIR Python bindings: contexts, parsing with diagnostics, dtypes."""
+"""Small helpers over the MLIR Python bindings: contexts, parsing with diagnostics."""
 
 from mlirtune.ir.context import new_context, parse_module, run_passes
-from mlirtune.ir.dtypes import DTYPES, DType, dtype_named
 
-__all__ = ["DTYPES", "DType", "dtype_named", "new_context", "parse_module", "run_passes"]
+__all__ = ["new_context", "parse_module", "run_passes"]

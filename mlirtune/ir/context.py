@@ -7,7 +7,7 @@ from pathlib import Path
 from mlir import ir
 from mlir.passmanager import PassManager
 
-from mlirtune.errors import MlirtuneError, UsageError
+from mlirtune.interfaces.errors import MlirtuneError, UsageError
 
 
 def new_context() -> ir.Context:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import func
 
-from mlirtune.errors import UsageError
+from mlirtune.interfaces.errors import UsageError
 
 
 def find_function(module: ir.Module, name: str, source: str = "payload") -> func.FuncOp:

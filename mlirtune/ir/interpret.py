@@ -13,7 +13,7 @@ from mlir import ir
 from mlir.dialects import builtin
 from mlir.passmanager import PassManager
 
-from mlirtune.errors import MlirtuneError
+from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.ir.context import describe_location, format_diagnostics
 from mlirtune.ir.roots import ROOT_ATTRIBUTE
 

@@ -12,11 +12,10 @@ otherwise it stays on memrefs and the caller lowers the payload without its sche
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from mlir import ir
 from mlir.dialects import bufferization
 
+from mlirtune.interfaces.lowering import MemrefRoot
 from mlirtune.ir.context import describe_location
 from mlirtune.ir.roots import ROOT_ATTRIBUTE
 
@@ -29,26 +28,6 @@ TENSOR_VIEWS = {
 }
 # Defining ops of buffers that alias nothing else (function arguments count as well).
 FRESH_BUFFERS = {"memref.alloc", "memref.alloca"}
-
-
-@dataclass(frozen=True)
-class MemrefRoot:
-    """A root op that was written on memrefs and what became of it."""
-
-    op_name: str
-    location: str
-    kind: str
-    tensorized: bool
-    reason: str = ""  # why it stayed on memrefs
-
-    def to_json(self) -> dict[str, str | bool]:
-        return {
-            "op": self.op_name,
-            "location": self.location,
-            "kind": self.kind,
-            "tensorized": self.tensorized,
-            "reason": self.reason,
-        }
 
 
 def memref_roots(module: ir.Module) -> list[ir.Operation]:

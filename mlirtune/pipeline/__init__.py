@@ -1,7 +1,7 @@
 """Descriptor-driven lowering: YAML pipelines of passes and parameterised schedules."""
 
-from mlirtune.pipeline.descriptor import Descriptor, DescriptorError, Stage, load_descriptor
-from mlirtune.pipeline.driver import Lowering, apply_schedule, resolve_values, run_pipeline
+from mlirtune.pipeline.descriptor import DescriptorError, load_descriptor
+from mlirtune.pipeline.driver import apply_schedule, resolve_values, run_pipeline
 from mlirtune.pipeline.lookup import (
     find_descriptor,
     list_descriptors,
@@ -10,10 +10,7 @@ from mlirtune.pipeline.lookup import (
 )
 
 __all__ = [
-    "Descriptor",
     "DescriptorError",
-    "Lowering",
-    "Stage",
     "apply_schedule",
     "find_descriptor",
     "list_descriptors",

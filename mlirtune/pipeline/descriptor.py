@@ -1,65 +1,37 @@
-"""YAML pipeline descriptors: a list of `pass`, `schedule` and `include` stages with `$slots`.
+"""YAML pipeline descriptors: a list of `pass`, `schedule`, `step` and `include` stages
+with `$slots`.
 
     description: matmul-like contractions on x86-64
-    flow: select            # optional: a Python flow fills slots from the target's selector
-    params: {MC: 64, MR: 8} # descriptor defaults; `null` means "a flow must provide it"
+    flow: select            # optional: a Python flow fills slots from the family's selector
+    params: {TILE: 8}       # values of the other slots; `null` means "something must fill it"
     stages:
       - schedule: contraction {MC=$MC MR=$MR}
       - include: ../generic/lower_cpu.yaml
-      - pass: canonicalize
+      - pass: canonicalize{max-iterations=$TILE}
+      - step: prepare-gpu-kernels  # a registered Python IR step (pipeline/steps.py)
 
+A schedule stage binds its family's knobs to slots (`MC=$MC`); such a slot needs no `params`
+entry, since the knob's default (mlirtune.schedules) fills it when nothing stronger does.
 Includes are expanded at load time (with their own `{key=value}` bindings), so a loaded
-Descriptor is a flat list of pass and schedule stages. Every problem is reported with the
+Descriptor is a flat list of pass, schedule and step stages. Every problem is reported with the
 file, the stage number and the cause.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from mlirtune.errors import UsageError
-from mlirtune.schedules.library import SCHEDULES
+from mlirtune.interfaces.errors import UsageError
+from mlirtune.interfaces.lowering import SLOT, Descriptor, ParamValue, Stage
+from mlirtune.pipeline.steps import STEPS
+from mlirtune.schedules.registry import FAMILIES
 
-STAGE_KINDS = ("pass", "schedule", "include")
-SLOT = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+STAGE_KINDS = ("pass", "schedule", "step", "include")
 ARGUMENT = re.compile(r"^\s*([^\s{}]+)\s*(?:\{(.*)\})?\s*$", re.DOTALL)
-ParamValue = int | str | bool | None
-
-
-@dataclass(frozen=True)
-class Stage:
-    """One pass or schedule stage; `origin` is `file:stage N` for error messages."""
-
-    kind: str
-    name: str
-    arguments: dict[str, Any]
-    origin: str
-    base_dir: Path
-
-    def slots(self) -> set[str]:
-        """Slot names this stage reads."""
-        text = self.name if self.kind == "pass" else " ".join(map(str, self.arguments.values()))
-        return set(SLOT.findall(text))
-
-
-@dataclass(frozen=True)
-class Descriptor:
-    """A validated, include-expanded pipeline."""
-
-    path: Path
-    description: str
-    flow: str | None
-    params: dict[str, ParamValue]
-    stages: list[Stage] = field(default_factory=list)
-
-    @property
-    def name(self) -> str:
-        return self.path.stem
 
 
 class DescriptorError(UsageError):
@@ -80,23 +52,29 @@ def _load(path: Path, bindings: dict[str, Any], chain: tuple[Path, ...]) -> Desc
         raise DescriptorError(f"{chain[-1]}: include cycle: {cycle}")
     document, lines = _read_yaml(path)
     declared = _params(document.get("params") or {}, path)
-    unknown = sorted(set(bindings) - set(declared))
-    if unknown:
-        where = f"{chain[-1]} (include of {path.name})" if chain else str(path)
-        raise DescriptorError(f"{where}: binds unknown param(s) {', '.join(unknown)}")
-    # Bound params are fixed by the includer; the others stay slots of the whole pipeline.
-    params = {k: v for k, v in declared.items() if k not in bindings}
     flow = document.get("flow")
     if flow is not None and not isinstance(flow, str):
         raise DescriptorError(f"{path}: 'flow' must be a name, got {flow!r}")
     raw_stages = document.get("stages")
     if not isinstance(raw_stages, list) or not raw_stages:
         raise DescriptorError(f"{path}: 'stages' must be a non-empty list")
-    stages: list[Stage] = []
+    parsed = []
     for number, raw in enumerate(raw_stages, start=1):
         line = f":{lines[number - 1]}" if len(lines) == len(raw_stages) else ""
         origin = f"{path}{line}: stage {number}"
-        kind, name, arguments = _parse_stage(raw, origin)
+        parsed.append((*_parse_stage(raw, origin), origin))
+    for kind, name, arguments, _ in parsed:
+        if kind == "schedule" and name in FAMILIES:
+            for slot in _knob_slots(name, arguments):
+                declared.setdefault(slot, None)
+    unknown = sorted(set(bindings) - set(declared))
+    if unknown:
+        where = f"{chain[-1]} (include of {path.name})" if chain else str(path)
+        raise DescriptorError(f"{where}: binds unknown param(s) {', '.join(unknown)}")
+    # Bound params are fixed by the includer; the others stay slots of the whole pipeline.
+    params = {k: v for k, v in declared.items() if k not in bindings}
+    stages: list[Stage] = []
+    for kind, name, arguments, origin in parsed:
         if kind == "include":
             target = (path.parent / name).resolve()
             if not target.is_file():
@@ -109,14 +87,30 @@ def _load(path: Path, bindings: dict[str, Any], chain: tuple[Path, ...]) -> Desc
             continue
         stage = Stage(kind, name, arguments, origin, path.parent)
         _check_declared(stage, declared)
-        if kind == "schedule" and not name.endswith(".mlir") and name not in SCHEDULES:
+        if kind == "schedule" and not name.endswith(".mlir") and name not in FAMILIES:
             raise DescriptorError(
-                f"{origin}: unknown schedule {name!r}; the library has {', '.join(SCHEDULES)} "
+                f"{origin}: unknown schedule {name!r}; the library has {', '.join(FAMILIES)} "
                 "(or name a .mlir transform file)"
             )
+        if kind == "step" and name not in STEPS:
+            raise DescriptorError(
+                f"{origin}: unknown step {name!r}; known steps: {', '.join(STEPS)}"
+            )
+        if kind == "step" and arguments:
+            raise DescriptorError(f"{origin}: step {name} takes no arguments")
         stages.append(_fill(stage, bindings, strict=False))
     description = str(document.get("description", ""))
     return Descriptor(path, description, flow, params, stages)
+
+
+def _knob_slots(family: str, arguments: dict[str, Any]) -> list[str]:
+    """Slots a `family` schedule stage binds to that family's knobs (`MR=$MR`)."""
+    knobs = {knob.name for knob in FAMILIES[family].knobs}
+    return [
+        value[1:]
+        for key, value in arguments.items()
+        if key in knobs and isinstance(value, str) and SLOT.fullmatch(value)
+    ]
 
 
 def _check_declared(stage: Stage, declared: dict[str, Any]) -> None:

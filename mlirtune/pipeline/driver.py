@@ -1,75 +1,71 @@
-"""Run a descriptor on a payload: fill slots, then apply each pass and schedule stage.
+"""Run a descriptor on a payload: fill slots, then apply each pass, schedule and step stage.
 
-Slot values come from four sources, strongest first: values the caller gives explicitly,
-a tuned config, the descriptor's flow (the target's parameter selector), and the
-descriptor's defaults. The driver records which source filled each slot.
+Slot values come from these sources, strongest first: slots the target fills itself (e.g.
+an NVIDIA chip name), values the caller gives explicitly, a tuned config, the descriptor's
+flow (the schedule family's selector for the target), a value the descriptor itself sets,
+and the default of the family knob a slot is bound to. The driver records which source
+filled each slot.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mlir import ir
 
-from mlirtune.errors import MlirtuneError, UsageError
+from mlirtune.interfaces.errors import MlirtuneError, UsageError
+from mlirtune.interfaces.lowering import Descriptor, Lowering, Stage
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.schedule import ScheduleFamily
+from mlirtune.interfaces.target import Target
 from mlirtune.ir.context import parse_module, run_passes
 from mlirtune.ir.interpret import interpret
-from mlirtune.ir.roots import OpInfo
-from mlirtune.ir.tensorize import MemrefRoot, tensorize_roots
-from mlirtune.pipeline.descriptor import Descriptor, DescriptorError, Stage, resolve_stage
+from mlirtune.ir.tensorize import tensorize_roots
+from mlirtune.pipeline.descriptor import DescriptorError, resolve_stage
+from mlirtune.pipeline.steps import step_named
 from mlirtune.schedules.builder import ENTRY_POINT
-from mlirtune.schedules.library import ScheduleEntry, schedule_named
-from mlirtune.targets.base import Target
+from mlirtune.schedules.registry import family_named
 
 Observer = Callable[[str, ir.Module], None]
 Flow = Callable[[Descriptor, Target, list[OpInfo]], dict[str, int]]
 
 
-@dataclass
-class Lowering:
-    """What a pipeline run used: slot values and where each came from."""
-
-    descriptor: Descriptor
-    roots: list[OpInfo]
-    values: dict[str, Any] = field(default_factory=dict)
-    sources: dict[str, str] = field(default_factory=dict)
-    spec: str | None = None  # "spec:<library>:<entry>" when a spec entry gave the tuned values
-    # What the user should know about how this payload was lowered, one sentence each
-    # (e.g. a shipped spec entry tuned on another CPU); shown by run/bench, in --json.
-    notes: list[str] = field(default_factory=list)
-    # Root ops written on memrefs: brought to tensors for the schedules, or (when that
-    # cannot be done) kept, with the schedule stages skipped (the generic path).
-    memref_roots: list[MemrefRoot] = field(default_factory=list)
-
-    @property
-    def config_source(self) -> str:
-        """Where the config came from, strongest first: explicit values (any `--param`),
-        a spec entry, the parameter selector, or the descriptor's defaults."""
-        sources = set(self.sources.values())
-        if "explicit" in sources:
-            return "explicit"
-        if self.spec and "tuned" in sources:
-            return self.spec
-        return "selector" if "selector" in sources else "descriptor"
-
-
 def select_flow(descriptor: Descriptor, target: Target, roots: list[OpInfo]) -> dict[str, int]:
-    """Ask the target's parameter selector for every schedule stage and map the chosen
-    schedule parameters onto the slots those parameters are bound to."""
+    """Ask every library schedule stage's family to select its knobs for `target` and map
+    the chosen values onto the slots those knobs are bound to."""
     chosen: dict[str, int] = {}
     for stage in descriptor.stages:
         if stage.kind != "schedule" or stage.name.endswith(".mlir"):
             continue
-        entry = _library_entry(stage)
-        op = root_for(entry.root_kinds, roots, stage)
-        selected = target.select_parameters(entry.name, op)
-        for key, value in stage.arguments.items():
-            if isinstance(value, str) and value.startswith("$") and key in selected:
-                chosen[value[1:]] = selected[key]
+        family = _library_family(stage)
+        op = root_for(family.root_kinds, roots, stage)
+        chosen.update(_bound(stage, family.select(op, target)))
     return chosen
+
+
+def family_defaults(descriptor: Descriptor, roots: list[OpInfo]) -> dict[str, int]:
+    """The defaults of the family knobs that library schedule stages bind to slots, by slot;
+    a stage without a root op of its family's kinds gives none (it fails when applied)."""
+    defaults: dict[str, int] = {}
+    for stage in descriptor.stages:
+        if stage.kind != "schedule" or stage.name.endswith(".mlir"):
+            continue
+        family = _library_family(stage)
+        op = next((op for op in roots if op.kind in family.root_kinds), None)
+        if op is not None:
+            defaults.update(_bound(stage, family.defaults(op)))
+    return defaults
+
+
+def _bound(stage: Stage, knob_values: dict[str, int]) -> dict[str, int]:
+    """`knob_values` of the knobs `stage` binds to a slot, keyed by that slot."""
+    return {
+        value[1:]: knob_values[key]
+        for key, value in stage.arguments.items()
+        if isinstance(value, str) and value.startswith("$") and key in knob_values
+    }
 
 
 FLOWS: dict[str, Flow] = {"select": select_flow}
@@ -82,7 +78,9 @@ def resolve_values(
     explicit: dict[str, Any] | None = None,
     tuned: dict[str, Any] | None = None,
 ) -> Lowering:
-    """Fill every slot of `descriptor` from the four sources, strongest last."""
+    """Fill every slot of `descriptor` from its sources, strongest last: the family
+    defaults, the descriptor's own values, the selector (`flow: select`), a tuned config,
+    explicit values, and the slots the target fills itself (which nothing overrides)."""
     lowering = Lowering(descriptor, roots)
     unknown = sorted(set(explicit or {}) - set(descriptor.params))
     if unknown:
@@ -91,14 +89,21 @@ def resolve_values(
             f"this pipeline's parameters are {', '.join(descriptor.params) or 'none'}",
             stage="pipeline",
         )
-    layers = [("descriptor", descriptor.params)]
+    owned = target.pipeline_values()
+    clash = sorted(set(explicit or {}) & set(owned))
+    if clash:
+        raise UsageError(
+            f"{', '.join(clash)}: set by the target ({target!r}), not by schedule parameters",
+            stage="pipeline",
+        )
+    layers = [("default", family_defaults(descriptor, roots)), ("descriptor", descriptor.params)]
     if descriptor.flow is not None:
         if descriptor.flow not in FLOWS:
             raise DescriptorError(
                 f"{descriptor.path}: unknown flow {descriptor.flow!r}; known: {', '.join(FLOWS)}"
             )
         layers.append(("selector", FLOWS[descriptor.flow](descriptor, target, roots)))
-    layers += [("tuned", tuned or {}), ("explicit", explicit or {})]
+    layers += [("tuned", tuned or {}), ("explicit", explicit or {}), ("target", owned)]
     for source, values in layers:
         for key, value in values.items():
             if value is not None and key in descriptor.params:
@@ -133,6 +138,8 @@ def run_pipeline(
                 stage=resolved.origin,
                 print_after_all=print_after_all,
             )
+        elif resolved.kind == "step":
+            step_named(resolved.name)(module)
         else:
             apply_schedule(module, _schedule_module(resolved, lowering.roots), resolved.origin)
             if observer:
@@ -141,6 +148,16 @@ def run_pipeline(
             after_schedules(module)
     if observer:
         observer("lowering", module)
+
+
+def schedule_modules(lowering: Lowering) -> list[ir.Module]:
+    """The transform module of every schedule stage, built with the lowering's slot values
+    (in the current context), exactly as `run_pipeline` applies them."""
+    return [
+        _schedule_module(resolve_stage(stage, lowering.values), lowering.roots)
+        for stage in lowering.descriptor.stages
+        if stage.kind == "schedule"
+    ]
 
 
 def _needs_tensors(stage: Stage) -> bool:
@@ -172,21 +189,21 @@ def _bring_roots_to_tensors(module: ir.Module, lowering: Lowering) -> bool:
 def _schedule_module(stage: Stage, roots: list[OpInfo]) -> ir.Module:
     if stage.name.endswith(".mlir"):
         return parse_module(Path(stage.base_dir) / stage.name)
-    entry = _library_entry(stage)
+    family = _library_family(stage)
     for key, value in stage.arguments.items():
         if isinstance(value, bool) or not isinstance(value, int):
             raise DescriptorError(
                 f"{stage.origin}: schedule {stage.name} parameter {key}={value!r} has a bad "
                 "value type; expected an integer"
             )
-    op = root_for(entry.root_kinds, roots, stage)
-    return entry.build(op, entry.parameters(op, stage.arguments))
+    op = root_for(family.root_kinds, roots, stage)
+    return family.build(op, family.parameters(op, stage.arguments))
 
 
-def _library_entry(stage: Stage) -> ScheduleEntry:
-    """The library schedule a stage names; an unknown name is an error naming the stage."""
+def _library_family(stage: Stage) -> ScheduleFamily:
+    """The schedule family a stage names; an unknown name is an error naming the stage."""
     try:
-        return schedule_named(stage.name)
+        return family_named(stage.name)
     except UsageError as error:
         raise DescriptorError(f"{stage.origin}: {error.args[0]}") from None
 

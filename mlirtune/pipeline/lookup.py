@@ -6,9 +6,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from mlirtune.errors import UsageError
-from mlirtune.pipeline.descriptor import Descriptor, Stage, load_descriptor
-from mlirtune.targets.base import Target
+from mlirtune.interfaces.errors import UsageError
+from mlirtune.interfaces.lowering import Descriptor, Stage
+from mlirtune.interfaces.target import Target
+from mlirtune.pipeline.descriptor import load_descriptor
 
 PACKAGED = Path(__file__).parent / "descriptors"
 USER_PATH_VARIABLE = "MLIRTUNE_PIPELINE_PATH"
@@ -52,7 +53,7 @@ def resolve_descriptor(
         if not path.is_file():
             raise UsageError(f"pipeline file {path} not found", stage="pipeline")
         return load_descriptor(path)
-    for root in descriptor_roots(extra):  # a qualified name such as "x86_64/avx2/matmul"
+    for root in descriptor_roots(extra):  # a qualified name such as "x86_64/matmul_packed"
         if (root / f"{pipeline}.yaml").is_file():
             return load_descriptor(root / f"{pipeline}.yaml")
     return load_descriptor(find_descriptor(target, [str(pipeline)], extra))

@@ -1,6 +1,6 @@
 """Runtimes own memory and placement: the host now, accelerators and embedded devices later."""
 
-from mlirtune.runtime.base import (
+from mlirtune.interfaces.runtime import (
     AcceleratorDevice,
     Buffer,
     EmbeddedDevice,

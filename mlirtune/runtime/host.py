@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mlirtune.runtime.base import Buffer, Placement, Runtime
+from mlirtune.interfaces.runtime import Buffer, Placement, Runtime
 
 
 class HostRuntime(Runtime):

@@ -1,6 +1,7 @@
-"""Transform-dialect schedule builders: small functions that return an `ir.Module`."""
+"""Schedule families: one per kind of schedule, each owning its transform builder, its knobs
+and their defaults, its selector per target kind, its constraints and its cost model
+(mlirtune.schedules.registry lists them)."""
 
 from mlirtune.schedules.builder import ScheduleBuilder
-from mlirtune.schedules.library import SCHEDULES, ScheduleEntry, schedule_named
 
-__all__ = ["SCHEDULES", "ScheduleBuilder", "ScheduleEntry", "schedule_named"]
+__all__ = ["ScheduleBuilder"]

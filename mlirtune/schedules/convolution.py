@@ -1,4 +1,4 @@
-"""Default schedule for 2-D convolutions in NHWC / HWCF layout (linalg.conv_2d_nhwc_hwcf).
+"""The `convolution` family: 2-D convolutions in NHWC / HWCF layout (linalg.conv_2d_nhwc_hwcf).
 
 The output is tiled into one image row of OW_TILE x F_TILE outputs (fusing the zero fill), and
 the filter window is walked one (kh, kw) tap and C_TILE channels at a time. A tile with unit
@@ -14,24 +14,125 @@ from collections.abc import Sequence
 from mlir import ir
 from mlir.dialects.transform import structured
 
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.schedule import Config, Constraint, Domains, Knob, KnobVariables
 from mlirtune.schedules.builder import ScheduleBuilder
-from mlirtune.schedules.knobs import Knob, divisors, register_rows, vector_columns
+from mlirtune.schedules.cpu_model import (
+    ACCUMULATOR_CYCLES,
+    TILE_CYCLES,
+    HostFamily,
+    Traffic,
+    ceil_div,
+    fit,
+    itemsize,
+    narrow_tails,
+    outer_product,
+    register_tile,
+    seconds,
+    step_cycles,
+    tile_extents,
+    vectors,
+    whole_vectors,
+)
+from mlirtune.schedules.knobs import divisors, register_rows, vector_columns
+from mlirtune.targets.host_cpu import HostCPU
 
 CONV_OP = "linalg.conv_2d_nhwc_hwcf"
-
-# OW_TILE x F_TILE outputs per register tile; C_TILE input channels per filter-loop step.
-CONVOLUTION_PARAMETERS = {"OW_TILE": 8, "F_TILE": 32, "C_TILE": 1}
-CONVOLUTION_KNOBS = (
-    Knob("OW_TILE", "output pixels of a row per register tile", register_rows("OW")),
-    Knob("F_TILE", "output channels per register tile", vector_columns("F", (1, 2, 4))),
-    Knob("C_TILE", "input channels per filter-loop step", divisors("C", 16)),
-)
+# FMAs one filter step (C_TILE channels of one tap) may unroll into.
+STEP_FMAS = 64
 
 
-def convolution_parameters(itemsize: int) -> dict[str, int]:
-    """Defaults for an element size in bytes: F_TILE spans 128 bytes (two AVX-512 registers),
-    so the OW_TILE x F_TILE accumulators fit the register file for f32 and f64 alike."""
-    return {**CONVOLUTION_PARAMETERS, "F_TILE": 128 // itemsize}
+def f_tile_default(op: OpInfo) -> int:
+    """F_TILE spans 128 bytes (two AVX-512 registers), so the OW_TILE x F_TILE accumulators
+    fit the register file for f32 and f64 alike."""
+    return 128 // itemsize(op.element_type)
+
+
+class Convolution(HostFamily):
+    """A register tile of OW_TILE pixels x F_TILE channels (output pixels broadcast against
+    filter rows), C_TILE input channels per filter-loop step."""
+
+    name = "convolution"
+    description = "output-row tiles, per-tap 1-D decomposition, vectorized outer products"
+    root_kinds = ("conv2d",)
+    knobs = (
+        Knob("OW_TILE", "output pixels of a row per register tile", 8, register_rows("OW")),
+        Knob(
+            "F_TILE",
+            "output channels per register tile",
+            f_tile_default,
+            vector_columns("F", (1, 2, 4)),
+        ),
+        Knob("C_TILE", "input channels per filter-loop step", 1, divisors("C", 16)),
+    )
+
+    def build(self, op: OpInfo, parameters: Config) -> ir.Module:
+        return convolution_schedule(loop_sizes=list(op.dims.values()), parameters=parameters)
+
+    def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
+        """An OW_TILE x F_TILE register tile like the contraction's MR x NR (output pixels
+        broadcast against filter rows), and C_TILE channels per filter step: a divisor of C
+        up to the vector width, so each step's unrolled FMAs stay within one L1 line of
+        input channels per pixel."""
+        dims = op.dims
+        ow_tile, f_tile = register_tile(cpu, dims["OW"], dims["F"], op.element_type)
+        line_elements = 64 // itemsize(op.element_type)
+        c_tile = fit(dims["C"], min(4, line_elements), high=1.0)
+        return {"OW_TILE": ow_tile, "F_TILE": f_tile, "C_TILE": c_tile}
+
+    def constraints_on(
+        self, op: OpInfo, cpu: HostCPU, knobs: KnobVariables, domains: Domains
+    ) -> list[Constraint]:
+        f = cpu.features
+        lanes = cpu.lanes(op.element_type)
+        d = op.dims
+        v = vectors(knobs["F_TILE"], lanes)
+        return [
+            whole_vectors("F_TILE", d["F"], knobs, lanes),
+            *outer_product("OW_TILE", "F_TILE", knobs, domains, lanes, f.vector_registers),
+            narrow_tails("f_tile_tail", f"{d['F']} % F_TILE", [d["F"] % knobs["F_TILE"]], lanes),
+            Constraint(
+                "c_tile_divides_c",
+                f"{d['C']} % C_TILE == 0: whole channel steps, no peeled remainder",
+                d["C"] % knobs["C_TILE"] == 0,
+            ),
+            Constraint(
+                "unrolled_step",
+                f"C_TILE*OW_TILE*ceil(F_TILE/{lanes}) <= {STEP_FMAS}: a filter step unrolls "
+                f"into at most {STEP_FMAS} FMAs",
+                knobs["C_TILE"] * knobs["OW_TILE"] * v <= STEP_FMAS,
+            ),
+        ]
+
+    def cost_on(self, op: OpInfo, cpu: HostCPU, config: Config) -> float:
+        """Every register tile (partial ones at their own width) runs KH*KW*C outer-product
+        steps with loop control shared by C_TILE channels, and loads and stores its
+        accumulators once; the filter slice of a tile is re-read by every pixel tile and the
+        input rows by every channel tile, from wherever they stay."""
+        d = op.dims
+        size = itemsize(op.element_type)
+        lanes = cpu.lanes(op.element_type)
+        ow_tile, f_tile = min(config["OW_TILE"], d["OW"]), min(config["F_TILE"], d["F"])
+        c_tile = min(config["C_TILE"], d["C"])
+        cols = tile_extents(d["OW"], d["OW"], ow_tile)
+        chans = tile_extents(d["F"], d["F"], f_tile)
+        images = d["N"] * d["OH"]
+        steps = d["KH"] * d["KW"] * d["C"]
+        tiles = [(r, c, rn * cn) for r, rn in cols.items() for c, cn in chans.items()]
+        compute = steps * sum(n * step_cycles(r, c, lanes, c_tile) for r, c, n in tiles)
+        accumulators = sum(n * r * ceil_div(c, lanes) for r, c, n in tiles)
+        pixel_tiles, channel_tiles = sum(cols.values()), sum(chans.values())
+        overhead = pixel_tiles * channel_tiles * TILE_CYCLES + 2 * ACCUMULATOR_CYCLES * accumulators
+        filter_bytes = steps * d["F"] * size
+        input_row = (d["OW"] + d["KW"] - 1) * d["C"] * size
+        traffic = Traffic(cpu)
+        traffic.add(filter_bytes * pixel_tiles, steps * f_tile * size)
+        traffic.add(input_row * d["KH"] * channel_tiles, input_row * d["KH"])
+        cycles = max(compute, traffic.cycles()) + overhead
+        return seconds(images * cycles, cpu)
+
+
+CONVOLUTION = Convolution()
 
 
 def convolution_schedule(

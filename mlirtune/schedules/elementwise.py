@@ -1,4 +1,8 @@
-"""Default schedule for element-wise and row-wise payloads: tile the rows, vectorize."""
+"""The `elementwise` family: element-wise chains, tiled over rows and columns, vectorized.
+
+The last op is tiled over its two innermost parallel dims with its producers fused, then
+vectorized. Leading dims are tiled by 1; partial tiles are peeled off.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,37 @@ from collections.abc import Sequence
 
 from mlir import ir
 
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.schedule import Config, Knob
 from mlirtune.schedules.builder import ScheduleBuilder
-from mlirtune.schedules.knobs import Knob, powers_of_two, vector_columns
+from mlirtune.schedules.knobs import powers_of_two, vector_columns
+from mlirtune.schedules.vector_tiles import VectorTileFamily
+from mlirtune.targets.host_cpu import HostCPU
 
-ELEMENTWISE_PARAMETERS = {"ROWS": 8, "COLS": 64}
-ELEMENTWISE_KNOBS = (
-    Knob("ROWS", "rows per tile", powers_of_two("ROWS", 32)),
-    Knob("COLS", "columns per tile", vector_columns("COLS", (1, 2, 4, 8))),
-)
+
+class Elementwise(VectorTileFamily):
+    """Element-wise tiles: a tile gets the whole register file."""
+
+    name = "elementwise"
+    description = "2-D tiles of the last op with its producers fused, vectorized"
+    root_kinds = ("elementwise",)
+    knobs = (
+        Knob("ROWS", "rows per tile", 8, powers_of_two("ROWS", 32)),
+        Knob("COLS", "columns per tile", 64, vector_columns("COLS", (1, 2, 4, 8))),
+    )
+
+    def build(self, op: OpInfo, parameters: Config) -> ir.Module:
+        shape = [op.dims["ROWS"], op.dims["COLS"]]
+        return elementwise_schedule(anchor_op="linalg.generic", shape=shape, parameters=parameters)
+
+    def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
+        # One row per tile: every row of a tile becomes its own unrolled run of vector ops,
+        # and a single four-vector row streams best (measured 3-4.6x numpy on 1024^2 and
+        # 300x500 chains, against 1.3-2.6x with eight-row tiles).
+        return {**self.vector_tile(op, cpu), "ROWS": 1}
+
+
+ELEMENTWISE = Elementwise()
 
 
 def elementwise_schedule(

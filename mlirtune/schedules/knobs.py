@@ -1,35 +1,20 @@
-"""Knobs: the tunable parameters a schedule declares beside its defaults.
+"""Knob derivations: how a knob's candidate values follow from the root op and the vector width.
 
-A knob names a schedule parameter and says how its candidate values follow from the root op
-and the vector width (elements per vector register of the target). Candidates are only
-plausible values; the tuner's constraint generators decide which combinations are valid.
+A derivation `derive(op, lanes)` lists plausible values of one schedule parameter for the root
+op `op` on a target with `lanes` elements per vector register; the family's constraints
+decide which combinations are valid. The Knob type itself is in mlirtune.interfaces.schedule.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
-from mlirtune.ir.roots import OpInfo
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.schedule import Derivation
 
 # Rows of an outer-product register tile: the small counts a register file holds, with the
 # 3-, 6- and 12-row tiles that fill it when a row spans two or four vectors.
 REGISTER_ROWS = (1, 2, 3, 4, 6, 8, 12, 16)
-
-Derivation = Callable[[OpInfo, int], Sequence[int]]
-
-
-@dataclass(frozen=True)
-class Knob:
-    """A tunable schedule parameter: `derive(op, lanes)` lists its candidate values."""
-
-    name: str
-    description: str
-    derive: Derivation
-
-    def values(self, op: OpInfo, lanes: int) -> tuple[int, ...]:
-        """Candidate values for `op` with `lanes` elements per vector, ascending, unique."""
-        return tuple(sorted({int(v) for v in self.derive(op, lanes) if v > 0}))
 
 
 def cache_tiles(dim: str, *, floor: int, granule: int = 1, in_lanes: bool = False) -> Derivation:

@@ -11,7 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mlirtune.errors import MlirtuneError
+from mlirtune.interfaces.errors import MlirtuneError
+from mlirtune.interfaces.target import Target
+from mlirtune.pipeline.plan import plan_for
+from mlirtune.schedules.registry import bound_family
 from mlirtune.specs.export import payload_root, rebuild_workload
 from mlirtune.specs.library import SpecLibrary
 from mlirtune.specs.merge import merge, probe
@@ -37,7 +40,7 @@ class EntryReport:
         return self.error is None and self.matches_own is not False and not self.broken
 
 
-def check(libraries: list[SpecLibrary], target: Any) -> list[EntryReport]:
+def check(libraries: list[SpecLibrary], target: Target) -> list[EntryReport]:
     """One report per entry of `libraries` merged in order (inside an MLIR context)."""
     merged, origins = merge(libraries, "check")
     reports = []
@@ -67,11 +70,11 @@ def check(libraries: list[SpecLibrary], target: Any) -> list[EntryReport]:
     return reports
 
 
-def _broken_here(config: dict[str, int], workload: dict, pipeline: str | None, target) -> list:
-    from mlirtune.tune.problem import schedule_slots
-
-    lowering = target.engine(use_specs=False).plan(rebuild_workload(workload))
+def _broken_here(
+    config: dict[str, int], workload: dict, pipeline: str | None, target: Target
+) -> list[str]:
+    lowering = plan_for(rebuild_workload(workload), target)
     if pipeline is not None and lowering.descriptor.name != pipeline:
         return []  # tuned for a pipeline this target does not pick by default
-    _, op, _ = schedule_slots(lowering)
+    _, op, _ = bound_family(lowering)
     return config_violations(config, op, lowering, target)

@@ -12,7 +12,7 @@ from typing import Any
 from mlir import ir
 
 import mlirtune
-from mlirtune.errors import UsageError
+from mlirtune.interfaces.errors import UsageError
 from mlirtune.ir.roots import ROOT_ATTRIBUTE, annotate_roots
 from mlirtune.specs.library import SpecLibrary
 from mlirtune.specs.matchers import OpSignature, signature_of

@@ -25,7 +25,7 @@ from typing import Any
 from mlir import ir
 from mlir.dialects import transform
 
-from mlirtune.errors import UsageError
+from mlirtune.interfaces.errors import UsageError
 from mlirtune.ir.attrs import from_attribute, to_attribute
 from mlirtune.ir.context import describe_location, format_diagnostics
 from mlirtune.specs.matchers import (

@@ -16,7 +16,7 @@ from mlir import ir
 from mlir.dialects import transform
 from mlir.dialects.transform import interpreter
 
-from mlirtune.errors import MlirtuneError
+from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.ir.roots import ROOT_ATTRIBUTE
 from mlirtune.specs.library import (
     ENTRY_POINT,

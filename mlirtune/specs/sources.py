@@ -18,7 +18,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from mlirtune.errors import UsageError
+from mlirtune.interfaces.errors import UsageError
 
 SPEC_SUFFIXES = (".mlir", ".mlirbc")
 ENV_VAR = "MLIRTUNE_SPECS"  # os.pathsep-separated list of paths, directories or https URLs

@@ -13,16 +13,19 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from mlir import ir
 
-from mlirtune.errors import UsageError
-from mlirtune.ir.roots import OpInfo
+from mlirtune.interfaces.errors import UsageError
+from mlirtune.interfaces.lowering import Lowering
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.target import Target
+from mlirtune.schedules.registry import bound_family
 from mlirtune.specs.library import SpecEntry, SpecLibrary
 from mlirtune.specs.matchers import CONFIG_ATTRIBUTE, SOURCE_ATTRIBUTE, read_config
 from mlirtune.specs.merge import MergedEntry, apply, merge, root_ops
 from mlirtune.specs.sources import SpecSource, configured_specs, expand, fetch
+from mlirtune.toolchain import current_toolchain, digest
 
 DEFAULTS_DIR = Path(__file__).parent / "defaults"
 
@@ -31,7 +34,7 @@ class SpecWarning(UserWarning):
     """An entry applies (or not) for a reason the user should know: it is stale."""
 
 
-def default_library_path(target: Any) -> Path | None:
+def default_library_path(target: Target) -> Path | None:
     """The library shipped for `target` (e.g. defaults/x86_64-avx512.mlir), if any."""
     name = target.spec_library_name()
     path = DEFAULTS_DIR / f"{name}.mlir" if name else None
@@ -53,7 +56,7 @@ class SpecChoice:
 class SpecSet:
     """Spec libraries in priority order, for one target."""
 
-    def __init__(self, sources: Sequence[SpecSource], target: Any) -> None:
+    def __init__(self, sources: Sequence[SpecSource], target: Target) -> None:
         self.sources = list(sources)
         self.target = target
         self._merged: dict[str, tuple[bytes, list[MergedEntry]]] = {}
@@ -61,7 +64,7 @@ class SpecSet:
     @classmethod
     def for_target(
         cls,
-        target: Any,
+        target: Target,
         specs: Sequence[str] = (),
         *,
         configured: bool = True,
@@ -81,7 +84,7 @@ class SpecSet:
         """Every library parsed in the current context, in priority order."""
         return [SpecLibrary.parse(source) for source in self.sources]
 
-    def choose(self, payload: ir.Module, plan) -> SpecChoice | None:
+    def choose(self, payload: ir.Module, plan: Lowering) -> SpecChoice | None:
         """Apply the merged libraries to `payload` (in the current context) and return the
         entry that configured its first configured root op, if any entry matched. `plan` is
         the Lowering being prepared (its descriptor and root ops); a note on each stale entry
@@ -134,7 +137,7 @@ class SpecSet:
         return SpecLibrary.parse(SpecSource("merged", "<merged>", data)), origins
 
     def _usable(
-        self, origin: MergedEntry, config: dict[str, int], op: OpInfo, lowering
+        self, origin: MergedEntry, config: dict[str, int], op: OpInfo, lowering: Lowering
     ) -> tuple[bool, str | None]:
         """Whether a matched entry applies here, and what to tell the user about it. An
         entry tuned on this target and toolchain always applies. Otherwise it applies only
@@ -160,10 +163,8 @@ def is_shipped(path: str) -> bool:
     return Path(path).parent == DEFAULTS_DIR
 
 
-def stale_reasons(entry: SpecEntry, target: Any) -> list[str]:
+def stale_reasons(entry: SpecEntry, target: Target) -> list[str]:
     """Why an entry's provenance differs from this target and toolchain (empty if not)."""
-    from mlirtune.tune.key import current_toolchain, digest
-
     reasons = []
     tuned_on = entry.metadata.get("target", {})
     if tuned_on.get("hash") not in (None, digest(target.fingerprint())):
@@ -174,20 +175,22 @@ def stale_reasons(entry: SpecEntry, target: Any) -> list[str]:
     return reasons
 
 
-def config_violations(config: dict[str, int], op: OpInfo, lowering, target: Any) -> list[str]:
-    """The constraints of the pipeline's search space on `target` that `config` (slot
-    values) breaks; empty when the schedule has no space here (nothing to check against)."""
-    from mlirtune.tune.constraints import space_for
-    from mlirtune.tune.problem import schedule_slots
-
+def config_violations(
+    config: dict[str, int], op: OpInfo, lowering: Lowering, target: Target
+) -> list[str]:
+    """What `config` (slot values) breaks of the constraints the pipeline's schedule family
+    puts on its knobs on `target`; empty when the family has no model here (nothing to
+    check against)."""
     try:
-        schedule, _, slots = schedule_slots(lowering)
-        space = space_for(op, schedule.name, target)
+        family, _, slots = bound_family(lowering)
     except UsageError:
         return []
-    by_slot = {slot: param for param, slot in slots.items() if param in space.domains}
+    if op.kind not in family.root_kinds or not family.covers(target):
+        return []
+    knob_names = {knob.name for knob in family.knobs}
+    by_slot = {slot: knob for knob, slot in slots.items() if knob in knob_names}
     knobs = {by_slot[slot]: value for slot, value in config.items() if slot in by_slot}
-    return space.violations(knobs)
+    return family.violations(op, target, knobs)
 
 
 def _config(attrs, origin: MergedEntry) -> dict[str, int]:

@@ -1,21 +1,26 @@
-"""Compilation targets: the host CPU (with feature detection) and NVIDIA GPUs."""
+"""Compilation targets as facts: the host CPU (with feature detection) and NVIDIA GPUs."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from mlirtune.targets.base import Target
+from mlirtune.interfaces.errors import UsageError
+from mlirtune.interfaces.target import Target
 from mlirtune.targets.host_cpu import CpuFeatures, HostCPU, detect_features
-
-
-def _nvidia_gpu() -> Target:
-    # Imported on use: the GPU target pulls in the pipeline driver, which imports this package.
-    from mlirtune.targets.nvidia_gpu import NvidiaGPU
-
-    return NvidiaGPU()
-
+from mlirtune.targets.nvidia_gpu import NvidiaGPU
 
 # Target names (as the CLI's --target takes them) and how to make each with its defaults.
-TARGETS: dict[str, Callable[[], Target]] = {HostCPU.name: HostCPU, "nvidia-gpu": _nvidia_gpu}
+TARGETS: dict[str, Callable[[], Target]] = {HostCPU.name: HostCPU, NvidiaGPU.name: NvidiaGPU}
 
-__all__ = ["TARGETS", "CpuFeatures", "HostCPU", "Target", "detect_features"]
+
+def target_named(name: str) -> Target:
+    """A new target of kind `name` with its defaults (the host's are detected)."""
+    try:
+        return TARGETS[name]()
+    except KeyError:
+        raise UsageError(
+            f"unknown target {name!r}; known: {', '.join(TARGETS)}", stage="target"
+        ) from None
+
+
+__all__ = ["TARGETS", "CpuFeatures", "HostCPU", "NvidiaGPU", "detect_features", "target_named"]

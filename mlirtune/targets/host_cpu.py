@@ -1,32 +1,25 @@
-"""The host CPU target: feature detection and an analytic parameter selector.
+"""The host CPU target, as facts: feature detection, ISA tables and what follows from them.
 
 `detect_features` reads what the kernel reports about the CPU (ISA flags, vector width,
-per-core cache sizes); `HostCPU` turns those into descriptor folders to search and into
-schedule parameters, from a register-and-cache model of each schedule. Nothing is measured:
-the selector only does arithmetic on the features, so it is cheap and deterministic, and a
-tuner can start from its choice.
+per-core cache sizes); `HostCPU` turns those into descriptor folders to search, a
+fingerprint, the LLVM features the JIT must keep to, and vector lanes per element type.
+Choosing schedule parameters from these facts is each schedule family's job
+(mlirtune.schedules, with the shared host model in mlirtune.schedules.cpu_model).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import os
 import platform
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mlirtune.errors import UsageError
-from mlirtune.ir.roots import OpInfo
-from mlirtune.schedules.contraction import CONTRACTION_PARAMETERS
-from mlirtune.schedules.convolution import CONVOLUTION_PARAMETERS
-from mlirtune.schedules.elementwise import ELEMENTWISE_PARAMETERS
-from mlirtune.schedules.reduction import ROWWISE_PARAMETERS
-from mlirtune.targets.base import Target
+from mlirtune.interfaces.errors import UsageError
+from mlirtune.interfaces.target import Target
 
 # (vector bits, vector registers) per ISA level on x86-64; "generic" is a 128-bit baseline.
 ISA_VECTORS = {"avx512": (512, 32), "avx2": (256, 16), "sse": (128, 16), "generic": (128, 16)}
@@ -41,20 +34,10 @@ FMA_UNITS = 2
 COMPUTE_BITS = {"f64": 64, "f32": 32, "bf16": 32, "f16": 32}
 ITEMSIZE = {"f64": 8, "f32": 4, "bf16": 2, "f16": 2}
 
-# Accumulator registers a register tile aims for: two FMA pipes with a 4-cycle latency need
-# 8 independent chains; 16 also hides the loads between them.
-ACCUMULATORS = 16
-# Largest output block (bytes) for a contraction cache tile smaller than the whole output:
-# LLVM's compile time grows with the block (a 64x64 f32 block compiles in ~0.1 s, 128x128
-# in ~0.5 s), for no gain once the block no longer fits in L1.
-OUTPUT_BLOCK_BYTES = 32 << 10
-# A divisor of the loop within [LOW, 1.25] x the modelled tile size is preferred to it.
-LOW = 0.75
-
 
 @dataclass(frozen=True)
 class CpuFeatures:
-    """What the selector needs to know about the host CPU. Cache sizes are per core."""
+    """What schedule families need to know about the host CPU. Cache sizes are per core."""
 
     arch: str
     model: str
@@ -174,140 +157,8 @@ class HostCPU(Target):
         """Elements of the compute type of `dtype` per vector register."""
         return max(1, self.features.vector_bits // COMPUTE_BITS.get(dtype, 32))
 
-    # --- parameter selection -----------------------------------------------------------
 
-    def select_parameters(self, schedule: str, op: OpInfo) -> dict[str, int]:
-        """Parameters for `schedule` on `op` from the register/cache model (see SELECTORS);
-        exactly the names of that schedule's defaults."""
-        try:
-            selector, defaults = SELECTORS[schedule]
-        except KeyError:
-            raise UsageError(
-                f"{self.name} has no parameter selector for schedule {schedule!r}; "
-                f"known: {', '.join(SELECTORS)}",
-                stage="select",
-            ) from None
-        chosen = selector(self, op)
-        assert chosen.keys() == defaults.keys(), (schedule, chosen)
-        return chosen
-
-    def _register_tile(self, rows: int, columns: int, dtype: str) -> tuple[int, int]:
-        """An outer-product register tile (rows x columns) for broadcast + FMA: columns span
-        one or two vector registers; rows fill the register file with accumulators, leaving
-        one register per column vector for the loaded operand and one for the broadcast."""
-        lanes = self.lanes(dtype)
-        cols = _vector_columns(columns, lanes)
-        vectors = -(-cols // lanes)
-        budget = max(1, (self.features.vector_registers - vectors - 1) // vectors)
-        rows_tile = _fit(rows, min(budget, ACCUMULATORS // vectors), high=1.0)
-        return rows_tile, cols
-
-    def _contraction(self, op: OpInfo) -> dict[str, int]:
-        """Register tile MR x NR; then KC, then the MC x NC output block.
-
-        The schedule runs the register tiles of a block row by row, so A's micro-panel
-        (MR x KC) is re-read from L1 by every tile of a row while B's micro-panels stream
-        past it from L2: KC keeps A's panel in a quarter of L1, leaving the rest to the
-        streamed lines (and to conflict misses: A's rows are K elements apart, often a
-        multiple of 4 KiB). The output block is the whole output when it stays in L2 with
-        the M x KC and KC x N panels across the K loop. Otherwise the A block (MC x KC) is
-        sized to half of L1, because every column tile of the block re-reads it, and the
-        B block (KC x NC) to half of L2, within OUTPUT_BLOCK_BYTES of output: few rows,
-        many columns (16 x 512 f32 on a 32 KiB L1 / 1 MiB L2 core, measured 1.00x numpy at
-        1024^3 against 0.84x for a 64 x 128 block).
-        """
-        f = self.features
-        m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
-        dtype = op.element_type
-        size_in, size_out = ITEMSIZE.get(dtype, 4), ITEMSIZE.get(op.dtypes[-1], 4)
-        mr, nr = self._register_tile(m, n, dtype)
-        kc = _fit(k, f.l1d_bytes // 4 // (mr * size_in), pow2=True)
-        if m * n * size_out + (m + n) * kc * size_in <= f.l2_bytes:
-            mc, nc = m, n
-        else:
-            block = OUTPUT_BLOCK_BYTES // size_out
-            a_rows = f.l1d_bytes // 2 // (kc * size_in)
-            mc = _fit(m, max(mr, a_rows - a_rows % mr), step=mr, pow2=True)
-            b_columns = f.l2_bytes // 2 // (kc * size_in)
-            nc = _fit(n, max(nr, min(b_columns, block // mc)), step=nr, pow2=True)
-        return {"MC": mc, "NC": nc, "KC": kc, "MR": min(mr, mc), "NR": min(nr, nc)}
-
-    def _convolution(self, op: OpInfo) -> dict[str, int]:
-        """An OW_TILE x F_TILE register tile like the contraction's MR x NR (output pixels
-        broadcast against filter rows), and C_TILE channels per filter step: a divisor of C
-        up to the vector width, so each step's unrolled FMAs stay within one L1 line of
-        input channels per pixel."""
-        dims = op.dims
-        ow_tile, f_tile = self._register_tile(dims["OW"], dims["F"], op.element_type)
-        line_elements = 64 // ITEMSIZE.get(op.element_type, 4)
-        c_tile = _fit(dims["C"], min(4, line_elements), high=1.0)
-        return {"OW_TILE": ow_tile, "F_TILE": f_tile, "C_TILE": c_tile}
-
-    def _vector_tile(self, op: OpInfo, register_share: float) -> dict[str, int]:
-        """ROWS x COLS tiles for element-wise and row-wise schedules: COLS spans four vectors
-        (long contiguous runs for the prefetcher), ROWS fills `register_share` of the
-        register file with one tile of values."""
-        lanes = self.lanes(op.element_type)
-        rows, cols = op.dims["ROWS"], op.dims["COLS"]
-        cols_tile = _fit(cols, 4 * lanes, step=min(lanes, cols))
-        vectors = max(1, -(-cols_tile // lanes))
-        budget = int(self.features.vector_registers * register_share) // vectors
-        rows_tile = _fit(rows, max(1, budget), high=1.0)
-        return {"ROWS": rows_tile, "COLS": cols_tile}
-
-    def _elementwise(self, op: OpInfo) -> dict[str, int]:
-        # One row per tile: every row of a tile becomes its own unrolled run of vector ops,
-        # and a single four-vector row streams best (measured 3-4.6x numpy on 1024^2 and
-        # 300x500 chains, against 1.3-2.6x with eight-row tiles).
-        return {**self._vector_tile(op, register_share=1.0), "ROWS": 1}
-
-    def _rowwise(self, op: OpInfo) -> dict[str, int]:
-        # Reductions keep a [ROWS, COLS] partial result live next to the loaded tile.
-        return self._vector_tile(op, register_share=0.5)
-
-
-Selector = Callable[[HostCPU, OpInfo], dict[str, int]]
-SELECTORS: dict[str, tuple[Selector, dict[str, int]]] = {
-    "contraction": (HostCPU._contraction, CONTRACTION_PARAMETERS),
-    "convolution": (HostCPU._convolution, CONVOLUTION_PARAMETERS),
-    "elementwise": (HostCPU._elementwise, ELEMENTWISE_PARAMETERS),
-    "rowwise": (HostCPU._rowwise, ROWWISE_PARAMETERS),
-}
-
-
-# --- helpers -------------------------------------------------------------------------------
-
-
-def _fit(dim: int, target: int, *, step: int = 1, high: float = 1.25, pow2: bool = False) -> int:
-    """A tile size for a loop of `dim` iterations close to `target`, a multiple of `step`.
-
-    A tile that divides the loop leaves no partial tile, which schedules peel into extra
-    code (longer compiles, a slower remainder), so the divisor of `dim` closest to `target`
-    wins if one lies within [target*LOW, target*high]. Otherwise `target` is rounded down
-    to a multiple of `step` (and to a power of two with `pow2`). Never more than `dim`.
-    """
-    target = max(step, target)
-    if dim <= target * high:
-        return dim
-    divisors = [
-        d for d in range(step, int(target * high) + 1, step) if dim % d == 0 and d >= target * LOW
-    ]
-    if divisors:
-        return min(divisors, key=lambda d: abs(math.log(d / target)))
-    if pow2:
-        return step * (1 << ((target // step).bit_length() - 1))
-    return target // step * step
-
-
-def _vector_columns(columns: int, lanes: int) -> int:
-    """Columns of a register tile: two full vectors, or one where two would leave a
-    remainder wider than one vector. Schedules peel the remainder into its own tile; one of
-    at most one vector is a single partial register, while a wider odd one (e.g. 20 f32
-    lanes) is split by LLVM into slow odd-sized pieces. A row narrower than a vector is
-    taken whole."""
-    if columns <= lanes:
-        return columns
-    return 2 * lanes if columns % (2 * lanes) <= lanes else lanes
+# --- detection helpers ---------------------------------------------------------------------
 
 
 def _cpuinfo_fields(path: Path) -> dict[str, str]:

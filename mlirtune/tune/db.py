@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from mlirtune.bench.result import Statistics
-from mlirtune.errors import MlirtuneError
+from mlirtune.bench.result import statistics_of
+from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.tune.db_open import (
     BUSY_TIMEOUT_MS,
     open_readonly,
@@ -123,7 +123,7 @@ class TuningDB:
         """Store one evaluation and commit it; returns the new record's id."""
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r}; expected one of {ROLES}")
-        stats = Statistics.of(np.asarray(outcome.samples, dtype=np.float64)) if outcome.ok else None
+        stats = statistics_of(np.asarray(outcome.samples, dtype=np.float64)) if outcome.ok else None
         with self._transaction() as conn:
             _store_key(conn, key)
             cursor = conn.execute(

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from mlirtune.errors import UsageError
+from mlirtune.interfaces.errors import UsageError
 from mlirtune.tune.db_schema import SCHEMA_VERSION, check_version, migrate, schema_version
 
 # Milliseconds a connection waits for another writer's lock before giving up.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from mlirtune.errors import UsageError
+from mlirtune.interfaces.errors import UsageError
 
 # Step i (0-based) upgrades from version i to i + 1. Never edit a released step: append one.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (

@@ -26,10 +26,13 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
-from mlirtune.bench.harness import BenchOptions
-from mlirtune.errors import MlirtuneError
+from mlirtune.api import engine_for
+from mlirtune.interfaces.bench import BenchOptions
+from mlirtune.interfaces.errors import MlirtuneError
+from mlirtune.interfaces.target import Target
+from mlirtune.interfaces.workload import Workload
 from mlirtune.tune.outcome import Outcome
-from mlirtune.tune.worker import TUNING_BENCH, WorkerSetup, log_tail, settled
+from mlirtune.tune.worker import TUNING_BENCH, EngineFactory, WorkerSetup, log_tail, settled
 
 Config = dict[str, int]
 
@@ -44,6 +47,9 @@ class EvaluatorSettings:
     memory_bytes: int = 8 << 30  # address-space cap per worker
     bench_options: BenchOptions = TUNING_BENCH
     bench_core: int | None = None  # default: the highest core this process may use
+    # How a worker makes its engine: engine_for, or (in tests) a picklable function that
+    # wraps it, e.g. to inject faults.
+    engine: EngineFactory = engine_for
 
     def worker_count(self) -> int:
         """The worker processes an evaluator starts: `workers`, else one per usable core,
@@ -53,8 +59,8 @@ class EvaluatorSettings:
 
 @dataclass
 class _Worker:
-    process: Any
-    connection: Any
+    process: subprocess.Popen[bytes]
+    connection: Connection
     log_path: str
     job: Any = None
     deadline: float | None = None
@@ -66,8 +72,8 @@ class _Worker:
 class IsolatedEvaluator:
     """Evaluates configs of one workload in worker processes; use as a context manager."""
 
-    workload: Any
-    target: Any
+    workload: Workload
+    target: Target
     pipeline: str | None = None
     settings: EvaluatorSettings = field(default_factory=EvaluatorSettings)
 
@@ -252,6 +258,7 @@ class IsolatedEvaluator:
             workload=self.workload,
             target=self.target,
             pipeline=self.pipeline,
+            make_engine=self.settings.engine,
             bench_options=self.settings.bench_options,
             memory_bytes=self.settings.memory_bytes,
             cores=self.cores,

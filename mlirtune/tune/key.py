@@ -6,18 +6,12 @@ or with another MLIR build is kept but never taken as current.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from typing import Any
 
-import mlirtune
+from mlirtune.toolchain import current_toolchain, digest
 
-
-def digest(value: Any) -> str:
-    """A short stable hash of a JSON-serialisable value (dict keys sorted)."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+__all__ = ["TuningKey", "current_toolchain", "digest"]
 
 
 @dataclass(frozen=True)
@@ -47,10 +41,3 @@ class TuningKey:
     @property
     def toolchain_hash(self) -> str:
         return digest(self.toolchain)
-
-
-def current_toolchain() -> dict[str, str]:
-    """The installed MLIR/LLVM wheels and mlirtune's version."""
-    from mlirtune.toolchain import toolchain_versions
-
-    return {**toolchain_versions(), "mlirtune": mlirtune.__version__}

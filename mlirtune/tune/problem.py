@@ -1,9 +1,9 @@
 """The `generate` stage: what is being tuned, its search space and its database key.
 
 A TuningProblem ties a workload to the pipeline that lowers it on a target: the root op the
-pipeline's schedule works on, the schedule's knobs mapped onto the descriptor's slots, the
-constrained space, the baseline (the parameter selector's choice) and the TuningKey its
-records are stored under.
+pipeline's schedule family works on, the family's knobs mapped onto the descriptor's slots,
+the constrained space, the baseline (the family's selector, then its defaults) and the
+TuningKey its records are stored under.
 """
 
 from __future__ import annotations
@@ -14,16 +14,21 @@ from typing import Any
 
 from mlir import ir
 
-from mlirtune.errors import UsageError
+from mlirtune.interfaces.errors import UsageError
+from mlirtune.interfaces.lowering import Lowering
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.schedule import ScheduleFamily
+from mlirtune.interfaces.target import Target
+from mlirtune.interfaces.workload import Workload
 from mlirtune.ir.context import new_context
-from mlirtune.ir.roots import OpInfo
 from mlirtune.memory import WORKER_OVERHEAD_BYTES, check_memory
-from mlirtune.pipeline import Lowering
-from mlirtune.schedules.library import ScheduleEntry, schedule_named
-from mlirtune.tune.constraints import space_for
+from mlirtune.pipeline.plan import plan_for
+from mlirtune.schedules.registry import bound_family
+from mlirtune.toolchain import current_toolchain, digest
 from mlirtune.tune.evaluator import EvaluatorSettings
-from mlirtune.tune.key import TuningKey, current_toolchain, digest
+from mlirtune.tune.key import TuningKey
 from mlirtune.tune.space import SearchSpace
+from mlirtune.tune.space_for import space_for
 
 Config = dict[str, int]
 
@@ -32,19 +37,19 @@ Config = dict[str, int]
 class TuningProblem:
     """One workload on one target through one pipeline, ready to search."""
 
-    workload: Any
-    target: Any
+    workload: Workload
+    target: Target
     pipeline: str | None
     lowering: Lowering
-    schedule: ScheduleEntry
+    family: ScheduleFamily
     op: OpInfo
-    slots: dict[str, str]  # schedule parameter -> descriptor slot
+    slots: dict[str, str]  # knob -> descriptor slot
     space: SearchSpace
     key: TuningKey
 
     @property
     def baseline(self) -> Config:
-        """The config the pipeline uses untuned (selector, then descriptor defaults)."""
+        """The config the pipeline uses untuned (selector, then the family's defaults)."""
         return {param: self.lowering.values[slot] for param, slot in self.slots.items()}
 
     def slot_values(self, config: Config) -> dict[str, int]:
@@ -58,8 +63,8 @@ class TuningProblem:
 
 
 def generate(
-    workload: Any,
-    target: Any,
+    workload: Workload,
+    target: Target,
     pipeline: str | None = None,
     *,
     settings: EvaluatorSettings | None = None,
@@ -72,16 +77,15 @@ def generate(
     budget is refused here, before any worker starts."""
     if memory_check:
         check_worker_memory(workload, settings or EvaluatorSettings())
-    engine = target.engine(pipeline, use_specs=False)
-    lowering = engine.plan(workload)
+    lowering = plan_for(workload, target, pipeline)
     descriptor = lowering.descriptor
-    schedule, op, slots = schedule_slots(lowering)
-    space = space_for(op, schedule.name, target)
+    family, op, slots = bound_family(lowering)
+    space = space_for(op, family.name, target)
     unbound = sorted(set(space.domains) - set(slots))
     if unbound:
         raise UsageError(
             f"pipeline {descriptor.name} does not expose knob(s) {', '.join(unbound)} of "
-            f"schedule {schedule.name} as slots, so they cannot be tuned; bind them in "
+            f"schedule {family.name} as slots, so they cannot be tuned; bind them in "
             f"{descriptor.path} (e.g. {unbound[0]}=${unbound[0]})",
             stage="tune",
         )
@@ -93,16 +97,16 @@ def generate(
         pipeline=descriptor.name,
         pipeline_hash=digest(
             {
-                "schedule": schedule.name,
+                "schedule": family.name,
                 "stages": [(s.kind, s.name, s.arguments) for s in descriptor.stages],
                 "defaults": descriptor.params,
             }
         ),
     )
-    return TuningProblem(workload, target, pipeline, lowering, schedule, op, slots, space, key)
+    return TuningProblem(workload, target, pipeline, lowering, family, op, slots, space, key)
 
 
-def check_worker_memory(workload: Any, settings: EvaluatorSettings) -> None:
+def check_worker_memory(workload: Workload, settings: EvaluatorSettings) -> None:
     """Every worker holds the workload's inputs, buffers and reference at once, under an
     address-space cap of which the interpreter and libraries take WORKER_OVERHEAD_BYTES."""
     check_memory(
@@ -113,36 +117,7 @@ def check_worker_memory(workload: Any, settings: EvaluatorSettings) -> None:
     )
 
 
-def schedule_slots(lowering: Lowering) -> tuple[ScheduleEntry, OpInfo, dict[str, str]]:
-    """The pipeline's one library schedule stage: its schedule, the root op it works on and
-    its parameters bound to descriptor slots (parameter -> slot)."""
-    descriptor = lowering.descriptor
-    stages = [s for s in descriptor.stages if s.kind == "schedule"]
-    library_stages = [s for s in stages if not s.name.endswith(".mlir")]
-    if len(library_stages) != 1:
-        raise UsageError(
-            f"pipeline {descriptor.name} has {len(library_stages)} library schedule stages; "
-            "the tuner needs exactly one to take its knobs from",
-            stage="tune",
-        )
-    stage = library_stages[0]
-    schedule = schedule_named(stage.name)
-    op = next((r for r in lowering.roots if r.kind in schedule.root_kinds), None)
-    if op is None:
-        raise UsageError(
-            f"the payload has no {' or '.join(schedule.root_kinds)} root op for schedule "
-            f"{schedule.name} of pipeline {descriptor.name}",
-            stage="tune",
-        )
-    slots = {
-        param: value[1:]
-        for param, value in stage.arguments.items()
-        if isinstance(value, str) and value.startswith("$")
-    }
-    return schedule, op, slots
-
-
-def _workload_identity(workload: Any, op: OpInfo) -> dict[str, Any]:
+def _workload_identity(workload: Workload, op: OpInfo) -> dict[str, Any]:
     """Op kind, shapes, dtypes, the payload's hash and the workload's own options."""
     with new_context(), ir.Location.unknown():
         payload = str(workload.payload_module())

@@ -19,26 +19,14 @@ import functools
 import operator
 import random
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 import z3
 from mlir import ir
 from mlir.dialects import transform
 from mlir.dialects.transform import tune
 
-from mlirtune.errors import UsageError
-
-Config = dict[str, int]
-
-
-@dataclass(frozen=True)
-class Constraint:
-    """A condition every valid config meets: `expr` is a z3 Boolean over the knobs' Ints;
-    `description` says what it is and why, for reports and error messages."""
-
-    name: str
-    description: str
-    expr: z3.BoolRef
+from mlirtune.interfaces.errors import UsageError
+from mlirtune.interfaces.schedule import Config, Constraint
 
 
 class SearchSpace:

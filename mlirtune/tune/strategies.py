@@ -12,8 +12,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from mlirtune.errors import UsageError
+from mlirtune.interfaces.errors import UsageError
 from mlirtune.tune.outcome import Outcome
+from mlirtune.tune.space import SearchSpace
 
 Config = dict[str, int]
 
@@ -29,7 +30,7 @@ class Strategy(ABC):
     name: ClassVar[str]
     description: ClassVar[str]
 
-    def __init__(self, space: Any, seed: int = 0) -> None:
+    def __init__(self, space: SearchSpace, seed: int = 0) -> None:
         self.space = space
         self.seed = seed
 
@@ -44,7 +45,7 @@ class Strategy(ABC):
 class _Ordered(Strategy):
     """Walks a fixed order of the space's configs."""
 
-    def __init__(self, space: Any, seed: int = 0) -> None:
+    def __init__(self, space: SearchSpace, seed: int = 0) -> None:
         super().__init__(space, seed)
         self._order: Iterator[Config] | None = None
 
@@ -95,7 +96,7 @@ class Tpe(Strategy):
     # each proposal costs more as its trial history grows.
     MAX_PROPOSALS = 3
 
-    def __init__(self, space: Any, seed: int = 0) -> None:
+    def __init__(self, space: SearchSpace, seed: int = 0) -> None:
         super().__init__(space, seed)
         import optuna
 

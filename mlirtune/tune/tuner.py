@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from mlirtune.errors import MlirtuneError, UsageError
+from mlirtune.interfaces.errors import MlirtuneError, UsageError
 from mlirtune.tune.db import TuningDB, Verdict
 from mlirtune.tune.evaluator import EvaluatorSettings, IsolatedEvaluator
 from mlirtune.tune.outcome import Outcome

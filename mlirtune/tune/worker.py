@@ -19,15 +19,18 @@ import resource
 import socket
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from mlirtune.bench.harness import BenchOptions
-from mlirtune.errors import MlirtuneError
+from mlirtune.engine.mlir_jit import MlirJitEngine
+from mlirtune.interfaces.bench import BenchOptions
+from mlirtune.interfaces.errors import MlirtuneError
+from mlirtune.interfaces.target import Target
+from mlirtune.interfaces.workload import Workload
 from mlirtune.memory import WORKER_OVERHEAD_BYTES, set_memory_budget
 from mlirtune.tune.outcome import Outcome
 
@@ -61,13 +64,19 @@ def settled(samples: list[list[list[float]]]) -> bool:
     )
 
 
+# make_engine(target, pipeline, use_specs=...): the JIT engine a worker compiles, runs and
+# times candidates with (it compiles once per candidate and clears its cache after).
+EngineFactory = Callable[..., MlirJitEngine]
+
+
 @dataclass(frozen=True)
 class WorkerSetup:
     """Everything a worker needs, sent once when it starts (pickled)."""
 
-    workload: Any
-    target: Any
+    workload: Workload
+    target: Target
     pipeline: str | None
+    make_engine: EngineFactory
     bench_options: BenchOptions
     memory_bytes: int
     cores: frozenset[int]
@@ -99,7 +108,7 @@ def serve(connection: Connection, setup: WorkerSetup) -> None:
     # The parent admitted the workload for all workers against the machine's budget; here
     # the cap is the limit (the memory available now already excludes the siblings' arrays).
     set_memory_budget(max(1, setup.memory_bytes - WORKER_OVERHEAD_BYTES))
-    engine = setup.target.engine(setup.pipeline, use_specs=False)
+    engine = setup.make_engine(setup.target, setup.pipeline, use_specs=False)
     flops = setup.workload.get_complexity().flops
     setup.workload.reference_outputs  # noqa: B018 - computed once, before any timeout runs
     connection.send(("ready",))
@@ -123,7 +132,9 @@ def serve(connection: Connection, setup: WorkerSetup) -> None:
         connection.send(("done", reply))
 
 
-def _evaluate(connection, setup: WorkerSetup, engine, params: dict, flops: float) -> Outcome:
+def _evaluate(
+    connection: Connection, setup: WorkerSetup, engine: MlirJitEngine, params: dict, flops: float
+) -> Outcome:
     workload = setup.workload
     started = time.perf_counter()
     try:

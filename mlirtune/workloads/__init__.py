@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from mlirtune.errors import UsageError
-from mlirtune.workload import Workload
+from mlirtune.interfaces.errors import UsageError
+from mlirtune.workloads.base import PayloadWorkload
 from mlirtune.workloads.batch_matmul import BatchMatmul
 from mlirtune.workloads.conv2d import Conv2d
 from mlirtune.workloads.elementwise import Elementwise
 from mlirtune.workloads.matmul import Matmul, Mlp
 from mlirtune.workloads.softmax import Softmax
 
-WORKLOADS: dict[str, type[Workload]] = {
+WORKLOADS: dict[str, type[PayloadWorkload]] = {
     cls.name: cls for cls in (Matmul, Mlp, BatchMatmul, Conv2d, Softmax, Elementwise)
 }
 
 
-def workload_class(name: str) -> type[Workload]:
+def workload_class(name: str) -> type[PayloadWorkload]:
     """The workload class called `name`, or a UsageError listing the known ones."""
     try:
         return WORKLOADS[name]
@@ -32,6 +32,7 @@ __all__ = [
     "Elementwise",
     "Matmul",
     "Mlp",
+    "PayloadWorkload",
     "Softmax",
     "workload_class",
 ]

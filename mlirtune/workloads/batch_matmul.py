@@ -6,13 +6,14 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import linalg
 
-from mlirtune.workload import FLOAT_DTYPE_PARAM, SEED_PARAM, ArgSpec, Complexity, Param, Workload
+from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
+from mlirtune.workloads.base import FLOAT_DTYPE_PARAM, SEED_PARAM, PayloadWorkload
 from mlirtune.workloads.payload import build_payload, zero_filled
 
 # bf16 would need an f32 accumulator and a matching tolerance; only full-precision types here.
 
 
-class BatchMatmul(Workload):
+class BatchMatmul(PayloadWorkload):
     """C[B,M,N] = A[B,M,K] @ B[B,K,N]; scheduled as a contraction with one batch dimension."""
 
     name = "batch_matmul"

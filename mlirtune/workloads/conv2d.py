@@ -8,8 +8,9 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import linalg
 
-from mlirtune.errors import UsageError
-from mlirtune.workload import FLOAT_DTYPE_PARAM, SEED_PARAM, ArgSpec, Complexity, Param, Workload
+from mlirtune.interfaces.errors import UsageError
+from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
+from mlirtune.workloads.base import FLOAT_DTYPE_PARAM, SEED_PARAM, PayloadWorkload
 from mlirtune.workloads.payload import build_payload, zero_filled
 
 # bf16 would need an f32 accumulator and a matching tolerance; only full-precision types here.
@@ -20,7 +21,7 @@ def output_size(size: int, kernel: int, stride: int, dilation: int) -> int:
     return (size - dilation * (kernel - 1) - 1) // stride + 1
 
 
-class Conv2d(Workload):
+class Conv2d(PayloadWorkload):
     """O[n,oh,ow,f] = sum over kh,kw,c of I[n, oh*s + kh*d, ow*s + kw*d, c] * K[kh,kw,c,f]."""
 
     name = "conv2d"

@@ -13,8 +13,9 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import arith
 
-from mlirtune.errors import UsageError
-from mlirtune.workload import FLOAT_DTYPE_PARAM, SEED_PARAM, ArgSpec, Complexity, Param, Workload
+from mlirtune.interfaces.errors import UsageError
+from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
+from mlirtune.workloads.base import FLOAT_DTYPE_PARAM, SEED_PARAM, PayloadWorkload
 from mlirtune.workloads.payload import build_payload, generic, identity_map
 
 # Ops that consume one extra input tensor, and those that consume none.
@@ -36,7 +37,7 @@ def parse_chain(text: str, owner: str = "elementwise") -> tuple[str, ...]:
     return ops
 
 
-class Elementwise(Workload):
+class Elementwise(PayloadWorkload):
     """out[M,N] = the `ops` chain applied to X and the extra inputs Y0, Y1, ... in one pass."""
 
     name = "elementwise"

@@ -15,15 +15,16 @@ import ml_dtypes
 import numpy as np
 from mlir import ir
 
-from mlirtune.errors import UsageError
+from mlirtune.interfaces.errors import UsageError
+from mlirtune.interfaces.verification import VerificationResult
+from mlirtune.interfaces.workload import ArgSpec, Complexity
 from mlirtune.ir.context import parse_module
 from mlirtune.ir.dtypes import dtype_of_mlir
 from mlirtune.ir.inspect import find_function
-from mlirtune.verify import VerificationResult
-from mlirtune.workload import ArgSpec, Complexity, Workload
+from mlirtune.workloads.base import PayloadWorkload
 
 
-class FromFile(Workload):
+class FromFile(PayloadWorkload):
     """A user payload. Without reference outputs, verification is skipped and says so."""
 
     name = "from_file"

@@ -6,8 +6,9 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import arith, linalg
 
-from mlirtune.ir.dtypes import DTYPES
-from mlirtune.workload import SEED_PARAM, ArgSpec, Complexity, Param, Workload
+from mlirtune.interfaces.dtype import DTYPES
+from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
+from mlirtune.workloads.base import SEED_PARAM, PayloadWorkload
 from mlirtune.workloads.payload import (
     build_payload,
     generic,
@@ -25,7 +26,7 @@ SIZE_PARAMS = (
 )
 
 
-class Matmul(Workload):
+class Matmul(PayloadWorkload):
     """C[M,N] = A[M,K] @ B[K,N], optionally followed by + bias[N] and ReLU in the same payload."""
 
     name = "matmul"

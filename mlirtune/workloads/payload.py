@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from mlir import ir
 from mlir.dialects import arith, bufferization, func, linalg
 
+from mlirtune.interfaces.workload import ArgSpec
 from mlirtune.memory import check_shapes
-from mlirtune.workload import ArgSpec
 
 Body = Callable[[list[ir.Value], list[ir.Value]], Sequence[ir.Value]]
 

@@ -11,7 +11,8 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import arith, math, tensor
 
-from mlirtune.workload import FLOAT_DTYPE_PARAM, SEED_PARAM, ArgSpec, Complexity, Param, Workload
+from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
+from mlirtune.workloads.base import FLOAT_DTYPE_PARAM, SEED_PARAM, PayloadWorkload
 from mlirtune.workloads.payload import (
     build_payload,
     filled,
@@ -28,7 +29,7 @@ PARALLEL = ["parallel", "parallel"]
 ROW_REDUCTION = ["parallel", "reduction"]
 
 
-class Softmax(Workload):
+class Softmax(PayloadWorkload):
     """out[i, :] = exp(X[i, :] - max X[i, :]) / sum exp(X[i, :] - max X[i, :])."""
 
     name = "softmax"

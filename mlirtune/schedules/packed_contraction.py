@@ -1,4 +1,5 @@
-"""Packed matmul: operands repacked into register-tile blocks before the micro-kernel.
+"""The `packed_contraction` family: matmul operands repacked into register-tile blocks
+before the micro-kernel.
 
 `transform.structured.pack` packs the matmul's M, N and K loops by MR, NR and KB, and
 `pack_transpose` reorders the blocks: A becomes [M/MR, K/KB, KB, MR] (an MR column per K
@@ -18,20 +19,117 @@ from mlir import ir
 from mlir.dialects import transform
 from mlir.dialects.transform import structured
 
-from mlirtune.ir.roots import OpInfo
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.schedule import Config, Constraint, Domains, Knob, KnobVariables
 from mlirtune.schedules.builder import ScheduleBuilder
-from mlirtune.schedules.knobs import Knob, cache_tiles, register_rows, vector_columns
-
-PACKED_CONTRACTION_PARAMETERS = {"MR": 8, "NR": 32, "KB": 64}
-PACKED_CONTRACTION_KNOBS = (
-    Knob("MR", "rows of the register tile and of A's pack blocks", register_rows("M")),
-    Knob(
-        "NR",
-        "columns of the register tile and of B's pack blocks",
-        vector_columns("N", (1, 2, 4)),
-    ),
-    Knob("KB", "depth of the pack blocks (K loop step)", cache_tiles("K", floor=8)),
+from mlirtune.schedules.contraction.host import contraction_sizes
+from mlirtune.schedules.cpu_model import (
+    ACCUMULATOR_CYCLES,
+    TILE_CYCLES,
+    HostFamily,
+    Traffic,
+    ceil_div,
+    outer_product,
+    seconds,
+    step_cycles,
+    whole_vectors,
 )
+from mlirtune.schedules.knobs import cache_tiles, register_rows, vector_columns
+from mlirtune.targets.host_cpu import HostCPU
+
+
+class PackedContraction(HostFamily):
+    """An MR x NR register tile over operands packed in MR-, NR- and KB-sized blocks. No
+    selector chooses its knobs: a pipeline runs it with the defaults unless told otherwise."""
+
+    name = "packed_contraction"
+    description = "operands packed into register-tile blocks, broadcast/FMA micro-kernel"
+    root_kinds = ("matmul",)
+    knobs = (
+        Knob(
+            "MR",
+            "rows of the register tile and of A's pack blocks",
+            8,
+            register_rows("M"),
+            selected=False,
+        ),
+        Knob(
+            "NR",
+            "columns of the register tile and of B's pack blocks",
+            32,
+            vector_columns("N", (1, 2, 4)),
+            selected=False,
+        ),
+        Knob(
+            "KB",
+            "depth of the pack blocks (K loop step)",
+            64,
+            cache_tiles("K", floor=8),
+            selected=False,
+        ),
+    )
+
+    def build(self, op: OpInfo, parameters: Config) -> ir.Module:
+        return packed_contraction_schedule(op, parameters)
+
+    def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
+        return {}
+
+    def constraints_on(
+        self, op: OpInfo, cpu: HostCPU, knobs: KnobVariables, domains: Domains
+    ) -> list[Constraint]:
+        f = cpu.features
+        _, m, n, k, size_in, _ = contraction_sizes(op)
+        lanes = cpu.lanes(op.element_type)
+        mr, nr, kb = knobs["MR"], knobs["NR"], knobs["KB"]
+        half_l1 = f.l1d_bytes // 2
+        return [
+            whole_vectors("NR", n, knobs, lanes),
+            *outer_product("MR", "NR", knobs, domains, lanes, f.vector_registers),
+            Constraint(
+                "mr_divides_m",
+                f"{m} % MR == 0: the schedule packs without padding (another MR falls back "
+                "to a smaller divisor)",
+                m % mr == 0,
+            ),
+            Constraint("nr_divides_n", f"{n} % NR == 0: packed without padding", n % nr == 0),
+            Constraint("kb_divides_k", f"{k} % KB == 0: packed without padding", k % kb == 0),
+            Constraint(
+                "block_panels_in_l1",
+                f"(MR+NR)*KB*{size_in} <= {half_l1}: one KB-deep block of both packed panels "
+                "stays in half of L1",
+                (mr + nr) * kb * size_in <= half_l1,
+            ),
+        ]
+
+    def cost_on(self, op: OpInfo, cpu: HostCPU, config: Config) -> float:
+        """Packing and unpacking copies, then the micro-kernel over whole MR x NR blocks
+        (the shapes divide), its accumulators loaded and stored once per KB block, A's
+        panel re-read for every NR block and B's for every MR block, from wherever they
+        stay; loop and set-up cycles per block and per pack tile."""
+        _, m, n, k, size_in, size_out = contraction_sizes(op)
+        lanes = cpu.lanes(op.element_type)
+        mr, nr, kb = min(config["MR"], m), min(config["NR"], n), min(config["KB"], k)
+        blocks = ceil_div(m, mr) * ceil_div(n, nr)
+        k_blocks = ceil_div(k, kb)
+        compute = blocks * k * step_cycles(mr, nr, lanes, 1)
+        accumulators = mr * ceil_div(nr, lanes)
+        pack_tiles = (ceil_div(m, mr) + ceil_div(n, nr)) * k_blocks * ceil_div(kb, 8)
+        overhead = (
+            blocks * k_blocks * (TILE_CYCLES + 2 * ACCUMULATOR_CYCLES * accumulators)
+            + pack_tiles * TILE_CYCLES
+        )
+        a_bytes, b_bytes, c_bytes = m * k * size_in, k * n * size_in, m * n * size_out
+        traffic = Traffic(cpu)
+        traffic.add(2 * (a_bytes + b_bytes), a_bytes + b_bytes)
+        traffic.add(2 * c_bytes, c_bytes)
+        traffic.add(a_bytes * ceil_div(n, nr), mr * k * size_in)
+        traffic.add(b_bytes * ceil_div(m, mr), b_bytes)
+        cycles = max(compute, traffic.cycles()) + overhead
+        return seconds(cycles, cpu)
+
+
+PACKED_CONTRACTION = PackedContraction()
 
 
 def _divisor(size: int, target: int) -> int:

@@ -1,4 +1,4 @@
-"""Default schedule for row-wise payloads with row reductions (softmax and the like).
+"""The `rowwise` family: row-wise payloads with row reductions (softmax and the like).
 
 A row tile (ROWS rows, every column) of the last op fuses all its producers, so each row tile
 is read from memory once. Inside it, every op is tiled over COLS columns: element-wise ops
@@ -13,14 +13,43 @@ from collections.abc import Sequence
 from mlir import ir
 from mlir.dialects import transform
 
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.schedule import Config, Knob
 from mlirtune.schedules.builder import ScheduleBuilder
-from mlirtune.schedules.knobs import Knob, powers_of_two, vector_columns
+from mlirtune.schedules.knobs import powers_of_two, vector_columns
+from mlirtune.schedules.vector_tiles import VectorTileFamily
 
-ROWWISE_PARAMETERS = {"ROWS": 4, "COLS": 64}
-ROWWISE_KNOBS = (
-    Knob("ROWS", "rows per row tile (producers fused per tile)", powers_of_two("ROWS", 16)),
-    Knob("COLS", "columns per vector tile inside a row tile", vector_columns("COLS", (1, 2, 4, 8))),
-)
+
+class Rowwise(VectorTileFamily):
+    """Row tiles with row reductions: the partial row results stay live beside the loaded
+    tile, so a tile gets half of the register file."""
+
+    name = "rowwise"
+    description = "row tiles fusing row reductions (softmax), column-tiled vector loops"
+    root_kinds = ("reduction",)
+    knobs = (
+        Knob(
+            "ROWS",
+            "rows per row tile (producers fused per tile)",
+            4,
+            powers_of_two("ROWS", 16),
+        ),
+        Knob(
+            "COLS",
+            "columns per vector tile inside a row tile",
+            64,
+            vector_columns("COLS", (1, 2, 4, 8)),
+        ),
+    )
+    register_share = 0.5
+    reduction = True
+
+    def build(self, op: OpInfo, parameters: Config) -> ir.Module:
+        shape = [op.dims["ROWS"], op.dims["COLS"]]
+        return rowwise_schedule(shape=shape, parameters=parameters)
+
+
+ROWWISE = Rowwise()
 
 PARALLEL = ("parallel", "parallel")
 ROW_REDUCTION = ("parallel", "reduction")

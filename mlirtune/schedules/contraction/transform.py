@@ -17,29 +17,8 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from mlirtune.ir.roots import OpInfo
+from mlirtune.interfaces.op import OpInfo
 from mlirtune.schedules.builder import ScheduleBuilder
-from mlirtune.schedules.knobs import Knob, cache_tiles, choices, register_rows, vector_columns
-
-CONTRACTION_PARAMETERS = {"MC": 64, "NC": 128, "KC": 256, "MR": 8, "NR": 32}
-# Optional: target selectors do not choose them. KU unrolls the K-step loop of the
-# micro-kernel; 1 (the default) leaves it rolled. ORDER is the order of the output-block
-# loops: 1 (the default) M blocks outer, 2 N blocks outer.
-CONTRACTION_OPTIONAL_PARAMETERS = {"KU": 1, "ORDER": 1}
-CONTRACTION_KNOBS = (
-    Knob("MC", "rows of the cache tile (output block)", cache_tiles("M", floor=8, granule=4)),
-    Knob("NC", "columns of the cache tile", cache_tiles("N", floor=1, granule=1, in_lanes=True)),
-    # From 64: every K tile loads and stores the accumulators, which would dominate shorter ones.
-    Knob("KC", "depth of the cache tile (K loop step)", cache_tiles("K", floor=64, granule=8)),
-    Knob("MR", "rows of the register tile (A broadcasts per K step)", register_rows("M")),
-    # 1, 2 or 4 vectors: LLVM splits three-vector (or 2.5-vector) rows into odd-sized pieces,
-    # measured 10-25x slower.
-    Knob(
-        "NR", "columns of the register tile (B vectors per K step)", vector_columns("N", (1, 2, 4))
-    ),
-    Knob("KU", "unroll factor of the micro-kernel's K-step loop", choices(1, 2, 4, 8)),
-    Knob("ORDER", "output-block loop order: 1 = M blocks outer, 2 = N outer", choices(1, 2)),
-)
 
 
 @dataclass(frozen=True)

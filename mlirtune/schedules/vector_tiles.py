@@ -1,27 +1,27 @@
-"""Vector-tile spaces on the host CPU: ROWS x COLS tiles of the `rowwise` schedule (row
-reductions such as softmax) and of the `elementwise` schedule."""
+"""ROWS x COLS vector tiles on the host CPU: the selector, constraints and cost model that the
+`rowwise` and `elementwise` families share (each sets how much of the register file a tile
+may hold, and whether row reductions are merged per tile)."""
 
 from __future__ import annotations
 
 import math
-from typing import Any
 
-from mlirtune.ir.roots import OpInfo
-from mlirtune.tune.constraints.base import (
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.schedule import Config, Constraint, Domains, KnobVariables
+from mlirtune.schedules.cpu_model import (
     LOAD_PORTS,
     TILE_CYCLES,
-    Domains,
-    HostGenerator,
-    Knobs,
+    HostFamily,
     Traffic,
     ceil_div,
+    fit,
     itemsize,
     seconds,
     tile_extents,
     vectors,
     whole_vectors,
 )
-from mlirtune.tune.space import Config, Constraint
+from mlirtune.targets.host_cpu import HostCPU
 
 # Memory streams a core's hardware prefetcher follows well. A tile runs its rows as separate
 # unrolled runs, so every row of every operand is a stream of its own, and each stream past
@@ -29,18 +29,32 @@ from mlirtune.tune.space import Config, Constraint
 PREFETCH_STREAMS = 16
 
 
-class VectorTilesOnHost(HostGenerator):
+class VectorTileFamily(HostFamily):
     """ROWS x COLS tiles whose values (`register_share` of the register file) stay in
     registers; `reduction` adds the per-row-tile merge of partial row results."""
 
     register_share = 1.0
     reduction = False
 
-    def constraints(
-        self, op: OpInfo, target: Any, knobs: Knobs, domains: Domains
+    def vector_tile(self, op: OpInfo, cpu: HostCPU) -> Config:
+        """ROWS x COLS: COLS spans four vectors (long contiguous runs for the prefetcher),
+        ROWS fills `register_share` of the register file with one tile of values."""
+        lanes = cpu.lanes(op.element_type)
+        rows, cols = op.dims["ROWS"], op.dims["COLS"]
+        cols_tile = fit(cols, 4 * lanes, step=min(lanes, cols))
+        tile_vectors = max(1, -(-cols_tile // lanes))
+        budget = int(cpu.features.vector_registers * self.register_share) // tile_vectors
+        rows_tile = fit(rows, max(1, budget), high=1.0)
+        return {"ROWS": rows_tile, "COLS": cols_tile}
+
+    def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
+        return self.vector_tile(op, cpu)
+
+    def constraints_on(
+        self, op: OpInfo, cpu: HostCPU, knobs: KnobVariables, domains: Domains
     ) -> list[Constraint]:
-        lanes = self.lanes(op, target)
-        budget = int(target.features.vector_registers * self.register_share)
+        lanes = cpu.lanes(op.element_type)
+        budget = int(cpu.features.vector_registers * self.register_share)
         return [
             whole_vectors("COLS", op.dims["COLS"], knobs, lanes),
             Constraint(
@@ -51,11 +65,11 @@ class VectorTilesOnHost(HostGenerator):
             ),
         ]
 
-    def cost(self, op: OpInfo, target: Any, config: Config) -> float:
+    def cost_on(self, op: OpInfo, cpu: HostCPU, config: Config) -> float:
         """Roofline of vector loads and stores (a partial vector costs a whole one) against
         the bytes every operand moves, derated for the streams of multi-row tiles; plus
         set-up cycles per tile and, for reductions, the merge of the partial row results."""
-        lanes = self.lanes(op, target)
+        lanes = cpu.lanes(op.element_type)
         rows_dim, cols_dim = op.dims["ROWS"], op.dims["COLS"]
         rows_tile, cols_tile = min(config["ROWS"], rows_dim), min(config["COLS"], cols_dim)
         rows, cols = (
@@ -72,22 +86,7 @@ class VectorTilesOnHost(HostGenerator):
         if self.reduction:
             overhead += rows_dim * (ceil_div(cols_tile, lanes) + math.log2(lanes))
         nbytes = rows_dim * cols_dim * sum(itemsize(t) for t in op.dtypes)
-        traffic = Traffic(target)
+        traffic = Traffic(cpu)
         streams = 1 + (rows_tile - 1) * operands / PREFETCH_STREAMS
         traffic.add(nbytes * streams, nbytes)
-        return seconds(max(compute, traffic.cycles()) + overhead, target)
-
-
-class RowwiseOnHost(VectorTilesOnHost):
-    """Row tiles with row reductions: the partial row results stay live beside the loaded
-    tile, so a tile gets half of the register file."""
-
-    schedule = "rowwise"
-    register_share = 0.5
-    reduction = True
-
-
-class ElementwiseOnHost(VectorTilesOnHost):
-    """Element-wise tiles: a tile gets the whole register file."""
-
-    schedule = "elementwise"
+        return seconds(max(compute, traffic.cycles()) + overhead, cpu)

@@ -1,115 +1,41 @@
-"""The Workload interface: a payload of fixed size, its schedule, inputs, reference and cost.
+"""PayloadWorkload: the machinery built-in workloads share.
 
-One workload object is reused across thousands of executions, so its seeded inputs and its
-reference outputs are computed once and cached on the object.
+A payload built in Python, seeded numpy inputs and a numpy reference, both computed once and
+cached on the object; allocation on the engine's runtime, verification, memory estimates and
+the schedule module of the pipeline that lowers it.
 """
 
 from __future__ import annotations
 
-import math
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any
 
 import numpy as np
 from mlir import ir
 
-from mlirtune.errors import MlirtuneError, UsageError
-from mlirtune.ir.dtypes import DType, dtype_named
-from mlirtune.runtime import Buffer, Placement
-from mlirtune.verify import VerificationResult, compare
-
-if TYPE_CHECKING:
-    from mlirtune.engine.base import Engine
-    from mlirtune.ir.roots import OpInfo
-    from mlirtune.schedules.library import ScheduleEntry
-
-
-@dataclass(frozen=True)
-class ArgSpec:
-    """One payload argument, in call order. Outputs are written in place by the kernel."""
-
-    name: str
-    shape: tuple[int, ...]
-    dtype: DType
-    is_output: bool = False
-    placement: Placement = Placement.HOST
-
-    @property
-    def elements(self) -> int:
-        """Element count, exact (a Python int never overflows, unlike numpy's int64)."""
-        return math.prod(self.shape)
-
-    @property
-    def nbytes(self) -> int:
-        return self.elements * self.dtype.itemsize
-
-
-@dataclass(frozen=True)
-class Complexity:
-    """Work done by one execution: floating-point operations and bytes moved."""
-
-    flops: int
-    bytes_read: int
-    bytes_written: int
-
-
-@dataclass(frozen=True)
-class Param:
-    """A constructor option that the CLI accepts as KEY=VALUE."""
-
-    name: str
-    kind: type
-    default: Any
-    help: str
-    choices: tuple[Any, ...] | None = None
-
-    def parse(self, text: str, owner: str) -> Any:
-        """Convert a command-line string, naming the key on failure."""
-        if self.kind is int:
-            try:
-                value = int(text)
-            except ValueError:
-                raise UsageError(f"{owner}: {self.name}={text!r} is not an integer") from None
-        elif self.kind is bool:
-            lowered = text.lower()
-            if lowered not in {"0", "1", "true", "false", "yes", "no"}:
-                raise UsageError(f"{owner}: {self.name}={text!r} is not a boolean")
-            value = lowered in {"1", "true", "yes"}
-        else:
-            value = text
-        self.check(value, owner)
-        return value
-
-    def check(self, value: Any, owner: str) -> None:
-        """Validate an already-typed value."""
-        if self.kind is int and (isinstance(value, bool) or not isinstance(value, int)):
-            raise UsageError(f"{owner}: {self.name} must be an integer, got {value!r}")
-        if self.kind is int and self.name not in NON_SIZE_INTS and value <= 0:
-            raise UsageError(f"{owner}: {self.name} must be positive, got {value}")
-        if self.choices is not None and value not in self.choices:
-            allowed = ", ".join(str(c) for c in self.choices)
-            raise UsageError(f"{owner}: {self.name}={value!r} is not one of {allowed}")
-
-
-# Integer options that are not sizes and may be zero.
-NON_SIZE_INTS = {"seed"}
+from mlirtune.interfaces.dtype import DType, dtype_named
+from mlirtune.interfaces.errors import MlirtuneError, UsageError
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.runtime import Buffer
+from mlirtune.interfaces.verification import VerificationResult
+from mlirtune.interfaces.workload import OptionValue, Param, RunsOn, Workload
+from mlirtune.ir.context import new_context
+from mlirtune.ir.roots import find_roots
+from mlirtune.memory import payload_scratch_bytes
+from mlirtune.pipeline.plan import planned_schedule
+from mlirtune.toolchain import runner_library
+from mlirtune.verify import compare
 
 # Options every built-in workload shares.
 SEED_PARAM = Param("seed", int, 0, "input RNG seed")
 FLOAT_DTYPE_PARAM = Param("dtype", str, "f32", "element type", ("f32", "f64"))
 
 
-class Workload(ABC):
-    """A kernel of fixed size: payload IR, schedule, seeded inputs, reference and complexity."""
-
-    name: ClassVar[str]
-    description: ClassVar[str] = ""
-    parameters: ClassVar[tuple[Param, ...]] = ()
-    entry: str = "payload"
+class PayloadWorkload(Workload):
+    """A Workload whose subclasses define `arguments`, `payload_module`, `reference` and
+    `get_complexity`; everything else is derived from those."""
 
     def __init__(self, **options: Any) -> None:
         known = {p.name: p for p in self.parameters}
@@ -125,7 +51,7 @@ class Workload(ABC):
         self._buffers: list[Buffer] | None = None
 
     @classmethod
-    def from_strings(cls, pairs: dict[str, str]) -> Workload:
+    def from_strings(cls, pairs: dict[str, str]) -> PayloadWorkload:
         """Build from command-line KEY=VALUE strings, parsing each by its declared type."""
         known = {p.name: p for p in cls.parameters}
         parsed = {}
@@ -146,65 +72,21 @@ class Workload(ABC):
         state["_buffers"] = None
         return state
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, OptionValue]:
         """A JSON-friendly identity: workload name plus its options."""
         return {"name": self.name, **self.options}
-
-    # --- what each workload defines -------------------------------------------------------
-
-    @abstractmethod
-    def arguments(self) -> list[ArgSpec]:
-        """Payload arguments in call order."""
-
-    @abstractmethod
-    def payload_module(self) -> ir.Module:
-        """A new module holding the entry function; needs an active MLIR context."""
-
-    @abstractmethod
-    def reference(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
-        """Expected outputs (in output-argument order), computed with numpy."""
-
-    @abstractmethod
-    def get_complexity(self) -> Complexity:
-        """FLOPs and bytes for one execution."""
 
     @cached_property
     def root(self) -> OpInfo | None:
         """The payload's first root op, inspected once through the bindings."""
-        from mlirtune.ir.context import new_context
-        from mlirtune.ir.roots import find_roots
-
         with new_context(), ir.Location.unknown():
             roots = find_roots(self.payload_module())
         return roots[0][1] if roots else None
 
-    def schedule_entry(self) -> ScheduleEntry | None:
-        """The library schedule for this payload's root op (None: nothing to schedule)."""
-        from mlirtune.schedules.library import SCHEDULES
-
-        if self.root is None:
-            return None
-        return next((e for e in SCHEDULES.values() if self.root.kind in e.root_kinds), None)
-
-    def default_schedule_parameters(self) -> dict[str, int]:
-        """The library defaults of this workload's schedule."""
-        entry = self.schedule_entry()
-        return entry.defaults(self.root) if entry else {}
-
-    def resolve_parameters(self, parameters: dict[str, Any] | None) -> dict[str, Any]:
-        """Defaults overlaid with `parameters`; an unknown name is an error naming it."""
-        entry = self.schedule_entry()
-        if entry is None:
-            if parameters:
-                raise UsageError(f"{self.name} has no schedule parameters", stage="schedule")
-            return {}
-        return entry.parameters(self.root, parameters)
-
-    def schedule_module(self, parameters: dict[str, Any] | None = None) -> ir.Module | None:
-        """A new transform module for `parameters`; the payload must have its root ops
-        annotated (mlirtune.ir.roots.annotate_roots), as every pipeline does first."""
-        entry = self.schedule_entry()
-        return entry.build(self.root, self.resolve_parameters(parameters)) if entry else None
+    def schedule_module(self, parameters: dict[str, int] | None = None) -> ir.Module | None:
+        """The transform module the host pipeline applies to this payload with these
+        schedule parameters (needs an active context). See `mlirtune.pipeline.plan`."""
+        return planned_schedule(self, parameters)
 
     def numpy_baseline(self) -> Callable[[], object] | None:
         """A closure computing the same result with numpy in the workload's dtype, for
@@ -230,16 +112,11 @@ class Workload(ABC):
     @cached_property
     def kernel_scratch_bytes(self) -> int:
         """Upper bound on what the compiled kernel allocates itself, read from the payload."""
-        from mlirtune.ir.context import new_context
-        from mlirtune.memory import payload_scratch_bytes
-
         with new_context(), ir.Location.unknown():
             return payload_scratch_bytes(self.payload_module())
 
     def requirements(self) -> list[str]:
         """Shared libraries and runtimes the engine must provide."""
-        from mlirtune.toolchain import runner_library
-
         return [runner_library("mlir_c_runner_utils")]
 
     # --- shared machinery -----------------------------------------------------------------
@@ -273,7 +150,7 @@ class Workload(ABC):
         return self.reference(self.inputs)
 
     @contextmanager
-    def allocate(self, engine: Engine) -> Iterator[list[Buffer]]:
+    def allocate(self, engine: RunsOn) -> Iterator[list[Buffer]]:
         """Allocate every argument on the engine's runtime; outputs start as NaN so a kernel
         that skips writing them fails verification (filled from a broadcast NaN, so no
         output-sized array is needed besides the buffer)."""
@@ -295,13 +172,13 @@ class Workload(ABC):
             for buffer in buffers:
                 runtime.release(buffer)
 
-    def get_input_arrays(self, engine: Engine) -> list[Buffer]:
+    def get_input_arrays(self, engine: RunsOn) -> list[Buffer]:
         """Handles to the allocated payload arguments, in call order (inside `allocate`)."""
         if self._buffers is None:
             raise MlirtuneError(f"{self.name}: get_input_arrays called outside allocate()")
         return self._buffers
 
-    def verify(self, engine: Engine) -> VerificationResult:
+    def verify(self, engine: RunsOn) -> VerificationResult:
         """Compare the allocated outputs with the cached reference."""
         buffers = self.get_input_arrays(engine)
         specs = self.arguments()

@@ -1,0 +1,46 @@
+"""Element types known to mlirtune: their numpy, MLIR and tolerance views."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+from mlir import ir
+
+from mlirtune.interfaces.errors import UsageError
+
+
+@dataclass(frozen=True)
+class DType:
+    """One element type. `rtol`/`atol_per_term` set the verification tolerance."""
+
+    name: str
+    numpy: type
+    rtol: float
+    atol_per_term: float
+
+    def mlir(self) -> ir.Type:
+        """The MLIR element type; needs an active context."""
+        return {"f32": ir.F32Type.get, "f64": ir.F64Type.get, "bf16": ir.BF16Type.get}[self.name]()
+
+    @property
+    def itemsize(self) -> int:
+        return np.dtype(self.numpy).itemsize
+
+
+DTYPES: dict[str, DType] = {
+    "f32": DType("f32", np.float32, rtol=1e-4, atol_per_term=1e-6),
+    "f64": DType("f64", np.float64, rtol=1e-10, atol_per_term=1e-13),
+    "bf16": DType("bf16", ml_dtypes.bfloat16, rtol=2e-2, atol_per_term=4e-3),
+}
+
+
+def dtype_named(name: str) -> DType:
+    """Look a dtype up by its MLIR spelling, with a clear error for unknown names."""
+    try:
+        return DTYPES[name]
+    except KeyError:
+        raise UsageError(
+            f"unknown dtype {name!r}; expected one of {', '.join(DTYPES)}", stage="workload"
+        ) from None

@@ -1,0 +1,101 @@
+"""The ScheduleFamily interface: one owner for everything about one kind of schedule.
+
+A family owns its transform builder, its knobs with their defaults, the analytic parameter
+selector per target kind, the z3 constraints on its knobs and its cost model. Pipeline
+descriptors only bind its knobs to slots (`schedule: contraction {MR=$MR ...}`); targets
+only supply facts. Adding a family means adding one module (or folder) and registering it
+in mlirtune.schedules.registry.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+import z3
+from mlir import ir
+
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.target import Target
+
+Config = dict[str, int]
+KnobVariables = dict[str, z3.ArithRef]
+Domains = dict[str, tuple[int, ...]]
+# derive(op, lanes): candidate values of a knob for `op`, `lanes` elements per vector.
+Derivation = Callable[[OpInfo, int], Sequence[int]]
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A schedule parameter: its default, and how its candidate values follow from the root
+    op and the target's vector width. `default` may depend on the op (e.g. its element
+    size). `selected` says whether target selectors choose it (else the default stands)."""
+
+    name: str
+    description: str
+    default: int | Callable[[OpInfo], int]
+    derive: Derivation
+    selected: bool = True
+
+    def default_for(self, op: OpInfo) -> int:
+        return self.default(op) if callable(self.default) else self.default
+
+    def values(self, op: OpInfo, lanes: int) -> tuple[int, ...]:
+        """Candidate values for `op` with `lanes` elements per vector, ascending, unique."""
+        return tuple(sorted({int(v) for v in self.derive(op, lanes) if v > 0}))
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A condition every valid config meets: `expr` is a z3 Boolean over the knobs' Ints;
+    `description` says what it is and why, for reports and error messages."""
+
+    name: str
+    description: str
+    expr: z3.BoolRef
+
+
+class ScheduleFamily(ABC):
+    """A parameterised schedule and everything that decides its parameters."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    root_kinds: ClassVar[tuple[str, ...]]  # OpInfo kinds it schedules
+    target_kinds: ClassVar[tuple[str, ...]]  # Target names its selector and model cover
+    knobs: ClassVar[tuple[Knob, ...]]
+
+    @abstractmethod
+    def defaults(self, op: OpInfo) -> Config:
+        """Every knob's default for `op`."""
+
+    @abstractmethod
+    def parameters(self, op: OpInfo, values: Config | None = None) -> Config:
+        """Defaults overlaid with `values`; unknown names or non-positive values fail."""
+
+    @abstractmethod
+    def build(self, op: OpInfo, parameters: Config) -> ir.Module:
+        """The transform module (`__transform_main`) scheduling the root op `op`."""
+
+    @abstractmethod
+    def select(self, op: OpInfo, target: Target) -> Config:
+        """The analytic choice of the selected knobs for `op` on `target`."""
+
+    @abstractmethod
+    def lanes(self, op: OpInfo, target: Target) -> int:
+        """Elements of `op`'s compute type per vector register (or per thread) of `target`."""
+
+    @abstractmethod
+    def constraints(
+        self, op: OpInfo, target: Target, knobs: KnobVariables, domains: Domains
+    ) -> list[Constraint]:
+        """Named conditions on `knobs` (one z3 Int per knob ranging over `domains`)."""
+
+    @abstractmethod
+    def cost(self, op: OpInfo, target: Target, config: Config) -> float:
+        """Estimated seconds per call of the kernel scheduled with `config`."""
+
+    @abstractmethod
+    def violations(self, op: OpInfo, target: Target, config: Config) -> list[str]:
+        """Names of the constraints (and knob domains) `config` breaks on `target`."""

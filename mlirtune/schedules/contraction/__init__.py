@@ -1,0 +1,93 @@
+"""The `contraction` family: cache and register tiling of matmul and batch_matmul roots, with
+their fill and element-wise consumers (bias, ReLU) fused into the cache tiles.
+
+transform.py builds the transform module; host.py holds the host CPU selector, constraints
+and cost model. The knobs and their defaults are declared here, once.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.schedule import Config, Constraint, Domains, Knob, KnobVariables
+from mlirtune.schedules.contraction import host
+from mlirtune.schedules.contraction.transform import contraction_schedule
+from mlirtune.schedules.cpu_model import HostFamily
+from mlirtune.schedules.knobs import cache_tiles, choices, register_rows, vector_columns
+from mlirtune.targets.host_cpu import HostCPU
+
+
+class Contraction(HostFamily):
+    """MC x NC x KC cache tiles around an MR x NR register tile, K steps unrolled KU times,
+    output blocks walked in ORDER."""
+
+    name = "contraction"
+    description = "cache + register tiling, fused epilogue, broadcast/FMA micro-kernel"
+    root_kinds = ("matmul", "batch_matmul")
+    knobs = (
+        Knob(
+            "MC",
+            "rows of the cache tile (output block)",
+            64,
+            cache_tiles("M", floor=8, granule=4),
+        ),
+        Knob(
+            "NC",
+            "columns of the cache tile",
+            128,
+            cache_tiles("N", floor=1, granule=1, in_lanes=True),
+        ),
+        # From 64: every K tile loads and stores the accumulators, which would dominate
+        # shorter ones.
+        Knob(
+            "KC",
+            "depth of the cache tile (K loop step)",
+            256,
+            cache_tiles("K", floor=64, granule=8),
+        ),
+        Knob("MR", "rows of the register tile (A broadcasts per K step)", 8, register_rows("M")),
+        # 1, 2 or 4 vectors: LLVM splits three-vector (or 2.5-vector) rows into odd-sized
+        # pieces, measured 10-25x slower.
+        Knob(
+            "NR",
+            "columns of the register tile (B vectors per K step)",
+            32,
+            vector_columns("N", (1, 2, 4)),
+        ),
+        # Not selected: 1 leaves the micro-kernel's K-step loop rolled.
+        Knob(
+            "KU",
+            "unroll factor of the micro-kernel's K-step loop",
+            1,
+            choices(1, 2, 4, 8),
+            selected=False,
+        ),
+        # Not selected: 1 walks the output blocks M blocks outer, 2 N blocks outer.
+        Knob(
+            "ORDER",
+            "output-block loop order: 1 = M blocks outer, 2 = N outer",
+            1,
+            choices(1, 2),
+            selected=False,
+        ),
+    )
+
+    def build(self, op: OpInfo, parameters: Config) -> ir.Module:
+        return contraction_schedule(op, parameters)
+
+    def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
+        return host.select(op, cpu)
+
+    def constraints_on(
+        self, op: OpInfo, cpu: HostCPU, knobs: KnobVariables, domains: Domains
+    ) -> list[Constraint]:
+        return host.constraints(op, cpu, knobs, domains)
+
+    def cost_on(self, op: OpInfo, cpu: HostCPU, config: Config) -> float:
+        return host.cost(op, cpu, config)
+
+
+CONTRACTION = Contraction()
+
+__all__ = ["CONTRACTION", "Contraction", "contraction_schedule"]

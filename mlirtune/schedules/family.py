@@ -1,0 +1,107 @@
+"""What every library schedule family shares: defaults from its knobs, parameter checks,
+knob domains, and the check of one config against its constraints.
+
+A family module only adds what is its own: the transform builder, the knobs (each with its
+default), the analytic selector per target kind, the constraints and the cost model.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+
+import z3
+
+from mlirtune.interfaces.errors import UsageError
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.schedule import Config, Domains, ScheduleFamily
+from mlirtune.interfaces.target import Target
+
+
+class LibraryFamily(ScheduleFamily):
+    """A ScheduleFamily whose defaults, parameter checks and violations follow from its knobs
+    and constraints; subclasses supply `choose`, the selector for one target."""
+
+    def __repr__(self) -> str:
+        return f"<schedule family {self.name}>"
+
+    # --- parameters ----------------------------------------------------------------------
+
+    def defaults(self, op: OpInfo) -> Config:
+        return {knob.name: knob.default_for(op) for knob in self.knobs}
+
+    def parameters(self, op: OpInfo, values: Config | None = None) -> Config:
+        resolved = self.defaults(op)
+        for key, value in (values or {}).items():
+            if key not in resolved:
+                raise UsageError(
+                    f"schedule {self.name}: unknown parameter {key!r}; "
+                    f"known: {', '.join(resolved)}",
+                    stage="schedule",
+                )
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise UsageError(
+                    f"schedule {self.name}: parameter {key}={value!r} must be a positive integer",
+                    stage="schedule",
+                )
+            resolved[key] = value
+        return resolved
+
+    def selected(self) -> tuple[str, ...]:
+        """Names of the knobs the selector chooses (the others keep their defaults)."""
+        return tuple(knob.name for knob in self.knobs if knob.selected)
+
+    # --- selection -----------------------------------------------------------------------
+
+    def select(self, op: OpInfo, target: Target) -> Config:
+        chosen = self.choose(op, target)
+        assert set(chosen) == set(self.selected()), (self.name, chosen)
+        return chosen
+
+    @abstractmethod
+    def choose(self, op: OpInfo, target: Target) -> Config:
+        """The selector's values of the selected knobs, in knob order; UsageError(stage=
+        "select") for a target of a kind the family has no selector for."""
+
+    def covers(self, target: Target) -> bool:
+        """Whether the family has a selector and a model for `target`'s kind."""
+        return getattr(target, "name", None) in self.target_kinds
+
+    def uncovered(self, target: Target, what: str, stage: str) -> UsageError:
+        """The error for a target whose kind this family does not cover."""
+        name = getattr(target, "name", type(target).__name__)
+        return UsageError(
+            f"schedule {self.name} has no {what} for target {name}; it covers "
+            f"{', '.join(self.target_kinds)}",
+            stage=stage,
+        )
+
+    # --- search space --------------------------------------------------------------------
+
+    def domains(self, op: OpInfo, target: Target) -> Domains:
+        """Every knob's candidate values for `op` on `target`, derived from its vector width."""
+        lanes = self.lanes(op, target)
+        return {knob.name: knob.values(op, lanes) for knob in self.knobs}
+
+    def violations(self, op: OpInfo, target: Target, config: Config) -> list[str]:
+        """Names of what `config` breaks, as SearchSpace.violations reports them:
+        `<NAME>_unknown` for a name that is no knob, `<KNOB>_domain` for a knob missing or
+        outside its candidates, then the constraints z3 simplifies to false once the given
+        values are substituted (one whose knobs lack values is left undecided)."""
+        domains = self.domains(op, target)
+        variables = {name: z3.Int(name) for name in domains}
+        broken = [f"{name}_unknown" for name in config if name not in domains]
+        values = {
+            name: config[name]
+            for name in domains
+            if isinstance(config.get(name), int) and not isinstance(config[name], bool)
+        }
+        broken += [
+            f"{name}_domain"
+            for name, candidates in domains.items()
+            if values.get(name) not in candidates
+        ]
+        substitutions = [(variables[name], z3.IntVal(v)) for name, v in values.items()]
+        for constraint in self.constraints(op, target, variables, domains):
+            if z3.is_false(z3.simplify(z3.substitute(constraint.expr, *substitutions))):
+                broken.append(constraint.name)
+        return broken

@@ -1,0 +1,155 @@
+"""The package's layering: no import cycles, interfaces on the bottom floor, small modules.
+
+Imports are read from the source with `ast`, every one of them: at module level, inside
+functions (deferred) and under `if TYPE_CHECKING:`. Importing `mlirtune.a.b` also runs
+`mlirtune/a/__init__.py`, so that is an edge too, unless the importer lives inside
+`mlirtune.a` (a package's own modules do not re-enter it).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "mlirtune"
+MAX_MODULE_LINES = 400
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imported_names(path: Path, name: str, known: set[str]) -> set[str]:
+    """Every mlirtune module `path` imports, anywhere in the file."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                found.add(full if full in known else base)
+    return {m for m in found if m == "mlirtune" or m.startswith("mlirtune.")}
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> modules it makes Python execute (their packages' __init__ included)."""
+    known = set(modules())
+    graph: dict[str, set[str]] = {}
+    for name, path in modules().items():
+        edges: set[str] = set()
+        for target in imported_names(path, name, known):
+            parts = target.split(".")
+            for depth in range(1, len(parts) + 1):
+                prefix = ".".join(parts[:depth])
+                is_ancestor = name == prefix or name.startswith(prefix + ".")
+                if prefix in known and not is_ancestor:
+                    edges.add(prefix)
+        graph[name] = edges - {name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for succ in sorted(graph[node]):
+            if succ not in index:
+                visit(succ)
+                low[node] = min(low[node], low[succ])
+            elif succ in on_stack:
+                low[node] = min(low[node], index[succ])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10 * len(graph)))
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycles():
+    found = cycles(import_graph())
+    assert not found, "import cycles among mlirtune modules:\n" + "\n".join(
+        " <-> ".join(component) for component in found
+    )
+
+
+def test_the_checker_sees_deferred_and_type_checking_imports(tmp_path):
+    source = tmp_path / "probe.py"
+    source.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from mlirtune.interfaces.op import OpInfo\n"
+        "def later():\n    from mlirtune.ir import roots\n"
+    )
+    known = set(modules())
+    assert imported_names(source, "mlirtune.probe", known) == {
+        "mlirtune.interfaces.op",
+        "mlirtune.ir.roots",
+    }
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_interfaces_are_the_bottom_floor():
+    graph = import_graph()
+    floor = {name for name in graph if name.startswith("mlirtune.interfaces")}
+    assert floor, "no mlirtune.interfaces package"
+    above = {name: sorted(graph[name] - floor) for name in floor if graph[name] - floor}
+    assert not above, f"interface modules importing other layers: {above}"
+
+
+def test_modules_stay_small():
+    long = {
+        name: lines
+        for name, path in modules().items()
+        if (lines := len(path.read_text().splitlines())) >= MAX_MODULE_LINES
+    }
+    assert not long, f"modules of {MAX_MODULE_LINES} lines or more: {long}"
+
+
+@pytest.mark.subprocess
+def test_compiling_a_kernel_does_not_import_the_tuner():
+    probe = (
+        "import sys\n"
+        "from mlirtune.api import engine_for\n"
+        "from mlirtune.targets import HostCPU\n"
+        "from mlirtune.workloads import Matmul\n"
+        "result = engine_for(HostCPU()).execute(Matmul(M=16, N=16, K=16))\n"
+        "assert result.verification.ok\n"
+        "print(sorted(m for m in sys.modules if m.startswith('mlirtune.tune')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"
