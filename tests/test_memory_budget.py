@@ -78,6 +78,7 @@ def test_cli_refuses_over_budget(capsys, monkeypatch, tmp_path, argv):
     assert not (tmp_path / "tuning.db").exists()  # a refused tune opened nothing
 
 
+@pytest.mark.jit
 def test_refused_before_anything_is_allocated(monkeypatch):
     monkeypatch.setenv(BUDGET_VARIABLE, "100K")
     engine = MlirJitEngine(use_specs=False)
@@ -94,6 +95,7 @@ def test_refused_before_anything_is_allocated(monkeypatch):
     assert engine._cache == {}  # not even compiled
 
 
+@pytest.mark.jit
 def test_numpy_baseline_has_its_own_estimate(monkeypatch):
     workload = Matmul(M=512, N=512, K=512)
     need = estimate(workload, baseline=True).total
@@ -104,6 +106,7 @@ def test_numpy_baseline_has_its_own_estimate(monkeypatch):
     assert "inputs" not in vars(workload)
 
 
+@pytest.mark.jit
 def test_364_tib_benchmark_is_refused(capsys):
     code, _, err = cli(capsys, "bench", "matmul", "M=10000000", "N=10000000", "K=8")
     line = refusal(err)
@@ -111,11 +114,13 @@ def test_364_tib_benchmark_is_refused(capsys):
     assert "runtime buffers 363.8 TiB" in line and "0.5 x" in line  # the default budget
 
 
+@pytest.mark.jit
 def test_sizes_beyond_int64_are_refused_cleanly(capsys):
     code, _, err = cli(capsys, "run", "matmul", f"M={2**64}")
     assert code == 2 and "int64" in refusal(err)
 
 
+@pytest.mark.subprocess
 def test_opt_is_not_refused_but_needs_representable_shapes(tmp_path):
     env = {**os.environ, BUDGET_VARIABLE: "1"}
     command = [sys.executable, "-m", "mlirtune", "opt", "matmul", "N=4", "K=4"]
@@ -128,6 +133,7 @@ def test_opt_is_not_refused_but_needs_representable_shapes(tmp_path):
     assert "after lowering" in huge.stdout
 
 
+@pytest.mark.jit
 @pytest.mark.parametrize("text", ["abc", "12Q", "-5", "0", "0K", "1.5", "0.0", "1e9", "5 GB x"])
 def test_malformed_budget_is_a_clear_error(capsys, monkeypatch, text):
     monkeypatch.setenv(BUDGET_VARIABLE, text)
@@ -175,6 +181,7 @@ def test_budget_sources_and_precedence(monkeypatch):
             set_memory_budget(bad)
 
 
+@pytest.mark.jit
 def test_under_budget_still_runs(capsys, monkeypatch):
     monkeypatch.setenv(BUDGET_VARIABLE, "64M")
     code, out, _ = cli(capsys, "run", "matmul", "M=64", "N=48", "K=32")
@@ -229,6 +236,7 @@ ENGINE_CASES = [
 ]
 
 
+@pytest.mark.jit
 @pytest.mark.parametrize(("name", "options"), ENGINE_CASES)
 def test_estimate_bounds_what_a_run_allocates(name, options):
     """numpy reports its allocations to tracemalloc: a verified run's peak stays within the
@@ -245,6 +253,7 @@ def test_estimate_bounds_what_a_run_allocates(name, options):
     assert peak <= estimate(workload).total + PYTHON_SLACK
 
 
+@pytest.mark.jit
 @pytest.mark.parametrize(
     ("name", "options"),
     [
@@ -268,6 +277,7 @@ def test_estimate_bounds_baseline_and_reference(name, options):
     assert reference <= outputs + workload.reference_scratch_bytes() + PYTHON_SLACK
 
 
+@pytest.mark.jit
 def test_outputs_start_as_nan_without_a_temporary():
     workload = Matmul(M=512, N=512, K=8)
     engine = MlirJitEngine(use_specs=False)

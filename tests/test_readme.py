@@ -65,6 +65,7 @@ def scratch(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     return root, env
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("block", EXAMPLES, ids=lambda b: f"README.md:{b.line}-{b.language}")
 def test_readme_example_runs(block: Block, scratch):
     cwd, env = scratch

@@ -15,6 +15,7 @@ from tests.payloads import build_schedule
 SMALL = {"N": 1, "H": 10, "W": 10, "C": 4, "F": 32, "KH": 3, "KW": 3}
 
 
+@pytest.mark.jit
 @pytest.mark.parametrize(
     "options",
     [
@@ -34,6 +35,7 @@ def test_matches_reference(engine, options):
     assert result.verification.ok, result.verification.summary()
 
 
+@pytest.mark.jit
 @pytest.mark.parametrize(
     "params",
     [
@@ -60,6 +62,7 @@ def _op_names(module: ir.Module) -> list[str]:
     return names
 
 
+@pytest.mark.jit
 @pytest.mark.parametrize("options", [SMALL, {**SMALL, "W": 13, "F": 40, "stride": 2}])
 def test_default_schedule_is_vectorized(engine, options):
     scheduled = []
@@ -78,6 +81,7 @@ def test_default_parameters_follow_dtype():
     assert CONVOLUTION.defaults(Conv2d(dtype="f64").root)["F_TILE"] == 16
 
 
+@pytest.mark.jit
 def test_wrong_reference_is_detected(engine):
     w = Conv2d(**SMALL)
     wrong = w.reference_outputs[0].copy()

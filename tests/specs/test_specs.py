@@ -230,6 +230,7 @@ def _bad_library(tmp_path, kind: str) -> tuple[str, str]:
     return str(tmp_path / "bad.mlir"), name
 
 
+@pytest.mark.jit
 @pytest.mark.parametrize(
     ("kind", "message"),
     [
@@ -253,6 +254,7 @@ def test_malformed_libraries_are_usage_errors(ctx, tmp_path, capsys, kind, messa
             assert err.count("\n") == 1
 
 
+@pytest.mark.jit
 def test_unknown_parameter_fails_at_compile(tmp_path, capsys):
     path = save(tmp_path, "bogus", (MATMUL, {"BOGUS": 4}))
     with pytest.raises(UsageError) as raised:
@@ -371,6 +373,8 @@ def test_cli_list_and_show(tmp_path, capsys):
 # --- tuning: verdicts, export, compile ---------------------------------------------------
 
 
+@pytest.mark.jit
+@pytest.mark.subprocess
 def test_tune_records_one_verdict(tmp_path):
     p = problem(MATMUL)
     options = TuneOptions(
@@ -397,6 +401,8 @@ def _bench(tmp_path, *argv, env=None) -> dict:
     return json.loads(out)
 
 
+@pytest.mark.jit
+@pytest.mark.subprocess
 def test_tune_export_and_compile_end_to_end(tmp_path):
     db, lib, lib2 = tmp_path / "DB.db", tmp_path / "LIB.mlir", tmp_path / "LIB2.mlir"
     tune_args = ["--strategy", "random", "--db", db, "--json", "--update-spec", lib2]

@@ -6,8 +6,6 @@ import pytest
 
 from mlirtune.cli import main
 
-pytestmark = pytest.mark.jit
-
 
 def run_json(capsys, *argv):
     assert main(list(argv)) == 0
@@ -20,6 +18,7 @@ def bench_json(capsys, *argv):
     return run_json(capsys, "bench", *argv, "--json", "--max-time", "0.01")
 
 
+@pytest.mark.jit
 @pytest.mark.parametrize("specs", [[], ["--no-specs"]], ids=["with-specs", "no-specs"])
 @pytest.mark.parametrize(
     "workload",

@@ -56,6 +56,7 @@ def _after_schedule(engine, workload, parameters=None) -> list[str]:
     return seen["ops"]
 
 
+@pytest.mark.jit
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(str(v) for v in s.values()))
 @pytest.mark.parametrize("kind", sorted(WORKLOADS))
@@ -65,6 +66,7 @@ def test_partial_tiles_verify(engine, kind, shape, dtype):
     assert result.verification.ok, result.verification.summary()
 
 
+@pytest.mark.jit
 @pytest.mark.parametrize("kind", sorted(WORKLOADS))
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
 def test_partial_tiles_verify_with_target_tiles(engine, kind, dtype):
@@ -74,6 +76,7 @@ def test_partial_tiles_verify_with_target_tiles(engine, kind, dtype):
     assert result.verification.ok, result.verification.summary()
 
 
+@pytest.mark.jit
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(str(v) for v in s.values()))
 @pytest.mark.parametrize("kind", sorted(WORKLOADS))
 def test_every_tile_is_vectorized(engine, kind, shape):
@@ -83,6 +86,7 @@ def test_every_tile_is_vectorized(engine, kind, shape):
     assert remaining == []
 
 
+@pytest.mark.jit
 def test_large_partial_tiles_are_vectorized(engine):
     remaining = _after_schedule(engine, Mlp(M=500, N=300, K=700), TILES)
     assert remaining == []

@@ -10,6 +10,7 @@ from mlirtune.workloads.softmax import FLOPS_PER_ELEMENT, Softmax
 from tests.payloads import build_schedule
 
 
+@pytest.mark.jit
 @pytest.mark.parametrize(
     "options",
     [
@@ -27,6 +28,7 @@ def test_softmax_verifies(engine, options):
     assert not result.verification.skipped
 
 
+@pytest.mark.jit
 @pytest.mark.parametrize(
     "parameters",
     [
@@ -41,6 +43,7 @@ def test_softmax_with_non_dividing_schedule_parameters(engine, parameters):
     assert result.verification.ok, result.verification.summary()
 
 
+@pytest.mark.jit
 def test_large_inputs_stay_finite(engine):
     """exp(x) overflows f32 beyond ~88: only the max-subtracted form verifies."""
     workload = Softmax(M=6, N=40)
@@ -64,6 +67,7 @@ def test_payload_structure():
     assert "math.exp" in text and "0xFF800000" in text
 
 
+@pytest.mark.jit
 def test_schedule_fuses_and_vectorizes_everything(engine):
     stages = {}
     engine.lower_payload(
@@ -77,6 +81,7 @@ def test_schedule_fuses_and_vectorizes_everything(engine):
     assert "vector<4x32xf32>" in scheduled and "vector<3x4xf32>" in scheduled
 
 
+@pytest.mark.jit
 def test_wrong_reference_is_detected(engine):
     workload = Softmax(M=8, N=16)
     wrong = workload.reference_outputs[0].copy()

@@ -244,6 +244,7 @@ def test_readonly_open_changes_no_file_and_sees_the_wal(tmp_path):
     }
 
 
+@pytest.mark.jit
 def test_readonly_open_refuses_writes(tmp_path):
     path = clean(tmp_path / "db")
     with TuningDB(path, readonly=True) as db:
@@ -254,6 +255,7 @@ def test_readonly_open_refuses_writes(tmp_path):
     assert read_all(path) == RECORDS
 
 
+@pytest.mark.jit
 def test_readonly_open_reads_an_older_schema_without_migrating_it(tmp_path):
     path = clean(tmp_path / "db")
     raw = sqlite3.connect(path)
@@ -282,6 +284,7 @@ def test_readonly_open_of_an_empty_file_reads_nothing(tmp_path):
     assert path.read_bytes() == b"" and sorted(tmp_path.iterdir()) == [path]
 
 
+@pytest.mark.jit
 def test_readonly_open_refuses_newer_missing_and_foreign_files(tmp_path):
     newer = tmp_path / "newer.db"
     raw = sqlite3.connect(newer)

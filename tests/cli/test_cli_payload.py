@@ -56,6 +56,7 @@ def test_run_memref_rowsum_against_a_wrong_expectation_fails(capsys, rowsum):
     assert out.splitlines()[-1].startswith("verification FAILED: max abs error 1.000e+00")
 
 
+@pytest.mark.jit
 def test_run_memref_elementwise_with_the_generic_pipeline(capsys, tmp_path):
     rng = np.random.default_rng(9)
     x, y = (rng.standard_normal((32, 64)).astype(np.float32) for _ in range(2))
@@ -73,6 +74,7 @@ def test_run_memref_elementwise_with_the_generic_pipeline(capsys, tmp_path):
         assert ("brought to tensors" in out) == (not pipeline)
 
 
+@pytest.mark.jit
 def test_bench_json_carries_the_generic_path(capsys, rowsum):
     d = rowsum
     code, out, _ = run(
@@ -99,6 +101,7 @@ def test_float64_inputs_warn_and_still_verify(capsys, rowsum):
     assert "verification passed" in out
 
 
+@pytest.mark.jit
 @pytest.mark.parametrize(
     ("extra", "stage", "fragment"),
     [
@@ -117,6 +120,7 @@ def test_refusals_are_one_error_line(capsys, rowsum, extra, stage, fragment):
     assert fragment in line
 
 
+@pytest.mark.jit
 def test_entry_returning_a_value_is_refused(capsys, tmp_path):
     path = tmp_path / "r.mlir"
     path.write_text("func.func @f(%a: memref<4xf32>) -> f32 {\n  %z = arith.constant 0.0 : f32\n"

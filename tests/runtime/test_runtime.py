@@ -31,6 +31,7 @@ def test_host_allocation_is_aligned_copy_with_placement():
     assert buffer.placement is Placement.DEVICE
 
 
+@pytest.mark.jit
 def test_allocate_places_arguments_and_poisons_outputs(engine):
     workload = Matmul(M=4, N=4, K=4)
     with workload.allocate(engine) as buffers:

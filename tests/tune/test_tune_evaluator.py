@@ -27,6 +27,8 @@ def workload():
     return Matmul(M=32, N=32, K=32)
 
 
+@pytest.mark.jit
+@pytest.mark.subprocess
 def test_good_config_is_ok_with_samples(workload):
     with IsolatedEvaluator(workload, HostCPU(), settings=SETTINGS) as evaluator:
         (outcome,) = evaluator.evaluate_all([GOOD])
@@ -35,6 +37,8 @@ def test_good_config_is_ok_with_samples(workload):
     assert outcome.gflops > 0
 
 
+@pytest.mark.jit
+@pytest.mark.subprocess
 def test_each_failure_is_isolated_and_classified(workload):
     segfault, hang, wrong = _variant(MR=2), _variant(MR=8), _variant(NR=32)
     broken = _variant(MR=0)  # the schedule rejects it: a compile error
@@ -56,6 +60,8 @@ def test_each_failure_is_isolated_and_classified(workload):
     assert "MR" in outcomes[4].detail
 
 
+@pytest.mark.jit
+@pytest.mark.subprocess
 def test_race_interleaves_configs_in_one_worker(workload):
     configs = [GOOD, _variant(MR=8)]
     with IsolatedEvaluator(workload, HostCPU(), settings=SETTINGS) as evaluator:
@@ -74,6 +80,8 @@ def test_settled_once_every_finalist_lost_a_round():
     assert not settled([[], []])  # no round yet
 
 
+@pytest.mark.jit
+@pytest.mark.subprocess
 def test_races_run_in_two_workers_and_stop_once_settled(workload):
     slow = _variant(MR=1, NR=1)  # about 25x slower than GOOD: loses its first round
     with IsolatedEvaluator(workload, HostCPU(), settings=SETTINGS) as evaluator:
@@ -89,6 +97,8 @@ def test_races_run_in_two_workers_and_stop_once_settled(workload):
     assert all(len(part[0]) == len(part[1]) for part in short)
 
 
+@pytest.mark.jit
+@pytest.mark.subprocess
 def test_a_worker_that_cannot_start_is_an_error_not_a_crashed_candidate(workload):
     settings = replace(SETTINGS, engine=no_engine)
     evaluator = IsolatedEvaluator(workload, HostCPU(), settings=settings)

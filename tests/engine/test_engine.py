@@ -9,6 +9,8 @@ from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.runtime import AcceleratorDevice
 from mlirtune.workloads import Matmul
 
+pytestmark = pytest.mark.jit
+
 
 def _ops(module: ir.Module) -> set[str]:
     names: set[str] = set()

@@ -49,6 +49,7 @@ CASES = [
 ]
 
 
+@pytest.mark.jit
 @pytest.mark.parametrize(("path", "workload"), CASES)
 def test_packaged_pipeline_verifies(path, workload):
     result = MlirJitEngine(pipeline=path).execute(workload)
@@ -60,6 +61,7 @@ def test_every_schedule_kind_is_covered():
     assert {"matmul", "batch_matmul", "conv2d", "reduction", "elementwise"} <= covered
 
 
+@pytest.mark.jit
 def test_unscheduled_default_pipeline_still_verifies():
     generic = next(path for name, _, path in list_descriptors() if name == "generic/default")
     assert MlirJitEngine(pipeline=generic).execute(Matmul(M=9, N=7, K=5)).verification.ok

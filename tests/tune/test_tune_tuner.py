@@ -23,6 +23,8 @@ from mlirtune.tune.tuner import TuneOptions, tune
 from mlirtune.workloads.matmul import Matmul
 from tests.faulty import faulty_engines
 
+pytestmark = [pytest.mark.jit, pytest.mark.subprocess]
+
 SIZE = {"M": 32, "N": 32, "K": 32}
 FAST = EvaluatorSettings(workers=2, compile_timeout_s=60, run_timeout_s=3)
 

@@ -1,5 +1,5 @@
-"""Schedule-library extras: K-step unrolling in the contraction schedule (KU) and the
-packed_contraction schedule (operands packed into register-tile blocks)."""
+"""K-step unrolling in the contraction family (KU) and the packed_contraction family
+(operands packed into register-tile blocks)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import pytest
 from mlir import ir
 
 from mlirtune.engine import MlirJitEngine
+from mlirtune.pipeline.lookup import PACKAGED
 from mlirtune.workloads.matmul import Matmul, Mlp
 
-DESCRIPTORS = Path(__file__).resolve().parents[1] / "mlirtune" / "pipeline" / "descriptors"
-LOWER_CPU = DESCRIPTORS / "generic" / "lower_cpu.yaml"
+LOWER_CPU = PACKAGED / "generic" / "lower_cpu.yaml"
 
 WORKLOADS = {"matmul": Matmul, "mlp": Mlp}
 
@@ -61,6 +61,7 @@ def _op_counts(engine, workload, parameters, stage: str) -> Counter:
 # --- KU: unrolled K step ---------------------------------------------------------------------
 
 
+@pytest.mark.jit
 @pytest.mark.parametrize("ku", [2, 4])
 @pytest.mark.parametrize("kind", sorted(WORKLOADS))
 def test_unrolled_k_step_verifies(contraction_engine, kind, ku):
@@ -69,6 +70,7 @@ def test_unrolled_k_step_verifies(contraction_engine, kind, ku):
     assert result.verification.ok, result.verification.summary()
 
 
+@pytest.mark.jit
 @pytest.mark.parametrize("ku", [2, 4])
 @pytest.mark.parametrize("kind", sorted(WORKLOADS))
 def test_unrolling_multiplies_the_micro_kernel(contraction_engine, kind, ku):
@@ -80,6 +82,7 @@ def test_unrolling_multiplies_the_micro_kernel(contraction_engine, kind, ku):
     assert unrolled["scf.for"] == rolled["scf.for"]
 
 
+@pytest.mark.jit
 @pytest.mark.parametrize("kind", sorted(WORKLOADS))
 def test_ku_1_leaves_the_schedule_unchanged(engine, contraction_engine, kind):
     """KU=1 gives the IR the packaged descriptor (which has no KU) gives."""
@@ -90,6 +93,7 @@ def test_ku_1_leaves_the_schedule_unchanged(engine, contraction_engine, kind):
     assert after == before
 
 
+@pytest.mark.jit
 def test_ku_that_does_not_divide_kc_is_ignored(contraction_engine):
     workload = Matmul(M=16, N=32, K=24)
     rolled = _op_counts(contraction_engine, workload, {"KU": 1}, "schedule contraction")
@@ -103,9 +107,10 @@ def test_ku_that_does_not_divide_kc_is_ignored(contraction_engine):
 
 @pytest.fixture(scope="module")
 def packed_engine() -> MlirJitEngine:
-    return MlirJitEngine(pipeline=DESCRIPTORS / "x86_64" / "matmul_packed.yaml")
+    return MlirJitEngine(pipeline=PACKAGED / "x86_64" / "matmul_packed.yaml")
 
 
+@pytest.mark.jit
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
 @pytest.mark.parametrize(
     "shape", [(64, 64, 64), (128, 256, 64), (8, 32, 8)], ids=lambda s: "x".join(map(str, s))
@@ -117,11 +122,13 @@ def test_packed_contraction_verifies(packed_engine, kind, shape, dtype):
     assert result.verification.ok, result.verification.summary()
 
 
+@pytest.mark.jit
 def test_packed_contraction_with_small_blocks(packed_engine):
     result = packed_engine.execute(Matmul(M=128, N=256, K=64), {"MR": 4, "NR": 16, "KB": 16})
     assert result.verification.ok, result.verification.summary()
 
 
+@pytest.mark.jit
 def test_packed_contraction_packs_and_vectorizes(packed_engine):
     counts = _op_counts(
         packed_engine, Matmul(M=64, N=64, K=64), None, "schedule packed_contraction"
@@ -131,6 +138,7 @@ def test_packed_contraction_packs_and_vectorizes(packed_engine):
     assert counts["scf.for"] > 0
 
 
+@pytest.mark.jit
 @pytest.mark.parametrize("shape", [(70, 64, 64), (37, 50, 23)], ids=lambda s: "x".join(map(str, s)))
 def test_packed_contraction_non_dividing_shapes_use_divisors(packed_engine, shape):
     m, n, k = shape

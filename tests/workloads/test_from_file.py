@@ -23,6 +23,7 @@ def test_arguments_are_inspected_from_the_function_type(matmul_files):
     ]
 
 
+@pytest.mark.jit
 def test_given_inputs_and_expected_output_verify(engine, matmul_files):
     d = matmul_files
     workload = FromFile(d / "mm.mlir", "mm", [d / "a.npy", d / "b.npy"], [d / "c.npy"])
@@ -31,6 +32,7 @@ def test_given_inputs_and_expected_output_verify(engine, matmul_files):
     assert verification.ok and not verification.skipped
 
 
+@pytest.mark.jit
 def test_wrong_expected_output_fails(engine, matmul_files):
     d = matmul_files
     workload = FromFile(d / "mm.mlir", "mm", [d / "a.npy", d / "b.npy"], [d / "wrong.npy"])
@@ -39,6 +41,7 @@ def test_wrong_expected_output_fails(engine, matmul_files):
     assert verification.max_abs_error == pytest.approx(1.0, rel=1e-3)
 
 
+@pytest.mark.jit
 def test_without_expected_output_verification_is_skipped_plainly(engine, matmul_files):
     verification = engine.execute(FromFile(matmul_files / "mm.mlir", "mm")).verification
     assert verification.skipped
@@ -72,6 +75,7 @@ def _memref_files(directory, text, name, arrays):
     return directory / f"{name}.mlir", paths
 
 
+@pytest.mark.jit
 @pytest.mark.parametrize(
     ("text", "entry", "make"),
     [
@@ -95,6 +99,7 @@ def test_memref_roots_are_brought_to_tensors_and_verify(engine, tmp_path, text, 
     assert root["location"].startswith(str(path))
 
 
+@pytest.mark.jit
 def test_memref_root_that_cannot_be_brought_to_tensors_takes_the_generic_path(engine, tmp_path):
     a = np.random.default_rng(6).standard_normal((64, 128)).astype(np.float32)
     path, files = _memref_files(tmp_path, ROWSUM_MEMREF_VIEW_64x128, "view", [a, a.sum(axis=1)])
@@ -106,6 +111,7 @@ def test_memref_root_that_cannot_be_brought_to_tensors_takes_the_generic_path(en
     assert any("generic path" in note for note in provenance["notes"])
 
 
+@pytest.mark.jit
 def test_tensor_payload_takes_its_current_path(engine, matmul_files):
     d = matmul_files
     workload = FromFile(d / "mm.mlir", "mm", [d / "a.npy", d / "b.npy"], [d / "c.npy"])
@@ -115,6 +121,7 @@ def test_tensor_payload_takes_its_current_path(engine, matmul_files):
     assert not any("memrefs" in note for note in provenance["notes"])
 
 
+@pytest.mark.jit
 def test_silent_schedule_failure_still_names_the_op(tmp_path):
     from mlirtune.engine import MlirJitEngine
     from mlirtune.pipeline import with_schedule_file
@@ -131,6 +138,7 @@ def test_silent_schedule_failure_still_names_the_op(tmp_path):
     assert "without a diagnostic" in text
 
 
+@pytest.mark.jit
 def test_schedule_failure_carries_the_interpreter_diagnostic(matmul_files):
     from mlirtune.engine import MlirJitEngine
     from mlirtune.pipeline import with_schedule_file
@@ -190,6 +198,7 @@ def test_without_files_only_the_last_argument_is_an_output(matmul_files):
     assert [a.is_output for a in workload.arguments()] == [False, False, True]
 
 
+@pytest.mark.jit
 def test_float64_input_is_converted_with_a_warning(engine, matmul_files):
     d = matmul_files
     np.save(d / "a64.npy", np.load(d / "a.npy").astype(np.float64))

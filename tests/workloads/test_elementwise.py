@@ -10,6 +10,7 @@ from mlirtune.workloads.elementwise import Elementwise
 from tests.payloads import build_schedule
 
 
+@pytest.mark.jit
 @pytest.mark.parametrize(
     "options",
     [
@@ -26,6 +27,7 @@ def test_elementwise_verifies(engine, options):
     assert not result.verification.skipped
 
 
+@pytest.mark.jit
 @pytest.mark.parametrize(
     "parameters", [{"ROWS": 3, "COLS": 7}, {"ROWS": 1, "COLS": 64}, {"ROWS": 64, "COLS": 1}]
 )
@@ -50,6 +52,7 @@ def test_payload_is_one_fused_generic():
     assert text.count("arith.maximumf") == 1
 
 
+@pytest.mark.jit
 def test_schedule_vectorizes_partial_tiles(engine):
     stages = {}
     engine.lower_payload(
@@ -62,6 +65,7 @@ def test_schedule_vectorizes_partial_tiles(engine):
     assert "vector<4x32xf32>" in scheduled and "vector<2x6xf32>" in scheduled
 
 
+@pytest.mark.jit
 def test_wrong_reference_is_detected(engine):
     workload = Elementwise(M=8, N=16)
     wrong = workload.reference_outputs[0].copy()

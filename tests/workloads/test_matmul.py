@@ -11,6 +11,7 @@ from mlirtune.pipeline.plan import annotated_payload
 from mlirtune.workloads import Matmul, Mlp, Softmax
 
 
+@pytest.mark.jit
 @pytest.mark.parametrize(
     "options",
     [
@@ -29,6 +30,7 @@ def test_matmul_verifies(engine, options):
     assert not result.verification.skipped
 
 
+@pytest.mark.jit
 def test_mlp_fuses_bias_and_relu_and_verifies(engine):
     workload = Mlp(M=40, N=72, K=24)
     assert [a.name for a in workload.arguments()] == ["A", "B", "bias", "C"]
@@ -39,6 +41,7 @@ def test_mlp_fuses_bias_and_relu_and_verifies(engine):
     assert (workload.reference_outputs[0] >= 0).all()
 
 
+@pytest.mark.jit
 def test_matmul_with_non_default_schedule_parameters(engine):
     result = engine.execute(Matmul(M=48, N=96, K=40), {"MC": 16, "NC": 32, "KC": 8, "MR": 4})
     assert result.verification.ok
@@ -46,6 +49,7 @@ def test_matmul_with_non_default_schedule_parameters(engine):
     assert result.parameters["MR"] == 4 and result.parameters["KC"] == 8
 
 
+@pytest.mark.jit
 def test_wrong_reference_is_reported_with_location(engine):
     workload = Matmul(M=16, N=16, K=16)
     wrong = workload.reference_outputs[0].copy()
@@ -68,6 +72,7 @@ def test_inputs_are_cached_and_seeded():
     assert not np.array_equal(workload.inputs[0], other_seed.inputs[0])
 
 
+@pytest.mark.jit
 def test_reference_is_computed_once_across_executions(engine, monkeypatch):
     workload = Matmul(M=8, N=8, K=8)
     calls = []
@@ -111,6 +116,7 @@ def test_bad_schedule_parameter_names_it():
             Matmul().schedule_module({"MR": 0})
 
 
+@pytest.mark.jit
 @pytest.mark.parametrize(
     "workload", [Matmul(M=48, N=40, K=24), Mlp(M=32, N=64, K=16), Softmax(M=8, N=100)]
 )

@@ -124,6 +124,7 @@ def test_bad_tiles_are_usage_errors(tiles, message):
         PtxEngine().compile_to_ptx(Matmul(M=64, N=64, K=64), tiles)
 
 
+@pytest.mark.jit
 def test_non_matmul_payloads_fail_in_the_nvidia_folder():
     # nvidia/default.yaml, never a CPU pipeline: the schedule stage names what it needs.
     engine = PtxEngine()
@@ -133,6 +134,7 @@ def test_non_matmul_payloads_fail_in_the_nvidia_folder():
     assert "reduction" in str(caught.value)
 
 
+@pytest.mark.jit
 def test_target_is_facts():
     target = NvidiaGPU("sm_86", index=1)
     assert isinstance(target, Target)
@@ -173,6 +175,7 @@ def test_gpu_contraction_constraints_and_cost():
     assert 0 < family.cost(MATMUL_100, target, chosen) < family.cost(MATMUL_100, target, outside)
 
 
+@pytest.mark.jit
 def test_engine_for_lowers_through_the_nvidia_matmul_descriptor():
     engine = engine_for(NvidiaGPU("sm_86"))
     assert isinstance(engine, PtxEngine)
@@ -205,6 +208,7 @@ def test_engine_for_lowers_through_the_nvidia_matmul_descriptor():
         engine_for(NvidiaGPU(), specs=object())
 
 
+@pytest.mark.jit
 def test_observer_sees_the_schedule_then_the_ptx(nvptx):
     seen: list[tuple[str, type]] = []
     PtxEngine().lower_payload(
@@ -214,6 +218,7 @@ def test_observer_sees_the_schedule_then_the_ptx(nvptx):
     assert seen[-1][1] is str
 
 
+@pytest.mark.jit
 def test_execute_and_benchmark_are_compile_only():
     engine = PtxEngine()
     for call in (engine.execute, engine.benchmark):

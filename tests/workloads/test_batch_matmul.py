@@ -10,6 +10,7 @@ from mlirtune.workloads.batch_matmul import BatchMatmul
 from tests.payloads import build_schedule
 
 
+@pytest.mark.jit
 @pytest.mark.parametrize(
     "options",
     [
@@ -25,6 +26,7 @@ def test_matches_reference(engine, options):
     assert result.verification.ok, result.verification.summary()
 
 
+@pytest.mark.jit
 def test_schedule_parameters(engine):
     w = BatchMatmul(B=2, M=24, N=48, K=16)
     params = {"MC": 16, "NC": 32, "KC": 8, "MR": 4, "NR": 16}
@@ -33,6 +35,7 @@ def test_schedule_parameters(engine):
     assert result.parameters == {**params, "KU": 1, "ORDER": 1}
 
 
+@pytest.mark.jit
 def test_wrong_reference_is_detected(engine):
     w = BatchMatmul(B=2, M=8, N=16, K=4)
     wrong = w.reference_outputs[0].copy()

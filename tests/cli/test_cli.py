@@ -23,11 +23,13 @@ def test_list_shows_workloads_and_parameters(capsys):
     assert "matmul" in out and "mlp" in out and "M=256" in out and "MC=" in out
 
 
+@pytest.mark.jit
 def test_run_verifies(capsys):
     code, out, _ = run(capsys, "run", "matmul", "M=24", "N=40", "K=8", "--param", "MR=4")
     assert code == 0 and "verification passed" in out
 
 
+@pytest.mark.jit
 def test_bench_json_with_numpy_baseline(capsys):
     code, out, _ = run(
         capsys,
@@ -53,6 +55,7 @@ def test_bench_json_with_numpy_baseline(capsys):
     )
 
 
+@pytest.mark.jit
 def test_bench_table(capsys):
     code, out, _ = run(capsys, "bench", "mlp", "M=16", "N=16", "K=16", "--max-time", "0.05")
     assert code == 0 and "GFLOP/s" in out and "verified: yes" in out
@@ -93,6 +96,7 @@ def assert_one_error_line(err: str, message: str) -> None:
     assert message in lines[-1]
 
 
+@pytest.mark.jit
 def test_warnings_come_before_the_error_line(capsys, monkeypatch):
     """A warning raised on the way (here a stale user spec entry would be one) never
     pushes the error off the last line."""
@@ -151,6 +155,7 @@ def test_all_zero_expected_output_has_no_relative_error(capsys, payload_dir):
     assert code == 1 and "max rel error n/a" in out and "e+30" not in out
 
 
+@pytest.mark.jit
 def test_bench_of_a_payload_without_flop_count_says_na(capsys, payload_dir):
     argv = ["bench", "--payload", str(payload_dir / "mm.mlir"), "--entry", "mm"]
     code, out, _ = run(capsys, *argv, "--max-time", "0.05")
@@ -159,16 +164,19 @@ def test_bench_of_a_payload_without_flop_count_says_na(capsys, payload_dir):
     assert code == 0 and json.loads(out)["gflops"] is None
 
 
+@pytest.mark.jit
 def test_malformed_mlir_shows_file_and_line(capsys, payload_dir):
     code, _, err = run(capsys, "run", "--payload", str(payload_dir / "bad.mlir"), "--entry", "f")
     assert code == 2 and "[parse]" in err and "bad.mlir:2:" in err
 
 
+@pytest.mark.jit
 def test_missing_entry_function(capsys, payload_dir):
     code, _, err = run(capsys, "run", "--payload", str(payload_dir / "mm.mlir"), "--entry", "nope")
     assert code == 2 and "entry function @nope not found; it defines @mm" in err
 
 
+@pytest.mark.jit
 def test_schedule_failure_names_the_transform_op(capsys, payload_dir):
     d = payload_dir
     code, _, err = run(
@@ -185,11 +193,13 @@ def test_schedule_failure_names_the_transform_op(capsys, payload_dir):
     assert "sched.mlir:5:" in err and "too many tiles provided" in err
 
 
+@pytest.mark.jit
 def test_jit_failure(capsys, payload_dir):
     code, _, err = run(capsys, "run", "--payload", str(payload_dir / "jit.mlir"), "--entry", "f")
     assert code == 2 and "[jit]" in err
 
 
+@pytest.mark.jit
 def test_help_teaches(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["bench", "--help"])
@@ -198,6 +208,7 @@ def test_help_teaches(capsys):
     assert "--baseline" in out and "examples:" in out and "KEY=VALUE" in out
 
 
+@pytest.mark.jit
 def test_bench_json_reports_parameter_sources(capsys):
     code, out, _ = run(
         capsys,
@@ -227,6 +238,7 @@ def test_pipelines_lists_descriptors_and_search_order(capsys):
     assert "search order on host:" in out
 
 
+@pytest.mark.jit
 def test_explicit_pipeline_by_name_and_unknown_name(capsys):
     code, out, _ = run(
         capsys, "run", "matmul", "M=16", "N=16", "K=16", "--pipeline", "generic/default"
@@ -236,6 +248,7 @@ def test_explicit_pipeline_by_name_and_unknown_name(capsys):
     assert code == 2 and "no pipeline descriptor for nope" in err
 
 
+@pytest.mark.jit
 def test_nvidia_target_compiles_to_ptx_but_does_not_execute(capsys):
     code, out, _ = run(capsys, "opt", "matmul", "M=32", "N=32", "K=32", "--target", "nvidia-gpu")
     assert code == 0 and "after ptx" in out and ".entry" in out

@@ -44,6 +44,8 @@ def test_bad_numeric_value_is_one_line_exit_2(capsys, argv, option, allowed):
     assert err.startswith(f"mlirtune {argv[0]}")
 
 
+@pytest.mark.jit
+@pytest.mark.subprocess
 def test_tune_without_budget_or_time_limit_is_one_line_exit_2(capsys):
     assert main(["tune", "matmul", "M=16", "N=16", "K=16"]) == 2
     err = capsys.readouterr().err
@@ -74,6 +76,8 @@ def test_boundary_values_are_accepted(argv, name, value):
     assert getattr(_parser().parse_args(argv), name) == value
 
 
+@pytest.mark.jit
+@pytest.mark.subprocess
 def test_defaults_parse_unchanged():
     args = _parser().parse_args(["tune", "matmul"])
     assert (args.budget, args.time_limit, args.workers) == (None, None, None)

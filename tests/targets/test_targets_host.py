@@ -298,6 +298,7 @@ WORKLOADS = [
 SCHEDULE = {"matmul": "contraction", "batch_matmul": "contraction", "conv2d": "convolution"}
 
 
+@pytest.mark.jit
 @pytest.mark.parametrize("features", ["avx512", "avx2"])
 @pytest.mark.parametrize("workload", WORKLOADS, ids=lambda w: repr(w.describe()))
 def test_selected_parameters_compile_and_verify(engine, workload, features):
@@ -307,6 +308,7 @@ def test_selected_parameters_compile_and_verify(engine, workload, features):
     assert result.verification.ok, (parameters, result.verification.summary())
 
 
+@pytest.mark.jit
 @pytest.mark.parametrize(
     ("isa", "features"), [("avx512", []), ("avx2", ["-avx512f"]), ("sse", ["-avx"])]
 )

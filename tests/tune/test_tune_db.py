@@ -133,6 +133,7 @@ def test_workload_summaries(db):
     assert summaries[64].hash == key().workload_hash
 
 
+@pytest.mark.jit
 def test_each_record_is_committed_at_once(tmp_path):
     path = tmp_path / "tuning.db"
     writer = TuningDB(path)
@@ -146,6 +147,7 @@ def test_each_record_is_committed_at_once(tmp_path):
     writer.close()
 
 
+@pytest.mark.jit
 def test_readers_see_committed_rows_while_a_writer_holds_a_transaction(tmp_path):
     path = tmp_path / "tuning.db"
     with TuningDB(path) as writer, TuningDB(path) as reader:
@@ -173,6 +175,7 @@ def test_concurrent_writers_on_a_fresh_file_lose_nothing(tmp_path):
         assert len(db.records()) == 80
 
 
+@pytest.mark.jit
 def test_fresh_database_has_the_latest_schema_version(db):
     assert db.conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
     assert db.conn.execute("PRAGMA foreign_keys").fetchone() == (1,)
@@ -186,6 +189,7 @@ def test_reopening_keeps_records(tmp_path):
         assert len(second.records()) == 1
 
 
+@pytest.mark.jit
 def test_database_from_a_newer_mlirtune_is_refused(tmp_path):
     path = tmp_path / "tuning.db"
     raw = sqlite3.connect(path)
