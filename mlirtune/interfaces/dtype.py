@@ -36,6 +36,15 @@ DTYPES: dict[str, DType] = {
 }
 
 
+# Bytes per element of the element types root ops carry (f16 has no DType of its own yet).
+ELEMENT_BYTES = {"f64": 8, "f32": 4, "bf16": 2, "f16": 2}
+
+
+def element_bytes(name: str) -> int:
+    """Bytes per element of the MLIR element type `name` (4 for one not listed)."""
+    return ELEMENT_BYTES.get(name, 4)
+
+
 def dtype_named(name: str) -> DType:
     """Look a dtype up by its MLIR spelling, with a clear error for unknown names."""
     try:

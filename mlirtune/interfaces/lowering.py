@@ -20,7 +20,7 @@ Argument = int | str | bool
 
 @dataclass(frozen=True)
 class Stage:
-    """One pass or schedule stage; `origin` is `file:stage N` for error messages."""
+    """One pass, schedule or step stage; `origin` is `file:line: stage N` for errors."""
 
     kind: str
     name: str

@@ -15,6 +15,7 @@ from typing import Any
 
 from mlir import ir
 
+from mlirtune.interfaces.engine import Observer
 from mlirtune.interfaces.errors import MlirtuneError, UsageError
 from mlirtune.interfaces.lowering import Descriptor, Lowering, Stage
 from mlirtune.interfaces.op import OpInfo
@@ -28,7 +29,6 @@ from mlirtune.pipeline.steps import step_named
 from mlirtune.schedules.builder import ENTRY_POINT
 from mlirtune.schedules.registry import family_named
 
-Observer = Callable[[str, ir.Module], None]
 Flow = Callable[[Descriptor, Target, list[OpInfo]], dict[str, int]]
 
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from mlir import ir
 from mlir.dialects.transform import structured
 
+from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, Domains, Knob, KnobVariables
 from mlirtune.schedules.builder import ScheduleBuilder
@@ -24,7 +25,6 @@ from mlirtune.schedules.cpu_model import (
     Traffic,
     ceil_div,
     fit,
-    itemsize,
     narrow_tails,
     outer_product,
     register_tile,
@@ -45,7 +45,7 @@ STEP_FMAS = 64
 def f_tile_default(op: OpInfo) -> int:
     """F_TILE spans 128 bytes (two AVX-512 registers), so the OW_TILE x F_TILE accumulators
     fit the register file for f32 and f64 alike."""
-    return 128 // itemsize(op.element_type)
+    return 128 // element_bytes(op.element_type)
 
 
 class Convolution(HostFamily):
@@ -76,7 +76,7 @@ class Convolution(HostFamily):
         input channels per pixel."""
         dims = op.dims
         ow_tile, f_tile = register_tile(cpu, dims["OW"], dims["F"], op.element_type)
-        line_elements = 64 // itemsize(op.element_type)
+        line_elements = 64 // element_bytes(op.element_type)
         c_tile = fit(dims["C"], min(4, line_elements), high=1.0)
         return {"OW_TILE": ow_tile, "F_TILE": f_tile, "C_TILE": c_tile}
 
@@ -110,7 +110,7 @@ class Convolution(HostFamily):
         accumulators once; the filter slice of a tile is re-read by every pixel tile and the
         input rows by every channel tile, from wherever they stay."""
         d = op.dims
-        size = itemsize(op.element_type)
+        size = element_bytes(op.element_type)
         lanes = cpu.lanes(op.element_type)
         ow_tile, f_tile = min(config["OW_TILE"], d["OW"]), min(config["F_TILE"], d["F"])
         c_tile = min(config["C_TILE"], d["C"])

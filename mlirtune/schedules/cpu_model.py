@@ -20,7 +20,7 @@ from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, Domains, KnobVariables
 from mlirtune.interfaces.target import Target
 from mlirtune.schedules.family import LibraryFamily
-from mlirtune.targets.host_cpu import FMA_UNITS, ITEMSIZE, HostCPU
+from mlirtune.targets.host_cpu import FMA_UNITS, HostCPU
 
 # --- selector ------------------------------------------------------------------------------
 
@@ -149,10 +149,6 @@ def register_tile(cpu: HostCPU, rows: int, columns: int, dtype: str) -> tuple[in
 
 
 # --- constraints -----------------------------------------------------------------------------
-
-
-def itemsize(dtype: str) -> int:
-    return ITEMSIZE.get(dtype, 4)
 
 
 def vectors(columns: z3.ArithRef, lanes: int) -> z3.ArithRef:

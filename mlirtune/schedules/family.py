@@ -64,13 +64,12 @@ class LibraryFamily(ScheduleFamily):
 
     def covers(self, target: Target) -> bool:
         """Whether the family has a selector and a model for `target`'s kind."""
-        return getattr(target, "name", None) in self.target_kinds
+        return target.name in self.target_kinds
 
     def uncovered(self, target: Target, what: str, stage: str) -> UsageError:
         """The error for a target whose kind this family does not cover."""
-        name = getattr(target, "name", type(target).__name__)
         return UsageError(
-            f"schedule {self.name} has no {what} for target {name}; it covers "
+            f"schedule {self.name} has no {what} for target {target.name}; it covers "
             f"{', '.join(self.target_kinds)}",
             stage=stage,
         )

@@ -21,6 +21,7 @@ from mlir.dialects.transform import bufferization as tbufferization
 from mlir.dialects.transform import gpu as tgpu
 from mlir.dialects.transform import structured
 
+from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import (
@@ -44,19 +45,8 @@ THREAD_CAP = 4
 # Largest block tile a tuner tries (128x128 at 1x1 per thread is past the thread limit, so
 # the constraints prune what the candidates alone do not).
 BLOCK_CANDIDATE_CAP = 128
-ITEMSIZE = {"f64": 8, "f32": 4, "bf16": 2, "f16": 2}
 
-# The cost model's nominal device. The chip name does not say how many SMs a part has or
-# how fast its memory is, so every estimate assumes an A100-class part (sm_80): estimates
-# rank the configs of one op; they are not predictions for a given card.
-NOMINAL_SMS = 108
-NOMINAL_GHZ = 1.41
-FMA_WARPS_PER_CYCLE = 2.0  # FP32 FMA warp instructions an SM issues per cycle (64 lanes)
-LOAD_WARPS_PER_CYCLE = 1.0  # 32-bit load warp instructions an SM issues per cycle (L1 hit)
-DRAM_BYTES_PER_S = 1.5e12
-L2_BYTES_PER_S = 4.0e12
-THREADS_PER_SM = 2048
-BLOCKS_PER_SM = 32
+# Cost-model assumptions beside the target's facts (NvidiaGPU.facts).
 LATENCY_WARPS = 16  # resident warps an SM needs to hide load latency; fewer stretch time
 LAUNCH_S = 5e-6
 
@@ -175,7 +165,7 @@ class GpuContraction(LibraryFamily):
         ]
 
     def cost(self, op: OpInfo, target: Target, config: Config) -> float:
-        """Seconds per call on the nominal device (see NOMINAL_SMS and below): the slower of
+        """Seconds per call on the target (its `facts`, nominal unless given): the slower of
         issuing the FMAs and loads, and moving the bytes, plus a launch.
 
         Assumptions: every thread runs K steps of thread_m*thread_n FMAs fed by
@@ -183,23 +173,25 @@ class GpuContraction(LibraryFamily):
         their threads still run); blocks are spread evenly over the SMs; an SM with fewer
         than LATENCY_WARPS resident warps is slowed in proportion; A and B are read once
         from DRAM, and each block's panels again from L2; C is written once."""
-        self.gpu(target, "space")
+        facts = self.gpu(target, "space").facts
         m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
         bm, bn = min(config["block_m"], m), min(config["block_n"], n)
         tm, tn = min(config["thread_m"], bm), min(config["thread_n"], bn)
         grid = math.ceil(m / bm) * math.ceil(n / bn)
         x, y, _ = block_dims({"block_m": bm, "block_n": bn, "thread_m": tm, "thread_n": tn})
         warps = math.ceil(x * y / NvidiaGPU.warp_size)
-        per_step = max(tm * tn / FMA_WARPS_PER_CYCLE, (tm + tn) / LOAD_WARPS_PER_CYCLE)
-        blocks_per_sm = math.ceil(grid / NOMINAL_SMS)
+        per_step = max(tm * tn / facts.fma_warps_per_cycle, (tm + tn) / facts.load_warps_per_cycle)
+        blocks_per_sm = math.ceil(grid / facts.sms)
         resident = min(
-            blocks_per_sm, BLOCKS_PER_SM, max(1, THREADS_PER_SM // (NvidiaGPU.warp_size * warps))
+            blocks_per_sm,
+            facts.blocks_per_sm,
+            max(1, facts.threads_per_sm // (NvidiaGPU.warp_size * warps)),
         )
         stretch = max(1.0, LATENCY_WARPS / (resident * warps))
-        compute = blocks_per_sm * warps * k * per_step * stretch / (NOMINAL_GHZ * 1e9)
-        size_in, size_out = ITEMSIZE.get(op.element_type, 4), ITEMSIZE.get(op.dtypes[-1], 4)
-        dram = ((m + n) * k * size_in + m * n * size_out) / DRAM_BYTES_PER_S
-        l2 = grid * (bm + bn) * k * size_in / L2_BYTES_PER_S
+        compute = blocks_per_sm * warps * k * per_step * stretch / (facts.ghz * 1e9)
+        size_in, size_out = element_bytes(op.element_type), element_bytes(op.dtypes[-1])
+        dram = ((m + n) * k * size_in + m * n * size_out) / facts.dram_bytes_per_s
+        l2 = grid * (bm + bn) * k * size_in / facts.l2_bytes_per_s
         return max(compute, dram, l2) + LAUNCH_S
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, Domains, KnobVariables
 from mlirtune.schedules.cpu_model import (
@@ -15,7 +16,6 @@ from mlirtune.schedules.cpu_model import (
     Traffic,
     ceil_div,
     fit,
-    itemsize,
     seconds,
     tile_extents,
     vectors,
@@ -85,7 +85,7 @@ class VectorTileFamily(HostFamily):
         overhead = row_tiles * col_tiles * TILE_CYCLES
         if self.reduction:
             overhead += rows_dim * (ceil_div(cols_tile, lanes) + math.log2(lanes))
-        nbytes = rows_dim * cols_dim * sum(itemsize(t) for t in op.dtypes)
+        nbytes = rows_dim * cols_dim * sum(element_bytes(t) for t in op.dtypes)
         traffic = Traffic(cpu)
         streams = 1 + (rows_tile - 1) * operands / PREFETCH_STREAMS
         traffic.add(nbytes * streams, nbytes)

@@ -13,20 +13,22 @@ from mlir import ir
 
 import mlirtune
 from mlirtune.interfaces.errors import UsageError
+from mlirtune.interfaces.target import Target
+from mlirtune.interfaces.workload import Workload
 from mlirtune.ir.roots import ROOT_ATTRIBUTE, annotate_roots
 from mlirtune.specs.library import SpecLibrary
 from mlirtune.specs.matchers import OpSignature, signature_of
 from mlirtune.specs.merge import root_ops
+from mlirtune.toolchain import current_toolchain, digest
 from mlirtune.tune.db import TuningDB, Verdict
-from mlirtune.tune.key import TuningKey, digest
+from mlirtune.tune.key import TuningKey
+from mlirtune.workloads import workload_class
 
 
 def entry_name(workload: dict[str, Any], pipeline: str) -> str:
     """`<workload>_<dim><size>..._<dtype>[_<option>...][_<pipeline>]`, a valid symbol name:
     loop dims in name order, then the workload options that differ from their defaults
     (e.g. `stride2`, `relu`), then the pipeline when it is not the workload's own."""
-    from mlirtune.workloads import workload_class
-
     options = workload["options"]
     dims = "_".join(f"{k}{v}" for k, v in sorted(workload["dims"].items()))
     parts = [options["name"], dims, workload["dtypes"][0]]
@@ -65,9 +67,7 @@ def target_summary(fingerprint: dict[str, Any]) -> str:
     return f"{fingerprint.get('isa', '?')} {fingerprint.get('model', '')}".strip()
 
 
-def library_metadata(target: Any) -> dict[str, Any]:
-    from mlirtune.tune.key import current_toolchain
-
+def library_metadata(target: Target) -> dict[str, Any]:
     fingerprint = target.fingerprint()
     return {
         "target": target.spec_library_name() or target.name,
@@ -78,10 +78,8 @@ def library_metadata(target: Any) -> dict[str, Any]:
     }
 
 
-def rebuild_workload(options: dict[str, Any]) -> Any:
+def rebuild_workload(options: dict[str, Any]) -> Workload:
     """The workload described by stored options ({"name": ..., **options})."""
-    from mlirtune.workloads import workload_class
-
     rest = dict(options)
     try:
         return workload_class(rest.pop("name"))(**rest)
@@ -120,7 +118,7 @@ def add_verdict(library: SpecLibrary, key: TuningKey, verdict: Verdict) -> str:
 
 
 def export_library(
-    db: TuningDB, target: Any, name: str, *, workloads: list[str] | None = None
+    db: TuningDB, target: Target, name: str, *, workloads: list[str] | None = None
 ) -> SpecLibrary:
     """A library (in the current context) of the latest verdict per workload and pipeline
     tuned on `target` with any toolchain; `workloads` keeps only those workload names."""

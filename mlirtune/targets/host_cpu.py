@@ -32,7 +32,6 @@ FMA_UNITS = 2
 
 # Bits of the type arithmetic runs in: bf16 (and f16) products are computed in f32.
 COMPUTE_BITS = {"f64": 64, "f32": 32, "bf16": 32, "f16": 32}
-ITEMSIZE = {"f64": 8, "f32": 4, "bf16": 2, "f16": 2}
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ the `gpu_contraction` schedule family (mlirtune.schedules), the packaged descrip
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from mlirtune.interfaces.errors import UsageError
@@ -35,16 +36,40 @@ _FEATURE = re.compile(r"[+-][A-Za-z0-9_.]+")
 _PTX_FEATURE = re.compile(r"\+ptx(\d+)")
 
 
+@dataclass(frozen=True)
+class GpuFacts:
+    """What a cost model needs to know about a GPU besides its chip. The chip name does
+    not say how many SMs a part has or how fast its memory is, so the defaults describe an
+    A100-class part (sm_80): estimates from them rank the configs of one op; they are not
+    predictions for a given card. Give the real figures to model another part."""
+
+    sms: int = 108
+    ghz: float = 1.41
+    fma_warps_per_cycle: float = 2.0  # FP32 FMA warp instructions an SM issues per cycle
+    load_warps_per_cycle: float = 1.0  # 32-bit load warp instructions per cycle (L1 hit)
+    dram_bytes_per_s: float = 1.5e12
+    l2_bytes_per_s: float = 4.0e12
+    threads_per_sm: int = 2048
+    blocks_per_sm: int = 32
+
+
 class NvidiaGPU(Target):
     """An NVIDIA GPU named by its compute capability (`chip`, e.g. "sm_80") and PTX
-    features (e.g. "+ptx76"); `index` picks the device once execution exists."""
+    features (e.g. "+ptx76"); `index` picks the device once execution exists; `facts`
+    describe the part for cost models (nominal by default)."""
 
     name = "nvidia-gpu"
     # True of every chip since sm_20: the CUDA limit on a block, and threads per warp.
     max_threads_per_block: ClassVar[int] = 1024
     warp_size: ClassVar[int] = 32
 
-    def __init__(self, chip: str = "sm_80", features: str | None = None, index: int = 0) -> None:
+    def __init__(
+        self,
+        chip: str = "sm_80",
+        features: str | None = None,
+        index: int = 0,
+        facts: GpuFacts | None = None,
+    ) -> None:
         if not _CHIP.fullmatch(chip):
             raise UsageError(f"bad NVIDIA chip {chip!r}: expected sm_<NN>[a|f]", stage="target")
         if features is None:  # PTX 7.6, or the chip's minimum where that is newer
@@ -63,6 +88,7 @@ class NvidiaGPU(Target):
         if index < 0:
             raise UsageError(f"bad device index {index}", stage="target")
         self.chip, self.features, self.index = chip, ",".join(flags), index
+        self.facts = facts or GpuFacts()
 
     def __repr__(self) -> str:
         return f"NvidiaGPU(chip={self.chip!r}, features={self.features!r}, index={self.index})"

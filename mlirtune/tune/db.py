@@ -23,6 +23,8 @@ import numpy as np
 
 from mlirtune.bench.result import statistics_of
 from mlirtune.interfaces.errors import MlirtuneError
+from mlirtune.targets.host_cpu import HostCPU
+from mlirtune.toolchain import current_toolchain, digest
 from mlirtune.tune.db_open import (
     BUSY_TIMEOUT_MS,
     open_readonly,
@@ -41,7 +43,7 @@ from mlirtune.tune.db_records import (
     record_of,
     verdict_of,
 )
-from mlirtune.tune.key import TuningKey, digest
+from mlirtune.tune.key import TuningKey
 from mlirtune.tune.outcome import Outcome
 
 __all__ = [
@@ -68,9 +70,6 @@ def default_db_path() -> Path:
 
 def current_hashes() -> tuple[str, str]:
     """(target_hash, toolchain_hash) of this machine's CPU and the installed toolchain."""
-    from mlirtune.targets.host_cpu import HostCPU
-    from mlirtune.tune.key import current_toolchain
-
     return digest(HostCPU().fingerprint()), digest(current_toolchain())
 
 

@@ -9,9 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mlirtune.toolchain import current_toolchain, digest
-
-__all__ = ["TuningKey", "current_toolchain", "digest"]
+from mlirtune.toolchain import digest
 
 
 @dataclass(frozen=True)

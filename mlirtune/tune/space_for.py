@@ -27,13 +27,12 @@ def space_for(op: OpInfo, family_name: str, target: Target) -> SearchSpace:
             f"schedule {family.name} works on {', '.join(family.root_kinds)} roots, not {op.kind}",
             stage="space",
         )
-    target_name = getattr(target, "name", type(target).__name__)
-    if target_name not in family.target_kinds:
+    if target.name not in family.target_kinds:
         known = ", ".join(
             f"{f.name} on {kind}" for f in FAMILIES.values() for kind in f.target_kinds
         )
         raise UsageError(
-            f"no search space for schedule {family.name} on target {target_name}; known: {known}",
+            f"no search space for schedule {family.name} on target {target.name}; known: {known}",
             stage="space",
         )
     domains = family.domains(op, target)

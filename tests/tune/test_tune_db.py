@@ -12,9 +12,10 @@ import pytest
 
 from mlirtune.cli.db import _prefix_width, _select, add_db_parser
 from mlirtune.interfaces.errors import MlirtuneError, UsageError
+from mlirtune.toolchain import current_toolchain
 from mlirtune.tune.db import TuningDB, WorkloadSummary, current_hashes, default_db_path
 from mlirtune.tune.db_schema import SCHEMA_VERSION
-from mlirtune.tune.key import TuningKey, current_toolchain
+from mlirtune.tune.key import TuningKey
 from mlirtune.tune.outcome import Outcome
 
 TARGET_A = {"target": "host", "model": "cpu A", "isa": "avx2"}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import z3
 
+from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, Domains, KnobVariables
 from mlirtune.schedules.cpu_model import (
@@ -20,7 +21,6 @@ from mlirtune.schedules.cpu_model import (
     Traffic,
     ceil_div,
     fit,
-    itemsize,
     narrow_tails,
     outer_product,
     register_tile,
@@ -47,8 +47,8 @@ def contraction_sizes(op: OpInfo) -> tuple[int, int, int, int, int, int]:
         d["M"],
         d["N"],
         d["K"],
-        itemsize(op.element_type),
-        itemsize(op.dtypes[-1]),
+        element_bytes(op.element_type),
+        element_bytes(op.dtypes[-1]),
     )
 
 
@@ -69,7 +69,7 @@ def select(op: OpInfo, cpu: HostCPU) -> Config:
     f = cpu.features
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
     dtype = op.element_type
-    size_in, size_out = itemsize(dtype), itemsize(op.dtypes[-1])
+    size_in, size_out = element_bytes(dtype), element_bytes(op.dtypes[-1])
     mr, nr = register_tile(cpu, m, n, dtype)
     kc = fit(k, f.l1d_bytes // 4 // (mr * size_in), pow2=True)
     if m * n * size_out + (m + n) * kc * size_in <= f.l2_bytes:
