@@ -27,8 +27,8 @@ import yaml
 
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.lowering import SLOT, Descriptor, ParamValue, Stage
-from mlirtune.pipeline.steps import STEPS
-from mlirtune.schedules.registry import FAMILIES
+from mlirtune.pipeline.steps import step_named
+from mlirtune.schedules.registry import FAMILIES, family_named
 
 STAGE_KINDS = ("pass", "schedule", "step", "include")
 ARGUMENT = re.compile(r"^\s*([^\s{}]+)\s*(?:\{(.*)\})?\s*$", re.DOTALL)
@@ -87,15 +87,13 @@ def _load(path: Path, bindings: dict[str, Any], chain: tuple[Path, ...]) -> Desc
             continue
         stage = Stage(kind, name, arguments, origin, path.parent)
         _check_declared(stage, declared)
-        if kind == "schedule" and not name.endswith(".mlir") and name not in FAMILIES:
-            raise DescriptorError(
-                f"{origin}: unknown schedule {name!r}; the library has {', '.join(FAMILIES)} "
-                "(or name a .mlir transform file)"
-            )
-        if kind == "step" and name not in STEPS:
-            raise DescriptorError(
-                f"{origin}: unknown step {name!r}; known steps: {', '.join(STEPS)}"
-            )
+        try:  # the registries' errors name what is known; the stage says where
+            if kind == "schedule" and not name.endswith(".mlir"):
+                family_named(name)
+            elif kind == "step":
+                step_named(name)
+        except UsageError as error:
+            raise DescriptorError(f"{origin}: {error.args[0]}") from None
         if kind == "step" and arguments:
             raise DescriptorError(f"{origin}: step {name} takes no arguments")
         stages.append(_fill(stage, bindings, strict=False))
