@@ -59,7 +59,7 @@ PIPELINES_EPILOG = """\
 examples:
   mlirtune pipelines
   mlirtune pipelines --target nvidia-gpu
-  mlirtune opt matmul M=64 N=64 K=64 --pipeline x86_64/matmul_packed
+  mlirtune opt matmul M=64 N=64 K=64 --pipeline generic/default
 """
 RUN = (
     "Lower a workload, execute it once and verify its outputs against the reference. "

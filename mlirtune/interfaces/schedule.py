@@ -31,20 +31,23 @@ Derivation = Callable[[OpInfo, int], Sequence[int]]
 class Knob:
     """A schedule parameter: its default, and how its candidate values follow from the root
     op and the target's vector width. `default` may depend on the op (e.g. its element
-    size). `selected` says whether target selectors choose it (else the default stands)."""
+    size). `selected` says whether target selectors choose it (else the default stands);
+    `minimum` is its smallest meaningful value (1 for sizes; 0 for a choice such as "no
+    packing")."""
 
     name: str
     description: str
     default: int | Callable[[OpInfo], int]
     derive: Derivation
     selected: bool = True
+    minimum: int = 1
 
     def default_for(self, op: OpInfo) -> int:
         return self.default(op) if callable(self.default) else self.default
 
     def values(self, op: OpInfo, lanes: int) -> tuple[int, ...]:
         """Candidate values for `op` with `lanes` elements per vector, ascending, unique."""
-        return tuple(sorted({int(v) for v in self.derive(op, lanes) if v > 0}))
+        return tuple(sorted({int(v) for v in self.derive(op, lanes) if v >= self.minimum}))
 
 
 @dataclass(frozen=True)

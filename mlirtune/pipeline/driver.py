@@ -79,8 +79,9 @@ def resolve_values(
     tuned: dict[str, Any] | None = None,
 ) -> Lowering:
     """Fill every slot of `descriptor` from its sources, strongest last: the family
-    defaults, the descriptor's own values, the selector (`flow: select`), a tuned config,
-    explicit values, and the slots the target fills itself (which nothing overrides)."""
+    defaults, the descriptor's own values, the selector (`flow: select`, unless a tuned
+    config is given: that is complete), a tuned config, explicit values, and the slots the
+    target fills itself (which nothing overrides)."""
     lowering = Lowering(descriptor, roots)
     unknown = sorted(set(explicit or {}) - set(descriptor.params))
     if unknown:
@@ -97,11 +98,14 @@ def resolve_values(
             stage="pipeline",
         )
     layers = [("default", family_defaults(descriptor, roots)), ("descriptor", descriptor.params)]
-    if descriptor.flow is not None:
-        if descriptor.flow not in FLOWS:
-            raise DescriptorError(
-                f"{descriptor.path}: unknown flow {descriptor.flow!r}; known: {', '.join(FLOWS)}"
-            )
+    if descriptor.flow is not None and descriptor.flow not in FLOWS:
+        raise DescriptorError(
+            f"{descriptor.path}: unknown flow {descriptor.flow!r}; known: {', '.join(FLOWS)}"
+        )
+    if descriptor.flow is not None and not tuned:
+        # A tuned config is one point of the space, measured with its other knobs at their
+        # defaults: the selector does not fill the knobs it leaves out (e.g. a knob added
+        # to the family after the entry was tuned).
         layers.append(("selector", FLOWS[descriptor.flow](descriptor, target, roots)))
     layers += [("tuned", tuned or {}), ("explicit", explicit or {}), ("target", owned)]
     for source, values in layers:

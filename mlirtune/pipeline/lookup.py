@@ -53,7 +53,7 @@ def resolve_descriptor(
         if not path.is_file():
             raise UsageError(f"pipeline file {path} not found", stage="pipeline")
         return load_descriptor(path)
-    for root in descriptor_roots(extra):  # a qualified name such as "x86_64/matmul_packed"
+    for root in descriptor_roots(extra):  # a qualified name such as "generic/matmul"
         if (root / f"{pipeline}.yaml").is_file():
             return load_descriptor(root / f"{pipeline}.yaml")
     return load_descriptor(find_descriptor(target, [str(pipeline)], extra))

@@ -31,6 +31,7 @@ class LibraryFamily(ScheduleFamily):
 
     def parameters(self, op: OpInfo, values: Config | None = None) -> Config:
         resolved = self.defaults(op)
+        minimum = {knob.name: knob.minimum for knob in self.knobs}
         for key, value in (values or {}).items():
             if key not in resolved:
                 raise UsageError(
@@ -38,9 +39,12 @@ class LibraryFamily(ScheduleFamily):
                     f"known: {', '.join(resolved)}",
                     stage="schedule",
                 )
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum[key]:
+                kind = (
+                    "a positive integer" if minimum[key] == 1 else f"an integer >= {minimum[key]}"
+                )
                 raise UsageError(
-                    f"schedule {self.name}: parameter {key}={value!r} must be a positive integer",
+                    f"schedule {self.name}: parameter {key}={value!r} must be {kind}",
                     stage="schedule",
                 )
             resolved[key] = value

@@ -14,14 +14,12 @@ from mlirtune.schedules.contraction import CONTRACTION
 from mlirtune.schedules.convolution import CONVOLUTION
 from mlirtune.schedules.elementwise import ELEMENTWISE
 from mlirtune.schedules.gpu_contraction import GPU_CONTRACTION
-from mlirtune.schedules.packed_contraction import PACKED_CONTRACTION
 from mlirtune.schedules.rowwise import ROWWISE
 
 FAMILIES: dict[str, ScheduleFamily] = {
     family.name: family
     for family in (
         CONTRACTION,
-        PACKED_CONTRACTION,
         CONVOLUTION,
         ROWWISE,
         ELEMENTWISE,

@@ -180,7 +180,8 @@ def config_violations(
 ) -> list[str]:
     """What `config` (slot values) breaks of the constraints the pipeline's schedule family
     puts on its knobs on `target`; empty when the family has no model here (nothing to
-    check against)."""
+    check against). Knobs the entry does not set are checked at their defaults, which is
+    what a compile gives them."""
     try:
         family, _, slots = bound_family(lowering)
     except UsageError:
@@ -190,7 +191,7 @@ def config_violations(
     knob_names = {knob.name for knob in family.knobs}
     by_slot = {slot: knob for knob, slot in slots.items() if knob in knob_names}
     knobs = {by_slot[slot]: value for slot, value in config.items() if slot in by_slot}
-    return family.violations(op, target, knobs)
+    return family.violations(op, target, {**family.defaults(op), **knobs})
 
 
 def _config(attrs, origin: MergedEntry) -> dict[str, int]:

@@ -65,13 +65,29 @@ def test_config_source_names_explicit_values_over_a_spec_entry(tmp_path):
 def test_sources_in_priority_order(tmp_path):
     d = descriptor(tmp_path, MATMUL_PIPELINE)
     roots = [Matmul(M=32, N=32, K=32).root]
+    lowering = resolve_values(d, StubTarget(), roots, explicit={"NR": 8})
+    assert lowering.values == {"MC": 16, "NC": 32, "KC": 32, "MR": 4, "NR": 8}
+    assert lowering.sources == {
+        "MC": "descriptor",
+        "NC": "descriptor",
+        "KC": "selector",
+        "MR": "selector",
+        "NR": "explicit",
+    }
+
+
+def test_a_tuned_config_is_complete_without_the_selector(tmp_path):
+    """A tuned config was measured with the knobs it leaves out at their defaults (e.g. a
+    knob added to the family after the entry was tuned), so the selector fills none."""
+    d = descriptor(tmp_path, MATMUL_PIPELINE)
+    roots = [Matmul(M=32, N=32, K=32).root]
     lowering = resolve_values(d, StubTarget(), roots, explicit={"NR": 8}, tuned={"KC": 16})
-    assert lowering.values == {"MC": 16, "NC": 32, "KC": 16, "MR": 4, "NR": 8}
+    assert lowering.values == {"MC": 16, "NC": 32, "KC": 16, "MR": 8, "NR": 8}
     assert lowering.sources == {
         "MC": "descriptor",
         "NC": "descriptor",
         "KC": "tuned",
-        "MR": "selector",
+        "MR": "descriptor",
         "NR": "explicit",
     }
 

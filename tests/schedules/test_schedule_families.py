@@ -22,9 +22,8 @@ ROWS = {"ROWS": 30, "COLS": 100}
 DEFAULTS = {
     "contraction": (
         MATMUL,
-        {"MC": 64, "NC": 128, "KC": 256, "MR": 8, "NR": 32, "KU": 1, "ORDER": 1},
+        {"MC": 64, "NC": 128, "KC": 256, "MR": 8, "NR": 32, "KU": 1, "ORDER": 1, "PACK": 0},
     ),
-    "packed_contraction": (MATMUL, {"MR": 8, "NR": 32, "KB": 64}),
     "convolution": (OpInfo("conv2d", CONV, F32), {"OW_TILE": 8, "F_TILE": 32, "C_TILE": 1}),
     "rowwise": (OpInfo("reduction", ROWS, F32[:2]), {"ROWS": 4, "COLS": 64}),
     "elementwise": (OpInfo("elementwise", ROWS, F32), {"ROWS": 8, "COLS": 64}),
@@ -51,9 +50,8 @@ def test_the_convolution_f_tile_default_spans_128_bytes():
 def test_only_the_selected_knobs_are_selected():
     cpu = HostCPU(isa="avx512")
     contraction = FAMILIES["contraction"]
-    assert contraction.selected() == ("MC", "NC", "KC", "MR", "NR")
-    assert set(contraction.select(MATMUL, cpu)) == {"MC", "NC", "KC", "MR", "NR"}
-    assert FAMILIES["packed_contraction"].select(MATMUL, cpu) == {}  # no selector: defaults
+    assert contraction.selected() == ("MC", "NC", "KC", "MR", "NR", "PACK")
+    assert set(contraction.select(MATMUL, cpu)) == {"MC", "NC", "KC", "MR", "NR", "PACK"}
 
 
 @pytest.mark.parametrize(
@@ -96,7 +94,6 @@ def test_bound_family_maps_knobs_to_slots():
     ("op", "name"),
     [
         (MATMUL, "contraction"),
-        (OpInfo("matmul", {"M": 24, "N": 48, "K": 64}, F32), "packed_contraction"),
         (OpInfo("conv2d", CONV, F32), "convolution"),
         (OpInfo("reduction", ROWS, F32[:2]), "rowwise"),
         (OpInfo("elementwise", {"ROWS": 7, "COLS": 40}, F32), "elementwise"),

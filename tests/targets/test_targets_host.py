@@ -168,8 +168,12 @@ def test_fingerprint_and_peak():
 
 def check_contraction(target: HostCPU, op: OpInfo, chosen: dict[str, int]) -> None:
     """Properties every contraction choice must have."""
-    assert chosen.keys() == selected_names("contraction") == {"MC", "NC", "KC", "MR", "NR"}
+    knobs = {"MC", "NC", "KC", "MR", "NR", "PACK"}
+    assert chosen.keys() == selected_names("contraction") == knobs
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
+    if chosen["PACK"]:  # packed blocks and panels are whole: their buffers are static
+        assert m % chosen["MC"] == n % chosen["NC"] == k % chosen["KC"] == 0
+        assert chosen["MC"] % chosen["MR"] == chosen["NC"] % chosen["NR"] == 0
     lanes = target.lanes(op.element_type)
     assert chosen["MC"] <= m and chosen["NC"] <= n and chosen["KC"] <= k
     assert chosen["MR"] <= chosen["MC"] and chosen["NR"] <= chosen["NC"]
@@ -196,8 +200,10 @@ def test_contraction_choices_respect_the_model(features, dtype, shape):
 def test_register_tile_follows_the_isa():
     op = matmul_op(512, 512, 512)
     chosen = select(host(), "contraction", op)
-    # 32 KiB L1 / 1 MiB L2: A block 16 x 256 in half of L1, B block 256 x 512 in half of L2.
-    expected = {"MC": 16, "NC": 512, "KC": 256, "MR": 8, "NR": 32}
+    # 32 KiB L1 / 1 MiB L2: the operands pass L2, so A and B are packed (Goto/BLIS): A's
+    # micro-panel 8 x 256 in a quarter of L1, the packed A block 256 x 256 in a quarter of
+    # L2 and the packed B block 256 x 512 in half of it.
+    expected = {"MC": 256, "NC": 512, "KC": 256, "MR": 8, "NR": 32, "PACK": 2}
     assert {key: chosen[key] for key in expected} == expected
     avx2 = select(host(isa="avx2"), "contraction", op)
     assert avx2["NR"] == 16 and avx2["MR"] <= 6
@@ -235,7 +241,24 @@ def test_divisors_close_to_the_model_are_preferred():
 
 def test_small_outputs_are_one_cache_tile():
     chosen = select(host(), "contraction", matmul_op(128, 96, 64))
-    assert (chosen["MC"], chosen["NC"], chosen["KC"]) == (128, 96, 64)
+    assert (chosen["MC"], chosen["NC"], chosen["KC"], chosen["PACK"]) == (128, 96, 64, 0)
+
+
+def test_operands_past_l2_are_packed_in_blocks_that_divide_the_shape():
+    # Llama-2-7B's 11008 columns: the block nearest half of L2 that divides N, by ratio.
+    chosen = select(host(), "contraction", matmul_op(256, 11008, 4096))
+    assert chosen["PACK"] == 2 and (chosen["NC"], chosen["KC"]) == (256, 256)
+    # No block of whole register tiles divides a prime N: the unpacked, peeled kernel.
+    assert select(host(), "contraction", matmul_op(1000, 997, 1001))["PACK"] == 0
+
+
+@pytest.mark.parametrize("rows", [1, 2, 4, 8])
+def test_skinny_products_stream_b_once(rows):
+    chosen = select(host(), "contraction", matmul_op(rows, 11008, 4096))
+    # All rows in one register tile, all of N in one block, 8 rows of B per K block, and
+    # as many vectors of columns as the 32 registers take: 4 while 4 * (rows + 1) + 1 fit.
+    assert (chosen["MR"], chosen["MC"], chosen["NC"], chosen["KC"]) == (rows, rows, 11008, 8)
+    assert chosen["NR"] == (64 if rows <= 4 else 32) and chosen["PACK"] == 0
 
 
 def test_other_schedules_return_their_parameter_names():
@@ -332,3 +355,18 @@ def test_a_lower_isa_keeps_the_jit_within_it(isa, features):
     expected = [f'#llvm.target_features<["{features[0]}"]>' if features else None]
     assert seen and set(seen) == set(expected)
     assert engine.execute(workload).verification.ok
+
+
+@pytest.mark.parametrize(
+    "l1d, l2, blocks",
+    [
+        (32 << 10, 1 << 20, (256, 512, 256)),  # AMD Zen 4 class: 32 KiB L1d, 1 MiB L2
+        (48 << 10, 2 << 20, (512, 1024, 256)),  # Intel Sapphire Rapids class: 48 KiB, 2 MiB
+    ],
+    ids=["amd-like", "intel-like"],
+)
+def test_packed_blocks_follow_the_cache_geometry(l1d, l2, blocks):
+    # KC: A's 8 x KC micro-panel in a quarter of L1 (a power of two dividing K); MC: the
+    # packed A block in a quarter of L2; NC: the packed B block in half of it.
+    chosen = select(host(l1d_bytes=l1d, l2_bytes=l2), "contraction", matmul_op(2048, 2048, 2048))
+    assert (chosen["MC"], chosen["NC"], chosen["KC"], chosen["PACK"]) == (*blocks, 2)

@@ -42,6 +42,9 @@ def contraction_ok(c, op, cpu, floor):
     f, lanes = cpu.features, cpu.lanes("f32")
     v = _vectors(c["NR"], lanes)
     whole_output = c["MC"] == m and c["NC"] == n and m * n * 4 + (m + n) * c["KC"] * 4 <= f.l2_bytes
+    whole_blocks = (
+        m % c["MC"] == 0 == n % c["NC"] == k % c["KC"] == c["MC"] % c["MR"] == c["NC"] % c["NR"]
+    )
     return (
         (c["NR"] % lanes == 0 or c["NR"] == n)
         and c["MR"] * v + v + 1 <= f.vector_registers
@@ -53,25 +56,12 @@ def contraction_ok(c, op, cpu, floor):
         and all(t <= lanes or t == 2 * lanes for t in (c["NC"] % c["NR"], n % c["NC"] % c["NR"]))
         and c["MR"] * c["KC"] * 4 <= f.l1d_bytes // 2
         and c["KC"] * c["NC"] * 4 <= f.l2_bytes
-        and (c["MC"] * c["NC"] * 4 <= 32 << 10 or whole_output)
+        and (c["PACK"] > 0 or c["MC"] * c["NC"] * 4 <= 32 << 10 or whole_output)
         and c["KC"] % c["KU"] == 0
         and (c["KU"] == 1 or k % c["KC"] == 0)
         and c["KU"] * c["MR"] * v <= 32
-    )
-
-
-def packed_ok(c, op, cpu, floor):
-    m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
-    f, lanes = cpu.features, cpu.lanes("f32")
-    v = _vectors(c["NR"], lanes)
-    return (
-        (c["NR"] % lanes == 0 or c["NR"] == n)
-        and c["MR"] * v + v + 1 <= f.vector_registers
-        and c["MR"] * v >= floor
-        and m % c["MR"] == 0
-        and n % c["NR"] == 0
-        and k % c["KB"] == 0
-        and (c["MR"] + c["NR"]) * c["KB"] * 4 <= f.l1d_bytes // 2
+        and (c["PACK"] == 0 or whole_blocks)
+        and (c["PACK"] == 0 or (c["KU"] == 1 and c["ORDER"] == 1))
     )
 
 
@@ -104,7 +94,6 @@ CASES = {
     "matmul": (matmul(48, 80, 96), "contraction", host(l1d_bytes=8192, l2_bytes=16384)),
     "matmul_large": (matmul(256, 512, 128), "contraction", host()),
     "batch_matmul": (matmul(32, 48, 64, "batch_matmul", B=4), "contraction", HostCPU(**AVX2)),
-    "packed_contraction": (matmul(24, 48, 64), "packed_contraction", host()),
     "conv2d": (CONV, "convolution", host()),
     "reduction": (OpInfo("reduction", {"ROWS": 30, "COLS": 100}, F32), "rowwise", host()),
     "elementwise": (
@@ -115,7 +104,6 @@ CASES = {
 }
 PREDICATES = {
     "contraction": (contraction_ok, "MR", "NR"),
-    "packed_contraction": (packed_ok, "MR", "NR"),
     "convolution": (convolution_ok, "OW_TILE", "F_TILE"),
     "rowwise": (vector_tile_ok(0.5), None, None),
     "elementwise": (vector_tile_ok(1.0), None, None),
@@ -184,8 +172,11 @@ def test_domains_follow_the_op_and_vector_width():
         "NR": (16, 32, 64),
         "KU": (1, 2, 4, 8),
         "ORDER": (1, 2),
+        "PACK": (0, 1, 2),
     }
     assert space.fixed == {}
+    batched = space_for(matmul(32, 48, 64, "batch_matmul", B=4), "contraction", host())
+    assert batched.domains["PACK"] == (0,)  # the packed nest takes matmul roots only
     narrow = space_for(matmul(6, 8, 8), "contraction", host())
     assert narrow.domains["MR"] == (1, 2, 3, 4, 6) and narrow.domains["NR"] == (8,)
     conv = space_for(CONV, "convolution", host())
@@ -204,12 +195,19 @@ def test_violations_name_the_broken_constraints():
     assert "nr_whole_vectors" in space.violations({**good, "NR": 20})
     assert space.violations({**good, "FOO": 1}) == ["FOO_unknown"]
     narrow_n = space_for(matmul(64, 112, 64), "contraction", host())
-    odd_tail = {"MC": 8, "NC": 112, "KC": 64, "MR": 4, "NR": 64, "KU": 1, "ORDER": 1}
+    odd_tail = {"MC": 8, "NC": 112, "KC": 64, "MR": 4, "NR": 64, "KU": 1, "ORDER": 1, "PACK": 0}
     assert narrow_n.violations(odd_tail) == ["nr_tails"]
     assert narrow_n.violations({**odd_tail, "NR": 32}) == []
+    packed = {**good, "MC": 128, "NC": 512, "KC": 64, "MR": 8, "NR": 32, "PACK": 2}
+    assert space.violations(packed) == []  # packed blocks have no output-block limit
+    assert space.violations({**packed, "KU": 2}) == ["pack_unrolls_nothing"]
+    partial = {"MC": 8, "NC": 64, "KC": 64, "MR": 8, "NR": 32, "KU": 1, "ORDER": 1, "PACK": 2}
+    assert narrow_n.violations(partial) == ["pack_needs_whole_blocks"]  # 64 does not divide 112
+    assert narrow_n.violations({**partial, "PACK": 0}) == []
     missing = dict(good)
     del missing["KU"]
     assert space.violations(missing) == ["KU_domain"] and not space.contains(missing)
+
     names = [name for name, _ in space.describe()]
     assert len(set(names)) == len(names) and "b_block_in_l2" in names
     assert all(description for _, description in space.describe())
@@ -222,12 +220,14 @@ def test_selector_choice_is_in_the_space(size):
     space = space_for(op, "contraction", cpu)
     chosen = {**FAMILIES["contraction"].select(op, cpu), "KU": 1, "ORDER": 1}
     assert space.violations(chosen) == []
+    assert chosen["PACK"] == (0 if size <= 256 else 2)  # packed once operands leave L2
 
 
 def test_contraction_space_sizes():
     cpu = host()
     assert space_for(matmul(512, 512, 512), "contraction", cpu).count() >= 500
-    assert space_for(matmul(1024, 1024, 1024), "contraction", cpu).count() <= 3000
+    # The packing choice (PACK) triples the tiles' configs where the blocks divide the shape.
+    assert space_for(matmul(1024, 1024, 1024), "contraction", cpu).count() <= 6000
 
 
 def test_cost_ranks_a_tiny_register_tile_below_the_selector():
@@ -235,9 +235,9 @@ def test_cost_ranks_a_tiny_register_tile_below_the_selector():
     op = matmul(512, 512, 512)
     space = space_for(op, "contraction", cpu)
     chosen = {**FAMILIES["contraction"].select(op, cpu), "KU": 1, "ORDER": 1}
-    bad = {"MC": 8, "NC": 16, "KC": 64, "MR": 1, "NR": 16, "KU": 1, "ORDER": 1}
+    bad = {"MC": 8, "NC": 16, "KC": 64, "MR": 1, "NR": 16, "KU": 1, "ORDER": 1, "PACK": 0}
     assert space.cost(bad) > 3 * space.cost(chosen)
-    assert space.cost({**chosen, "KU": 2}) <= space.cost(chosen)
+    assert space.cost({**chosen, "KU": 2, "PACK": 0}) <= space.cost({**chosen, "PACK": 0})
     ranked = sorted(space.enumerate(), key=space.cost)
     assert space.cost(ranked[0]) <= space.cost(chosen) < space.cost(ranked[-1])
     with pytest.raises(UsageError, match="KU"):
@@ -248,7 +248,7 @@ def test_cost_sees_a_rows_l1_set_conflicts():
     cpu = host()
     assert rows_conflict_in_l1(16, 4096, cpu) and not rows_conflict_in_l1(8, 4096, cpu)
     assert not rows_conflict_in_l1(16, 2048, cpu) and not rows_conflict_in_l1(16, 4100, cpu)
-    tiles = {"MC": 16, "NC": 128, "KC": 256, "KU": 1, "ORDER": 1}
+    tiles = {"MC": 16, "NC": 128, "KC": 256, "KU": 1, "ORDER": 1, "PACK": 0}
     for size, slower in ((512, False), (1024, True)):
         space = space_for(matmul(size, size, size), "contraction", cpu)
         tall = space.cost({**tiles, "MR": 16, "NR": 16})

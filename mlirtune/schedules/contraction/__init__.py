@@ -12,10 +12,19 @@ from mlir import ir
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, Domains, Knob, KnobVariables
 from mlirtune.schedules.contraction import host
+from mlirtune.schedules.contraction.packed import PACK_AB, PACK_B, PACK_NONE, packed_schedule
 from mlirtune.schedules.contraction.transform import contraction_schedule
 from mlirtune.schedules.cpu_model import HostFamily
 from mlirtune.schedules.knobs import cache_tiles, choices, register_rows, vector_columns
 from mlirtune.targets.host_cpu import HostCPU
+
+
+def _k_blocks(op: OpInfo, lanes: int) -> list[int]:
+    """KC candidates: cache-sized K blocks, and for skinny products a few rows of B."""
+    blocks = [*cache_tiles("K", floor=64, granule=8)(op, lanes)]
+    if op.dims["M"] <= host.SKINNY_ROWS:
+        blocks += [size for size in (8, 16, 32) if op.dims["K"] % size == 0]
+    return blocks
 
 
 class Contraction(HostFamily):
@@ -40,12 +49,9 @@ class Contraction(HostFamily):
         ),
         # From 64: every K tile loads and stores the accumulators, which would dominate
         # shorter ones.
-        Knob(
-            "KC",
-            "depth of the cache tile (K loop step)",
-            256,
-            cache_tiles("K", floor=64, granule=8),
-        ),
+        # From 64: every K tile loads and stores the accumulators, which would dominate
+        # shorter ones; skinny products (host.SKINNY_ROWS) also take short K blocks.
+        Knob("KC", "depth of the cache tile (K loop step)", 256, _k_blocks),
         Knob("MR", "rows of the register tile (A broadcasts per K step)", 8, register_rows("M")),
         # 1, 2 or 4 vectors: LLVM splits three-vector (or 2.5-vector) rows into odd-sized
         # pieces, measured 10-25x slower.
@@ -71,9 +77,20 @@ class Contraction(HostFamily):
             choices(1, 2),
             selected=False,
         ),
+        # Matmul roots only (packed.py): 0 reads A and B in place, 1 packs B's panels per
+        # KC x NC block, 2 packs A's per MC x KC block too.
+        Knob(
+            "PACK",
+            "operand packing: 0 = none, 1 = B panels, 2 = A and B panels (Goto/BLIS nest)",
+            PACK_NONE,
+            lambda op, lanes: (PACK_NONE, PACK_B, PACK_AB) if op.kind == "matmul" else (0,),
+            minimum=PACK_NONE,
+        ),
     )
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
+        if parameters.get("PACK", PACK_NONE) != PACK_NONE:
+            return packed_schedule(op, parameters)
         return contraction_schedule(op, parameters)
 
     def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:

@@ -8,11 +8,14 @@ the micro-kernel with the shared host model (mlirtune.schedules.cpu_model).
 
 from __future__ import annotations
 
+import math
+
 import z3
 
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, Domains, KnobVariables
+from mlirtune.schedules.contraction.packed import PACK_AB, PACK_NONE, unpackable
 from mlirtune.schedules.cpu_model import (
     ACCUMULATOR_CYCLES,
     L2_BROADCAST_CYCLES,
@@ -37,6 +40,18 @@ from mlirtune.targets.host_cpu import HostCPU
 UNROLLED_FMAS = 32
 # Entering a cache block (MC x NC x KC): its loops and operand slices.
 BLOCK_CYCLES = 50.0
+# At most this many rows make a skinny product (matrix-vector like): it is memory-bound,
+# and its best register tile walks a few rows of B at once along the whole of N.
+SKINNY_ROWS = 8
+# Rows of B a skinny product's micro-kernel reads per K block: that many streams, which the
+# hardware prefetchers follow (measured 1.4x numpy for 1x11008x4096 f32, against 0.35x for
+# 2048-deep blocks of 64 columns).
+SKINNY_K_BLOCK = 8
+# Unpacked B rows N elements apart, each a page or more: every row of a micro-panel is its
+# own TLB entry and they alias in L1, so streaming such a block costs about this many times
+# its bytes (measured: 2048^3 f32 runs at 0.32x numpy unpacked, 0.9x packed).
+STRIDED_PANEL_PENALTY = 3.0
+PAGE_BYTES = 4096
 
 
 def contraction_sizes(op: OpInfo) -> tuple[int, int, int, int, int, int]:
@@ -70,17 +85,59 @@ def select(op: OpInfo, cpu: HostCPU) -> Config:
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
     dtype = op.element_type
     size_in, size_out = element_bytes(dtype), element_bytes(op.dtypes[-1])
+    if m <= SKINNY_ROWS:
+        return _skinny(op, cpu)
     mr, nr = register_tile(cpu, m, n, dtype)
     kc = fit(k, f.l1d_bytes // 4 // (mr * size_in), pow2=True)
     if m * n * size_out + (m + n) * kc * size_in <= f.l2_bytes:
         mc, nc = m, n
     else:
+        packed = _packed_blocks(op, cpu, mr, nr, kc)
+        # B is re-streamed for every MC block: packing pays once it no longer stays in L2.
+        b_past_l2 = k * n * size_in > f.l2_bytes // 2
+        if op.kind == "matmul" and b_past_l2 and unpackable(op, packed) is None:
+            return packed
         block = OUTPUT_BLOCK_BYTES // size_out
         a_rows = f.l1d_bytes // 2 // (kc * size_in)
         mc = fit(m, max(mr, a_rows - a_rows % mr), step=mr, pow2=True)
         b_columns = f.l2_bytes // 2 // (kc * size_in)
         nc = fit(n, max(nr, min(b_columns, block // mc)), step=nr, pow2=True)
-    return {"MC": mc, "NC": nc, "KC": kc, "MR": min(mr, mc), "NR": min(nr, nc)}
+    mr, nr = min(mr, mc), min(nr, nc)
+    return {"MC": mc, "NC": nc, "KC": kc, "MR": mr, "NR": nr, "PACK": PACK_NONE}
+
+
+def _packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int, kc: int) -> Config:
+    """Goto/BLIS blocks for operands past L2: KC as for the unpacked kernel, the packed A
+    block (MC x KC) in a quarter of L2 and the packed B block (KC x NC) in half of it,
+    A and B both packed."""
+    f = cpu.features
+    m, n = op.dims["M"], op.dims["N"]
+    size_in = element_bytes(op.element_type)
+    mc = _divisor_near(m, f.l2_bytes // 4 // (kc * size_in), mr)
+    nc = _divisor_near(n, f.l2_bytes // 2 // (kc * size_in), nr)
+    return {"MC": mc, "NC": nc, "KC": kc, "MR": mr, "NR": nr, "PACK": PACK_AB}
+
+
+def _divisor_near(size: int, target: int, step: int) -> int:
+    """The divisor of `size` that is a multiple of `step` closest to `target` (by ratio),
+    so packed blocks are whole; `size` itself when no such divisor exists (the packed path
+    is then not taken, see `unpackable`)."""
+    divisors = [d for d in range(step, size + 1, step) if size % d == 0]
+    return min(divisors, key=lambda d: abs(math.log(d / max(1, target))), default=size)
+
+
+def _skinny(op: OpInfo, cpu: HostCPU) -> Config:
+    """A product of at most SKINNY_ROWS rows: all of them in the register tile, as many
+    vectors of columns as the register file takes (at most four), all of N in one block,
+    and SKINNY_K_BLOCK rows of B per K block, so B streams from memory once."""
+    m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
+    lanes = cpu.lanes(op.element_type)
+    registers = cpu.features.vector_registers
+    vectors_per_row = next(
+        (v for v in (4, 2) if v * (m + 1) + 1 <= registers and n % (v * lanes) == 0), 1
+    )
+    nr = min(n, vectors_per_row * lanes)
+    return {"MC": m, "NC": n, "KC": fit(k, SKINNY_K_BLOCK), "MR": m, "NR": nr, "PACK": PACK_NONE}
 
 
 def constraints(
@@ -91,7 +148,9 @@ def constraints(
     f = cpu.features
     _, m, n, k, size_in, size_out = contraction_sizes(op)
     lanes = cpu.lanes(op.element_type)
-    mc, nc, kc, mr, nr, ku = (knobs[name] for name in ("MC", "NC", "KC", "MR", "NR", "KU"))
+    mc, nc, kc, mr, nr, ku, pack = (
+        knobs[name] for name in ("MC", "NC", "KC", "MR", "NR", "KU", "PACK")
+    )
     v = vectors(nr, lanes)
     half_l1 = f.l1d_bytes // 2
     return [
@@ -126,11 +185,13 @@ def constraints(
         ),
         Constraint(
             "output_block",
-            f"MC*NC*{size_out} <= {OUTPUT_BLOCK_BYTES}, or MC == {m} and NC == {n} with "
-            f"the output and an M x KC and KC x N panel in L2 ({f.l2_bytes} bytes): "
+            f"PACK > 0, or MC*NC*{size_out} <= {OUTPUT_BLOCK_BYTES}, or MC == {m} and "
+            f"NC == {n} with the output and an M x KC and KC x N panel in L2 "
+            f"({f.l2_bytes} bytes): the unpacked path fuses the fill into output blocks, and "
             "LLVM's compile time grows with the block (0.1 s for 64x64 f32, 0.5 s for "
             "128x128), for no gain once the block is past L1",
             z3.Or(
+                pack != PACK_NONE,
                 mc * nc * size_out <= OUTPUT_BLOCK_BYTES,
                 z3.And(
                     mc == m,
@@ -153,6 +214,21 @@ def constraints(
             f"KU*MR*ceil(NR/{lanes}) <= {UNROLLED_FMAS}: the unrolled K-step body holds at "
             f"most {UNROLLED_FMAS} FMAs, past which unrolling only adds code",
             ku * mr * v <= UNROLLED_FMAS,
+        ),
+        Constraint(
+            "pack_needs_whole_blocks",
+            f"PACK == 0, or MC, NC and KC divide {m}, {n} and {k} and MR and NR divide MC and "
+            "NC: the packed buffers have static shapes only for whole blocks and panels",
+            z3.Or(
+                pack == PACK_NONE,
+                z3.And(m % mc == 0, n % nc == 0, k % kc == 0, mc % mr == 0, nc % nr == 0),
+            ),
+        ),
+        Constraint(
+            "pack_unrolls_nothing",
+            "PACK == 0 or (KU == 1 and ORDER == 1): the packed nest has its own loop order "
+            "and a rolled K step, so other values would repeat its kernel",
+            z3.Or(pack == PACK_NONE, z3.And(ku == 1, knobs["ORDER"] == 1)),
         ),
     ]
 
@@ -178,7 +254,10 @@ def cost(op: OpInfo, cpu: HostCPU, config: Config) -> float:
     rows, cols = tile_extents(m, mc, mr), tile_extents(n, nc, nr)
     k_tiles = ceil_div(k, kc)
     tiles = [(r, c, rn * cn) for r, rn in rows.items() for c, cn in cols.items()]
-    broadcast = L2_BROADCAST_CYCLES if rows_conflict_in_l1(mr, k * size_in, cpu) else 0.0
+    pack = config.get("PACK", PACK_NONE)
+    # Broadcasts from A rows K elements apart overfill an L1 set; packed A panels do not.
+    conflicts = pack != PACK_AB and rows_conflict_in_l1(mr, k * size_in, cpu)
+    broadcast = L2_BROADCAST_CYCLES if conflicts else 0.0
     compute = k * sum(count * step_cycles(r, c, lanes, unroll, broadcast) for r, c, count in tiles)
     accumulators = sum(count * r * ceil_div(c, lanes) for r, c, count in tiles)
     row_tiles, col_tiles = sum(rows.values()), sum(cols.values())
@@ -189,7 +268,13 @@ def cost(op: OpInfo, cpu: HostCPU, config: Config) -> float:
     )
     a_bytes, b_bytes, c_bytes = m * k * size_in, k * n * size_in, m * n * size_out
     traffic = Traffic(cpu)
-    traffic.add(b_bytes * row_tiles, kc * nc * size_in)
+    strided = pack == PACK_NONE and n * size_in >= PAGE_BYTES
+    penalty = STRIDED_PANEL_PENALTY if strided else 1.0
+    traffic.add(penalty * b_bytes * row_tiles, kc * nc * size_in)
+    if pack != PACK_NONE:  # the packing copies: read once, written once
+        traffic.add(2 * b_bytes, b_bytes)
+        if pack == PACK_AB:
+            traffic.add(2 * a_bytes * ceil_div(n, nc), a_bytes)
     traffic.add(b_bytes * ceil_div(m, mc), b_bytes)
     traffic.add(a_bytes * col_tiles, (mr + nr) * kc * size_in)
     traffic.add(a_bytes * ceil_div(n, nc), mc * k * size_in)

@@ -1,5 +1,4 @@
-"""K-step unrolling in the contraction family (KU) and the packed_contraction family
-(operands packed into register-tile blocks)."""
+"""K-step unrolling in the contraction family (KU)."""
 
 from __future__ import annotations
 
@@ -100,55 +99,3 @@ def test_ku_that_does_not_divide_kc_is_ignored(contraction_engine):
     skipped = _op_counts(contraction_engine, workload, {"KU": 5}, "schedule contraction")
     assert skipped == rolled
     assert contraction_engine.execute(workload, {"KU": 5}).verification.ok
-
-
-# --- packed_contraction ----------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def packed_engine() -> MlirJitEngine:
-    return MlirJitEngine(pipeline=PACKAGED / "x86_64" / "matmul_packed.yaml")
-
-
-@pytest.mark.jit
-@pytest.mark.parametrize("dtype", ["f32", "f64"])
-@pytest.mark.parametrize(
-    "shape", [(64, 64, 64), (128, 256, 64), (8, 32, 8)], ids=lambda s: "x".join(map(str, s))
-)
-@pytest.mark.parametrize("kind", sorted(WORKLOADS))
-def test_packed_contraction_verifies(packed_engine, kind, shape, dtype):
-    m, n, k = shape
-    result = packed_engine.execute(WORKLOADS[kind](M=m, N=n, K=k, dtype=dtype))
-    assert result.verification.ok, result.verification.summary()
-
-
-@pytest.mark.jit
-def test_packed_contraction_with_small_blocks(packed_engine):
-    result = packed_engine.execute(Matmul(M=128, N=256, K=64), {"MR": 4, "NR": 16, "KB": 16})
-    assert result.verification.ok, result.verification.summary()
-
-
-@pytest.mark.jit
-def test_packed_contraction_packs_and_vectorizes(packed_engine):
-    counts = _op_counts(
-        packed_engine, Matmul(M=64, N=64, K=64), None, "schedule packed_contraction"
-    )
-    linalg = {name for name in counts if name.startswith("linalg.")}
-    assert linalg == set(), linalg  # packs, unpacks, transposes and the kernel vectorized
-    assert counts["scf.for"] > 0
-
-
-@pytest.mark.jit
-@pytest.mark.parametrize("shape", [(70, 64, 64), (37, 50, 23)], ids=lambda s: "x".join(map(str, s)))
-def test_packed_contraction_non_dividing_shapes_use_divisors(packed_engine, shape):
-    m, n, k = shape
-    result = packed_engine.execute(Matmul(M=m, N=n, K=k))
-    assert result.verification.ok, result.verification.summary()
-
-
-def test_packed_contraction_is_registered():
-    from mlirtune.schedules.registry import FAMILIES
-
-    family = FAMILIES["packed_contraction"]
-    assert family.root_kinds == ("matmul",)
-    assert set(family.parameters(Matmul(M=8, N=8, K=8).root)) == {"MR", "NR", "KB"}

@@ -1,0 +1,78 @@
+"""Contractions past the cache against numpy with one BLAS thread, measured side by side in
+one run, then the geometric mean of the ratios.
+
+    python benchmarks/gemm_shapes.py [--rounds 3] [--max-time 1.0] [--group square ...]
+        [--no-specs] [--pipeline NAME]
+
+The shape set is the one the project's speed targets name: square, Llama-2-7B and BERT-large
+projections, tall and odd shapes, batch matmuls, an MLP layer and matrix-vector products.
+For mlp the numpy side runs three separate ops (matmul, add bias, ReLU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from compare import HEADER, compare
+
+from mlirtune.engine import MlirJitEngine
+from mlirtune.interfaces.workload import Workload
+from mlirtune.workloads import BatchMatmul, Matmul, Mlp
+
+GROUPS: dict[str, list[tuple[str, Workload]]] = {
+    "square": [
+        ("1024^3", Matmul(M=1024, N=1024, K=1024)),
+        ("2048^3", Matmul(M=2048, N=2048, K=2048)),
+        ("4096^3", Matmul(M=4096, N=4096, K=4096)),
+    ],
+    "llama": [
+        ("llama 256x11008x4096", Matmul(M=256, N=11008, K=4096)),
+        ("llama 256x4096x11008", Matmul(M=256, N=4096, K=11008)),
+    ],
+    "bert": [
+        ("bert 512x1024x1024", Matmul(M=512, N=1024, K=1024)),
+        ("bert 512x4096x1024", Matmul(M=512, N=4096, K=1024)),
+    ],
+    "odd": [
+        ("tall 4096x4096x256", Matmul(M=4096, N=4096, K=256)),
+        ("odd 1000x999x1001", Matmul(M=1000, N=999, K=1001)),
+    ],
+    "batch": [
+        ("batch 16x128x128x64", BatchMatmul(B=16, M=128, N=128, K=64)),
+        ("batch 16x128x64x128", BatchMatmul(B=16, M=128, N=64, K=128)),
+    ],
+    "mlp": [("mlp 512x4096x1024", Mlp(M=512, N=4096, K=1024))],
+    "matvec": [
+        ("matvec 1x11008x4096", Matmul(M=1, N=11008, K=4096)),
+        ("matvec 1x4096x11008", Matmul(M=1, N=4096, K=11008)),
+    ],
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per shape")
+    parser.add_argument("--max-time", type=float, default=1.0, help="seconds per measurement")
+    parser.add_argument(
+        "--group", action="append", choices=list(GROUPS), help="shape groups (default: all)"
+    )
+    parser.add_argument("--no-specs", action="store_true", help="the selector alone")
+    parser.add_argument("--pipeline", help="a pipeline descriptor for every shape")
+    args = parser.parse_args()
+
+    engine = MlirJitEngine(pipeline=args.pipeline, use_specs=not args.no_specs)
+    print(HEADER)
+    ratios = []
+    for group in args.group or list(GROUPS):
+        for label, workload in GROUPS[group]:
+            result = compare(engine, workload, label, args.rounds, args.max_time)
+            engine.clear_cache()  # one shape's JIT'd code at a time
+            ratios.append(result.ratio)
+            print(result.row(), " ", " ".join(f"{k}={v}" for k, v in result.parameters.items()))
+    geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+    print(f"{'geometric mean':34s} {'':>9s} {'':>9s} {geomean:7.2f}x   min {min(ratios):.2f}x")
+
+
+if __name__ == "__main__":
+    main()

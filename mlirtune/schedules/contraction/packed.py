@@ -1,0 +1,118 @@
+"""The contraction family's packed path: a Goto/BLIS loop nest with packed panels.
+
+Loops, outermost first: N by NC, K by KC, M by MC, then the register tiles, N by NR outer
+and M by MR inner, around a K loop of step 1. The MR x NR x KC matmul of a register tile
+is padded (`transform.structured.pad`, nofold) and the pads are hoisted out of the loops
+their operand does not depend on (`transform.structured.hoist_pad`), which turns them into
+packing loop nests:
+- B's KC x NR micro-panels are packed once per KC x NC block, before the MC loop, into a
+  contiguous [NC/NR, KC, NR] buffer that every MC block of A then reuses from cache;
+- A's MR x KC micro-panels are packed once per MC x KC block (PACK=2) into an
+  [MC/MR, MR, KC] buffer, before the NR loop that re-reads it.
+The micro-kernel is the broadcast/FMA outer product of the unpacked path, its accumulators
+hoisted into registers. Packing happens inside the timed call, as numpy's does.
+
+Only shapes that the cache tiles divide take this path (the family's constraints say so):
+a partial NC, KC or MC block would make the packed buffers dynamic, which hoisting cannot
+take. The fill and an element-wise epilogue (bias, ReLU) run as their own register-tiled
+loops over C, before and after the packed loop nest.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import transform
+from mlir.dialects.transform import structured
+
+from mlirtune.interfaces.dtype import dtype_named
+from mlirtune.interfaces.errors import UsageError
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.schedule import Config
+from mlirtune.schedules.builder import ScheduleBuilder
+
+# PACK knob values: no packing (the unpacked path), B's panels, or A's and B's.
+PACK_NONE, PACK_B, PACK_AB = 0, 1, 2
+
+
+def unpackable(op: OpInfo, parameters: Config) -> str | None:
+    """Why `parameters` cannot take the packed path on `op` (None: they can). The same
+    conditions are the family's `pack_*` constraints."""
+    p = parameters
+    m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
+    if op.kind != "matmul":
+        return f"pack_needs_matmul: PACK > 0 packs matmul roots only, not {op.kind}"
+    if m % p["MC"] or n % p["NC"] or k % p["KC"]:
+        return (
+            f"pack_needs_whole_blocks: MC, NC and KC must divide M={m}, N={n} and K={k} "
+            f"(got MC={p['MC']}, NC={p['NC']}, KC={p['KC']})"
+        )
+    if p["MC"] % p["MR"] or p["NC"] % p["NR"]:
+        return (
+            f"pack_needs_whole_panels: MR must divide MC and NR must divide NC (got "
+            f"MR={p['MR']}, MC={p['MC']}, NR={p['NR']}, NC={p['NC']})"
+        )
+    return None
+
+
+def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
+    """Schedule for an annotated matmul root `op` whose M, N and K the cache tiles divide
+    (see `unpackable`)."""
+    p = parameters
+    problem = unpackable(op, p)
+    if problem:
+        raise UsageError(f"schedule contraction: {problem}", stage="schedule")
+    mc, nc, kc, mr, nr = p["MC"], p["NC"], p["KC"], p["MR"], p["NR"]
+    pack_a = p["PACK"] == PACK_AB
+    any_op = transform.AnyOpType.get()
+    zeros = [ir.FloatAttr.get(dtype_named(name).mlir(), 0.0) for name in op.dtypes]
+    with ScheduleBuilder("contraction_packed") as s:
+        for name in ("linalg.fill", "linalg.generic"):  # the fill, then any epilogue
+            others = s.match(s.root, [name], step=f"match_{name}")
+            s.tile(others, [mr, nr], step=f"register_tile_{name}")
+        contraction = s.match_root(s.root, op.kind, step="match_contraction")
+        contraction, _ = s.tile(contraction, [0, nc, kc], step="cache_tile_nk")
+        contraction, _ = s.tile(contraction, [mc, 0, 0], step="cache_tile_m")
+        with s.at("register_tile"):  # NR loop outer, MR loop inner
+            structured.TileUsingForOp(contraction, sizes=[mr, nr, 0], interchange=[1, 0, 2])
+        # Fold the tiling's slices of slices, which hoisting cannot see through.
+        function = s.match(s.root, ["func.func"], step="match_function")
+        s.canonicalize_loops(function, step="fold_slices")
+        # B's packing nest goes above the MR, NR and MC loops, A's above the MR and NR
+        # loops. Loops of one iteration were folded away above and do not count. An operand
+        # whose packing loop (NR for B, MR for A) was folded has no panels to pack
+        # (hoist_pad takes no nest without one): it is read in place, its pad folds away.
+        loops = {"MR": mc > mr, "NR": nc > nr, "MC": op.dims["M"] > mc}
+        hoists = {
+            "b": sum(loops[name] for name in ("MR", "NR", "MC")) if loops["NR"] else 0,
+            "a": sum(loops[name] for name in ("MR", "NR")) if pack_a and loops["MR"] else 0,
+        }
+        contraction = s.match_root(s.root, op.kind, step="match_register_tile")
+        with s.at("pad"):
+            padded = structured.PadOp(
+                contraction,
+                padding_values=zeros,
+                padding_dimensions=[0, 1, 2],
+                nofold_flags=[int(hoists["a"] > 0), int(hoists["b"] > 0), 0],
+                copy_back_op="none",
+            ).padded
+        for operand, name in ((1, "b"), (0, "a")):
+            if hoists[name]:
+                pad = s.producer(padded, operand, step=f"match_pack_{name}")
+                with s.at(f"pack_{name}"):
+                    structured.HoistPadOp(any_op, pad, hoists[name])
+        contraction = s.match_root(s.root, op.kind, step="match_micro_kernel")
+        s.tile(contraction, [0, 0, 1], step="k_step")
+        function = s.match(s.root, ["func.func"], step="match_function_again")
+        s.canonicalize(function, step="fold_unit_pads")
+        # The packing copies, B's first (it is hoisted further out), as whole-panel vectors.
+        sizes = [size for name, size in (("b", [kc, nr]), ("a", [mr, kc])) if hoists[name]]
+        if sizes:
+            with s.at("vectorize_packing_copies"):
+                pads = s.match(s.root, ["tensor.pad"])
+                copies = transform.SplitHandleOp([any_op] * len(sizes), pads).results
+                for copy, vector_sizes in zip(copies, sizes, strict=True):
+                    structured.VectorizeOp(copy, vector_sizes=vector_sizes)
+        s.vectorize_linalg(function)
+        s.hoist_invariant_subsets(function)
+        s.lower_vectors(function)
+    return s.module

@@ -1,0 +1,104 @@
+"""The contraction family's packed path (PACK=1/2): a Goto/BLIS nest whose B (and A) panels
+are packed once per cache block, and its limits."""
+
+from __future__ import annotations
+
+import pytest
+from mlir import ir
+
+from mlirtune.engine import MlirJitEngine
+from mlirtune.interfaces.errors import MlirtuneError
+from mlirtune.workloads import BatchMatmul, Matmul, Mlp
+
+pytestmark = pytest.mark.jit
+
+BLOCKS = {"MC": 32, "NC": 64, "KC": 32, "MR": 8, "NR": 32}
+
+
+@pytest.fixture(scope="module")
+def engine() -> MlirJitEngine:
+    return MlirJitEngine(use_specs=False)
+
+
+def packing_buffers(engine: MlirJitEngine, workload, parameters) -> list[list[int]]:
+    """Shapes of the rank-3 tensors the schedule creates: the packed panel buffers."""
+    shapes: list[list[int]] = []
+
+    def collect(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "tensor.empty":
+            shape = ir.RankedTensorType(op.results[0].type).shape
+            if len(shape) == 3:
+                shapes.append(list(shape))
+        return ir.WalkResult.ADVANCE
+
+    def observe(stage: str, module: ir.Module) -> None:
+        if stage.startswith("schedule"):
+            module.operation.walk(collect)
+
+    engine.lower_payload(workload, parameters, observer=observe)
+    return shapes
+
+
+@pytest.mark.parametrize("pack", [1, 2])
+@pytest.mark.parametrize(
+    "workload",
+    [
+        Matmul(M=64, N=128, K=96),
+        Matmul(M=64, N=128, K=96, dtype="f64"),
+        Matmul(M=64, N=128, K=96, dtype="bf16"),
+        Mlp(M=64, N=128, K=64),  # bias and ReLU after the packed nest
+        Matmul(M=32, N=64, K=32),  # one block in every loop: nothing left to hoist
+        Matmul(M=96, N=32, K=32),  # NC == NR: B has no panels to pack, A still does
+    ],
+    ids=["f32", "f64", "bf16", "mlp", "one-block", "one-panel"],
+)
+def test_packed_kernels_verify(engine, workload, pack):
+    parameters = {**BLOCKS, "PACK": pack}
+    if workload.options["N"] == 32:
+        parameters["NC"] = 32
+    if workload.options["dtype"] == "f64":
+        parameters["NR"] = 16  # whole f64 vectors
+    assert engine.execute(workload, parameters).verification.ok
+
+
+def test_b_panels_are_packed_per_block_and_a_panels_with_pack_2(engine):
+    workload = Matmul(M=64, N=128, K=96)
+    # B: [NC/NR, KC, NR] once per KC x NC block; A: [MC/MR, MR, KC] once per MC x KC block.
+    assert packing_buffers(engine, workload, {**BLOCKS, "PACK": 1}) == [[2, 32, 32]]
+    assert packing_buffers(engine, workload, {**BLOCKS, "PACK": 2}) == [[2, 32, 32], [4, 8, 32]]
+    assert packing_buffers(engine, workload, {**BLOCKS, "PACK": 0}) == []
+
+
+def test_the_selector_packs_operands_past_l2_and_they_verify(engine):
+    workload = Matmul(M=64, N=2048, K=1024)  # B is 8 MiB: past any current core's L2
+    plan = engine.plan(workload)
+    assert plan.values["PACK"] == 2 and plan.sources["PACK"] == "selector"
+    assert engine.execute(workload).verification.ok
+
+
+@pytest.mark.parametrize(
+    "workload", [Matmul(M=1, N=256, K=64), Matmul(M=4, N=96, K=40), Matmul(M=64, N=1, K=64)]
+)
+def test_skinny_products_verify(engine, workload):
+    assert engine.execute(workload).verification.ok
+
+
+@pytest.mark.parametrize(
+    "workload, parameters, constraint",
+    [
+        (Matmul(M=97, N=64, K=32), {**BLOCKS, "PACK": 2}, "pack_needs_whole_blocks"),
+        (Matmul(M=64, N=64, K=32), {**BLOCKS, "MR": 6, "PACK": 1}, "pack_needs_whole_panels"),
+        (BatchMatmul(B=2, M=32, N=64, K=32), {**BLOCKS, "PACK": 2}, "pack_needs_matmul"),
+    ],
+)
+def test_a_combination_the_packed_path_cannot_take_names_the_constraint(
+    engine, workload, parameters, constraint
+):
+    with pytest.raises(MlirtuneError, match=constraint):
+        engine.execute(workload, parameters)
+
+
+def test_prime_shapes_stay_on_the_peeled_path(engine):
+    workload = Matmul(M=97, N=101, K=103)
+    assert engine.plan(workload).values["PACK"] == 0
+    assert engine.execute(workload).verification.ok
