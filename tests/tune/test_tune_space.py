@@ -61,6 +61,7 @@ def contraction_ok(c, op, cpu, floor):
         and (c["KU"] == 1 or k % c["KC"] == 0)
         and c["KU"] * c["MR"] * v <= 32
         and (c["PACK"] == 0 or whole_blocks)
+        and (c["PACK"] == 0 or k * n * 4 > f.l2_bytes // 2)
         and (c["PACK"] == 0 or (c["KU"] == 1 and c["ORDER"] == 1))
     )
 
@@ -199,11 +200,15 @@ def test_violations_name_the_broken_constraints():
     assert narrow_n.violations(odd_tail) == ["nr_tails"]
     assert narrow_n.violations({**odd_tail, "NR": 32}) == []
     packed = {**good, "MC": 128, "NC": 512, "KC": 64, "MR": 8, "NR": 32, "PACK": 2}
-    assert space.violations(packed) == []  # packed blocks have no output-block limit
-    assert space.violations({**packed, "KU": 2}) == ["pack_unrolls_nothing"]
+    assert space.violations(packed) == ["pack_needs_b_past_l2"]  # B is 256 KiB: stays in L2
+    past_l2 = space_for(matmul(256, 1024, 1024), "contraction", host())  # B: 4 MiB
+    assert past_l2.violations(packed) == []  # packed blocks have no output-block limit
+    assert past_l2.violations({**packed, "KU": 2}) == ["pack_unrolls_nothing"]
+    tiny = host(l1d_bytes=8192, l2_bytes=16384)
     partial = {"MC": 8, "NC": 64, "KC": 64, "MR": 8, "NR": 32, "KU": 1, "ORDER": 1, "PACK": 2}
-    assert narrow_n.violations(partial) == ["pack_needs_whole_blocks"]  # 64 does not divide 112
-    assert narrow_n.violations({**partial, "PACK": 0}) == []
+    tiny_n = space_for(matmul(64, 112, 64), "contraction", tiny)
+    assert tiny_n.violations(partial) == ["pack_needs_whole_blocks"]  # 64 does not divide 112
+    assert tiny_n.violations({**partial, "PACK": 0}) == []
     missing = dict(good)
     del missing["KU"]
     assert space.violations(missing) == ["KU_domain"] and not space.contains(missing)

@@ -93,9 +93,7 @@ def select(op: OpInfo, cpu: HostCPU) -> Config:
         mc, nc = m, n
     else:
         packed = _packed_blocks(op, cpu, mr, nr, kc)
-        # B is re-streamed for every MC block: packing pays once it no longer stays in L2.
-        b_past_l2 = k * n * size_in > f.l2_bytes // 2
-        if op.kind == "matmul" and b_past_l2 and unpackable(op, packed) is None:
+        if op.kind == "matmul" and b_past_l2(op, cpu) and unpackable(op, packed) is None:
             return packed
         block = OUTPUT_BLOCK_BYTES // size_out
         a_rows = f.l1d_bytes // 2 // (kc * size_in)
@@ -104,6 +102,13 @@ def select(op: OpInfo, cpu: HostCPU) -> Config:
         nc = fit(n, max(nr, min(b_columns, block // mc)), step=nr, pow2=True)
     mr, nr = min(mr, mc), min(nr, nc)
     return {"MC": mc, "NC": nc, "KC": kc, "MR": mr, "NR": nr, "PACK": PACK_NONE}
+
+
+def b_past_l2(op: OpInfo, cpu: HostCPU) -> bool:
+    """Whether B (K x N) passes half of L2. It is re-streamed for every MC block, so
+    packing its panels pays only then; a B that stays in L2 gains nothing from it."""
+    b_bytes = op.dims["K"] * op.dims["N"] * element_bytes(op.element_type)
+    return b_bytes * op.dims.get("B", 1) > cpu.features.l2_bytes // 2
 
 
 def _packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int, kc: int) -> Config:
@@ -223,6 +228,12 @@ def constraints(
                 pack == PACK_NONE,
                 z3.And(m % mc == 0, n % nc == 0, k % kc == 0, mc % mr == 0, nc % nr == 0),
             ),
+        ),
+        Constraint(
+            "pack_needs_b_past_l2",
+            f"PACK == 0 or B ({k} x {n}) passes half of L2 ({f.l2_bytes // 2} bytes): B is "
+            "re-read for every MC block, so packing it pays only once it leaves L2",
+            z3.Or(pack == PACK_NONE, z3.BoolVal(b_past_l2(op, cpu))),
         ),
         Constraint(
             "pack_unrolls_nothing",
