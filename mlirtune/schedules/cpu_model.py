@@ -50,8 +50,6 @@ ACCUMULATOR_CYCLES = 1.0
 # Bytes per cycle a core moves from L2 to L1, and from L3 or memory to L2.
 L2_BYTES_PER_CYCLE = 32.0
 MEMORY_BYTES_PER_CYCLE = 8.0
-# L1 data cache associativity, typical of current cores (CpuFeatures does not report it).
-L1_WAYS = 8
 # Cycles per broadcast whose line misses L1 and comes from L2 (measured: 16 conflicting A
 # rows slow a 1024^3 f32 matmul about 2.8x).
 L2_BROADCAST_CYCLES = 1.5
@@ -219,11 +217,12 @@ def step_cycles(
 
 def rows_conflict_in_l1(rows: int, stride: int, cpu: HostCPU) -> bool:
     """Whether `rows` rows `stride` bytes apart put more lines in one L1 set than it has
-    ways (L1_WAYS): then each pass over them evicts the others, e.g. 16 rows of a 4 KiB
-    stride on a 32 KiB 8-way L1."""
-    span = cpu.features.l1d_bytes // L1_WAYS
+    ways (CpuFeatures.l1d_ways, read from sysfs): then each pass over them evicts the
+    others, e.g. 16 rows of a 4 KiB stride on a 32 KiB 8-way L1."""
+    ways = cpu.features.l1d_ways
+    span = cpu.features.l1d_bytes // ways
     positions = span // math.gcd(stride, span)
-    return ceil_div(rows, min(rows, positions)) > L1_WAYS
+    return ceil_div(rows, min(rows, positions)) > ways
 
 
 def tile_extents(size: int, cache: int, register: int) -> dict[int, int]:

@@ -26,7 +26,13 @@ ISA_VECTORS = {"avx512": (512, 32), "avx2": (256, 16), "sse": (128, 16), "generi
 # Flags that matter to code generation; the rest of /proc/cpuinfo's list is left out.
 RELEVANT_FLAG = re.compile(r"(avx|fma|sse|ssse|f16c|amx|asimd|sve|bf16|fp16|neon)")
 # Used when sysfs says nothing: small enough to be true of any current core.
-FALLBACK_CACHES = {"l1d_bytes": 32 << 10, "l2_bytes": 1 << 20, "l3_bytes": 8 << 20}
+FALLBACK_CACHES = {
+    "l1d_bytes": 32 << 10,
+    "l2_bytes": 1 << 20,
+    "l3_bytes": 8 << 20,
+    "l1d_ways": 8,
+    "line_bytes": 64,
+}
 FALLBACK_GHZ = 3.0
 FMA_UNITS = 2
 
@@ -49,6 +55,8 @@ class CpuFeatures:
     l3_bytes: int
     cores: int
     ghz: float = FALLBACK_GHZ
+    l1d_ways: int = 8  # associativity of L1d: how many lines of one set it holds
+    line_bytes: int = 64  # L1d line size
 
 
 @functools.cache
@@ -177,7 +185,8 @@ def _cpuinfo_fields(path: Path) -> dict[str, str]:
 
 
 def _cache_sizes(cache_dir: Path) -> dict[str, int]:
-    """Per-core data/unified cache sizes from sysfs `index*/{level,type,size}`."""
+    """Per-core data/unified cache sizes from sysfs `index*/{level,type,size}`, and L1d's
+    associativity and line size (`ways_of_associativity`, `coherency_line_size`)."""
     names = {1: "l1d_bytes", 2: "l2_bytes", 3: "l3_bytes"}
     sizes: dict[str, int] = {}
     for index in sorted(cache_dir.glob("index*")):
@@ -189,7 +198,25 @@ def _cache_sizes(cache_dir: Path) -> dict[str, int]:
             continue
         if level in names and kind in ("Data", "Unified") and size > 0:
             sizes[names[level]] = size
+            if level == 1:
+                sizes.update(_l1_geometry(index))
     return sizes
+
+
+def _l1_geometry(index: Path) -> dict[str, int]:
+    """L1d ways and line size where sysfs reports them as positive integers."""
+    geometry: dict[str, int] = {}
+    for field, name in (
+        ("l1d_ways", "ways_of_associativity"),
+        ("line_bytes", "coherency_line_size"),
+    ):
+        try:
+            value = int((index / name).read_text())
+        except (OSError, ValueError):
+            continue
+        if value > 0:
+            geometry[field] = value
+    return geometry
 
 
 def _parse_size(text: str) -> int:

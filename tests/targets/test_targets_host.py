@@ -94,6 +94,8 @@ def test_features_read_from_cpuinfo_and_sysfs(tmp_path, monkeypatch):
         folder.mkdir(parents=True)
         for name, value in (("level", level), ("type", kind), ("size", size)):
             (folder / name).write_text(f"{value}\n")
+        (folder / "ways_of_associativity").write_text("12\n" if level == 1 else "16\n")
+        (folder / "coherency_line_size").write_text("64\n")
     features = host_cpu.read_features(cpuinfo, caches)
     assert features.model == "Test CPU"
     assert features.isa == "avx2" and features.vector_bits == 256
@@ -104,6 +106,7 @@ def test_features_read_from_cpuinfo_and_sysfs(tmp_path, monkeypatch):
         32 << 20,
     )
     assert features.ghz == pytest.approx(2.4)
+    assert (features.l1d_ways, features.line_bytes) == (12, 64)  # L1d's, not L2's
 
 
 def test_missing_files_fall_back(tmp_path, monkeypatch):
@@ -116,6 +119,7 @@ def test_missing_files_fall_back(tmp_path, monkeypatch):
         8 << 20,
     )
     assert features.ghz == host_cpu.FALLBACK_GHZ
+    assert (features.l1d_ways, features.line_bytes) == (8, 64)
 
 
 @pytest.mark.parametrize(

@@ -253,6 +253,10 @@ def test_cost_sees_a_rows_l1_set_conflicts():
     cpu = host()
     assert rows_conflict_in_l1(16, 4096, cpu) and not rows_conflict_in_l1(8, 4096, cpu)
     assert not rows_conflict_in_l1(16, 2048, cpu) and not rows_conflict_in_l1(16, 4100, cpu)
+    # The host's own associativity: a 48 KiB 12-way L1 holds 12 such rows, not 16.
+    twelve_ways = host(l1d_bytes=48 << 10, l1d_ways=12)
+    assert not rows_conflict_in_l1(12, 4096, twelve_ways) and rows_conflict_in_l1(12, 4096, cpu)
+    assert rows_conflict_in_l1(16, 4096, twelve_ways)
     tiles = {"MC": 16, "NC": 128, "KC": 256, "KU": 1, "ORDER": 1, "PACK": 0}
     for size, slower in ((512, False), (1024, True)):
         space = space_for(matmul(size, size, size), "contraction", cpu)
