@@ -10,10 +10,12 @@ from tests.payloads import MATMUL_16x8x32
 @pytest.fixture(autouse=True, scope="session")
 def _no_user_spec_libraries(tmp_path_factory):
     """Keep the developer's own spec libraries ($MLIRTUNE_SPECS, ~/.config/mlirtune/specs)
-    out of every test: compiles see only the shipped defaults unless a test adds some."""
+    out of every test: compiles see only the shipped defaults unless a test adds some. The
+    cache (measured peaks, the default tuning database) goes to a scratch folder too."""
     patch = pytest.MonkeyPatch()
     patch.delenv("MLIRTUNE_SPECS", raising=False)
     patch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
+    patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
     yield
     patch.undo()
 

@@ -10,7 +10,7 @@ import warnings
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from mlir import ir
@@ -36,6 +36,10 @@ from mlirtune.ir.context import new_context
 from mlirtune.pipeline.plan import plan_for
 from mlirtune.tune.outcome import Outcome
 from mlirtune.tune.strategies import STRATEGIES, strategy_class
+
+if TYPE_CHECKING:  # imported on use: `mlirtune --help` stays fast
+    from mlirtune.interfaces.target import Target
+    from mlirtune.tune.tuner import TuneReport
 
 EPILOG = """\
 examples:
@@ -312,9 +316,14 @@ def _print_space(space) -> None:
         print(space.to_transform_module())
 
 
-def _print_report(report, target) -> None:
+def _print_report(report: TuneReport, target: Target) -> None:
+    from mlirtune.peak import measured_peak_gflops
+    from mlirtune.targets.host_cpu import HostCPU
+
     problem = report.problem
-    peak = target.peak_gflops(problem.op.element_type) if hasattr(target, "peak_gflops") else 0
+    # Against the host's measured FMA peak (measured once per CPU, then cached).
+    dtype = problem.op.element_type
+    peak = measured_peak_gflops(target, dtype) if isinstance(target, HostCPU) else 0.0
     print(f"{label(problem.workload.describe())}: baseline vs best")  # not wrapped as a title
     table = Table()
     for column in ("config", "median ms", "95% CI ms", "GFLOP/s", "% peak", "speedup"):

@@ -153,13 +153,6 @@ class HostCPU(Target):
         f = self.features
         return f"x86_64-{f.isa}" if f.arch == "x86_64" and f.isa in ("avx512", "avx2") else None
 
-    def peak_gflops(self, dtype: str = "f32") -> float:
-        """A rough per-core FMA peak: lanes x 2 flops x FMA_UNITS pipes x clock. An estimate
-        for reporting efficiency, not a measurement: the clock is /proc/cpuinfo's current
-        "cpu MHz" (boost and AVX-512 down-clocking are ignored) and some cores split a
-        512-bit FMA over two 256-bit pipes."""
-        return self.lanes(dtype) * 2 * FMA_UNITS * self.features.ghz
-
     def lanes(self, dtype: str) -> int:
         """Elements of the compute type of `dtype` per vector register."""
         return max(1, self.features.vector_bits // COMPUTE_BITS.get(dtype, 32))

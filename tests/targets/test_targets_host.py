@@ -156,15 +156,11 @@ def test_unknown_override_is_a_usage_error():
         host(isa="avx1024")
 
 
-def test_fingerprint_and_peak():
+def test_fingerprint():
     fingerprint = host().fingerprint()
     assert fingerprint["isa"] == "avx512" and fingerprint["model"] == "test avx512"
     assert fingerprint["flags"] == ["avx2", "avx512f", "fma"]
     assert fingerprint["l1d_bytes"] == 32 << 10
-    # 16 f32 lanes x 2 flops x 2 FMA pipes x 2 GHz; f64 has half the lanes, bf16 runs in f32.
-    assert host().peak_gflops("f32") == pytest.approx(128.0)
-    assert host().peak_gflops("f64") == pytest.approx(64.0)
-    assert host().peak_gflops("bf16") == host().peak_gflops("f32")
 
 
 # --- the selector -------------------------------------------------------------------------

@@ -1,0 +1,82 @@
+"""A micro-kernel that only multiplies and adds: the host's FMA throughput, measured.
+
+`CHAINS` independent accumulators of one vector register each are updated by
+`acc = acc * b + c` for `STEPS` steps: enough independent chains to cover the FMA latency
+of every pipe, and no memory traffic inside the loop. With b = 0.5 and c = 1 every chain
+converges to exactly 2, so the result verifies like any workload, and it is stored, so
+the loop cannot be optimised away.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from mlir import ir
+from mlir.dialects import arith, scf, vector
+
+from mlirtune.interfaces.dtype import dtype_named
+from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
+from mlirtune.workloads.base import PayloadWorkload
+from mlirtune.workloads.payload import build_payload
+
+# Independent accumulators: two FMA pipes with a 4-cycle latency need 8; 16 leaves room
+# for cores with more pipes or a longer latency, and fits any 32-register file.
+CHAINS = 16
+STEPS = 4096
+B_VALUE, C_VALUE, LIMIT = 0.5, 1.0, 2.0  # acc -> acc * 0.5 + 1 converges to 2, exactly
+
+
+class FmaPeak(PayloadWorkload):
+    """CHAINS x lanes FMAs per step for STEPS steps, on one vector width."""
+
+    name = "fma_peak"
+    description = "independent vector FMA chains in registers: the core's FMA throughput"
+    parameters = (Param("lanes", int, 16, "f32 elements per vector register"),)
+
+    def arguments(self) -> list[ArgSpec]:
+        f32, lanes = dtype_named("f32"), self.options["lanes"]
+        return [
+            ArgSpec("b", (lanes,), f32),
+            ArgSpec("c", (lanes,), f32),
+            ArgSpec("out", (CHAINS, lanes), f32, is_output=True),
+        ]
+
+    def make_inputs(self) -> list[np.ndarray]:
+        lanes = self.options["lanes"]
+        return [np.full(lanes, B_VALUE, np.float32), np.full(lanes, C_VALUE, np.float32)]
+
+    def payload_module(self) -> ir.Module:
+        lanes = self.options["lanes"]
+
+        def body(inputs: list[ir.Value], inits: list[ir.Value]) -> list[ir.Value]:
+            f32, index = ir.F32Type.get(), ir.IndexType.get()
+            row = ir.VectorType.get([lanes], f32)
+            pad = arith.constant(f32, 0.0)
+            zero_index = arith.constant(index, 0)
+            identity = ir.AffineMapAttr.get(ir.AffineMap.get_identity(1))
+            b, c = (
+                vector.transfer_read(row, source, [zero_index], identity, pad, [True])
+                for source in inputs
+            )
+            start = arith.constant(
+                row, ir.DenseElementsAttr.get_splat(row, ir.FloatAttr.get(f32, 0.0))
+            )
+            loop = scf.ForOp(
+                zero_index, arith.constant(index, STEPS), arith.constant(index, 1), [start] * CHAINS
+            )
+            with ir.InsertionPoint(loop.body):
+                scf.YieldOp([vector.fma(acc, b, c) for acc in loop.inner_iter_args])
+            store = ir.AffineMapAttr.get(ir.AffineMap.get_minor_identity(2, 1))
+            result = inits[0]
+            for chain, acc in enumerate(loop.results):
+                where = [arith.constant(index, chain), zero_index]
+                result = vector.transfer_write(result.type, acc, result, where, store, [True])
+            return [result]
+
+        return build_payload(self.arguments(), body)
+
+    def reference(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        return [np.full((CHAINS, self.options["lanes"]), LIMIT, np.float32)]
+
+    def get_complexity(self) -> Complexity:
+        lanes = self.options["lanes"]
+        return Complexity(flops=2 * STEPS * CHAINS * lanes, bytes_read=8 * lanes, bytes_written=0)

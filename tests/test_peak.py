@@ -1,0 +1,74 @@
+"""The measured FMA peak: a JIT micro-benchmark, cached per CPU fingerprint, and never
+trusted when its cache entry is corrupt."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mlirtune import peak
+from mlirtune.api import engine_for
+from mlirtune.targets.host_cpu import HostCPU
+from mlirtune.toolchain import digest
+from mlirtune.workloads.fma_peak import CHAINS, STEPS, FmaPeak
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    return tmp_path / "mlirtune" / "peaks.json"
+
+
+@pytest.fixture
+def measurements(monkeypatch):
+    """Count measurements instead of running them: each returns 100 GFLOP/s."""
+    calls = []
+
+    def measure(target):
+        calls.append(target)
+        return 100.0
+
+    monkeypatch.setattr(peak, "measure_f32_peak", measure)
+    return calls
+
+
+def test_measured_once_per_cpu_then_cached(cache, measurements):
+    target = HostCPU()
+    assert peak.measured_peak_gflops(target, "f32") == 100.0
+    assert peak.measured_peak_gflops(target, "f64") == 50.0  # half the lanes
+    assert peak.measured_peak_gflops(target, "bf16") == 100.0  # computed in f32
+    assert len(measurements) == 1
+    assert json.loads(cache.read_text()) == {digest(target.fingerprint()): 100.0}
+    other = HostCPU(l2_bytes=2 << 20)  # another CPU, another fingerprint
+    peak.measured_peak_gflops(other)
+    assert len(measurements) == 2 and len(json.loads(cache.read_text())) == 2
+
+
+@pytest.mark.parametrize(
+    "content", ["{not json", "[1, 2]", '{"KEY": -3}', '{"KEY": "fast"}', '{"KEY": NaN}', ""]
+)
+def test_a_corrupt_cache_is_measured_again(cache, measurements, content):
+    target = HostCPU()
+    cache.parent.mkdir(parents=True)
+    cache.write_text(content.replace("KEY", digest(target.fingerprint())))
+    assert peak.measured_peak_gflops(target) == 100.0
+    assert len(measurements) == 1
+    assert json.loads(cache.read_text()) == {digest(target.fingerprint()): 100.0}
+
+
+def test_an_unwritable_cache_only_means_measuring_again(tmp_path, monkeypatch, measurements):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))  # a file where a folder must go
+    assert peak.measured_peak_gflops(HostCPU()) == 100.0
+    assert peak.measured_peak_gflops(HostCPU()) == 100.0
+    assert len(measurements) == 2
+
+
+@pytest.mark.jit
+def test_the_micro_benchmark_verifies_and_counts_its_flops():
+    workload = FmaPeak(lanes=HostCPU().lanes("f32"))
+    assert engine_for(HostCPU(), use_specs=False).execute(workload).verification.ok
+    assert workload.get_complexity().flops == 2 * STEPS * CHAINS * workload.options["lanes"]
+    assert peak.measure_f32_peak(HostCPU()) > 0
