@@ -20,6 +20,8 @@ loops over C, before and after the packed loop nest.
 
 from __future__ import annotations
 
+import math
+
 from mlir import ir
 from mlir.dialects import transform
 from mlir.dialects.transform import structured
@@ -30,6 +32,8 @@ from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config
 from mlirtune.schedules.builder import ScheduleBuilder
 
+# K rows (of B) or columns (of A) each vectorised packing copy moves.
+COPY_ROWS = 8
 # PACK knob values: no packing (the unpacked path), B's panels, or A's and B's.
 PACK_NONE, PACK_B, PACK_AB = 0, 1, 2
 
@@ -104,14 +108,20 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         s.tile(contraction, [0, 0, 1], step="k_step")
         function = s.match(s.root, ["func.func"], step="match_function_again")
         s.canonicalize(function, step="fold_unit_pads")
-        # The packing copies, B's first (it is hoisted further out), as whole-panel vectors.
-        sizes = [size for name, size in (("b", [kc, nr]), ("a", [mr, kc])) if hoists[name]]
-        if sizes:
-            with s.at("vectorize_packing_copies"):
-                pads = s.match(s.root, ["tensor.pad"])
-                copies = transform.SplitHandleOp([any_op] * len(sizes), pads).results
-                for copy, vector_sizes in zip(copies, sizes, strict=True):
-                    structured.VectorizeOp(copy, vector_sizes=vector_sizes)
+        # The packing copies, B's first (it is hoisted further out), a few K rows at a time:
+        # whole-panel vectors would unroll into KC rows of code per panel.
+        rows = math.gcd(kc, COPY_ROWS)
+        copies = [
+            (name, tile) for name, tile in (("b", [rows, 0]), ("a", [0, rows])) if hoists[name]
+        ]
+        if copies:
+            pads = s.match(s.root, ["tensor.pad"], step="match_packing_copies")
+            handles = transform.SplitHandleOp([any_op] * len(copies), pads).results
+            for handle, (name, tile) in zip(handles, copies, strict=True):
+                tiled, _ = s.tile(handle, tile, step=f"tile_pack_{name}")
+                sizes = [rows, nr] if name == "b" else [mr, rows]
+                with s.at(f"vectorize_pack_{name}"):
+                    structured.VectorizeOp(tiled, vector_sizes=sizes)
         s.vectorize_linalg(function)
         s.hoist_invariant_subsets(function)
         s.lower_vectors(function)
