@@ -69,10 +69,21 @@ def plan_for(
     is rewritten): `pipeline` (a descriptor, its name or YAML path; default: looked up for
     the workload), `specs` (None: no spec library) and explicit `parameters`."""
     with new_context(), ir.Location.unknown():
-        module, roots = annotated_payload(workload)
-        if not isinstance(pipeline, Descriptor):
-            pipeline = resolve_descriptor(pipeline, target, descriptor_names(workload, roots))
-        return plan_lowering(module, roots, pipeline, target, specs, parameters)
+        return _prepared(workload, target, pipeline, specs, parameters)[1]
+
+
+def _prepared(
+    workload: Workload,
+    target: Target,
+    pipeline: str | Path | Descriptor | None,
+    specs: SpecSet | None,
+    parameters: dict[str, int] | None,
+) -> tuple[ir.Module, Lowering]:
+    """The annotated payload and its lowering plan, in the current context."""
+    module, roots = annotated_payload(workload)
+    if not isinstance(pipeline, Descriptor):
+        pipeline = resolve_descriptor(pipeline, target, descriptor_names(workload, roots))
+    return module, plan_lowering(module, roots, pipeline, target, specs, parameters)
 
 
 def planned_schedule(
@@ -86,8 +97,6 @@ def planned_schedule(
     current context; None when that pipeline has no schedule stage."""
     target = target or HostCPU()
     specs = specs if specs is not None else SpecSet.for_target(target)
-    module, roots = annotated_payload(workload)
-    descriptor = resolve_descriptor(None, target, descriptor_names(workload, roots))
-    lowering = plan_lowering(module, roots, descriptor, target, specs, parameters)
+    _, lowering = _prepared(workload, target, None, specs, parameters)
     modules = schedule_modules(lowering)
     return modules[0] if modules else None

@@ -64,11 +64,7 @@ class HostFamily(LibraryFamily):
     target_kinds = ("host",)
 
     def cpu(self, target: Target, stage: str) -> HostCPU:
-        """`target` as the HostCPU it must be; a UsageError naming both otherwise."""
-        if not isinstance(target, HostCPU):
-            what = "parameter selector" if stage == "select" else "search space"
-            raise self.uncovered(target, what, stage)
-        return target
+        return self.require(target, HostCPU, stage)
 
     def lanes(self, op: OpInfo, target: Target) -> int:
         return self.cpu(target, "space").lanes(op.element_type)

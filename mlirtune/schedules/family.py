@@ -8,6 +8,7 @@ default), the analytic selector per target kind, the constraints and the cost mo
 from __future__ import annotations
 
 from abc import abstractmethod
+from typing import TypeVar
 
 import z3
 
@@ -15,6 +16,8 @@ from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Domains, ScheduleFamily
 from mlirtune.interfaces.target import Target
+
+KindT = TypeVar("KindT", bound=Target)
 
 
 class LibraryFamily(ScheduleFamily):
@@ -70,13 +73,17 @@ class LibraryFamily(ScheduleFamily):
         """Whether the family has a selector and a model for `target`'s kind."""
         return target.name in self.target_kinds
 
-    def uncovered(self, target: Target, what: str, stage: str) -> UsageError:
-        """The error for a target whose kind this family does not cover."""
-        return UsageError(
-            f"schedule {self.name} has no {what} for target {target.name}; it covers "
-            f"{', '.join(self.target_kinds)}",
-            stage=stage,
-        )
+    def require(self, target: Target, kind: type[KindT], stage: str) -> KindT:
+        """`target` as the `kind` of target the family's model reads its facts from; a
+        UsageError naming the family and the target otherwise ("select" or "space")."""
+        if not isinstance(target, kind):
+            what = "parameter selector" if stage == "select" else "search space"
+            raise UsageError(
+                f"schedule {self.name} has no {what} for target {target.name}; it covers "
+                f"{', '.join(self.target_kinds)}",
+                stage=stage,
+            )
+        return target
 
     # --- search space --------------------------------------------------------------------
 

@@ -109,11 +109,7 @@ class GpuContraction(LibraryFamily):
     # --- selector, constraints and cost model (NVIDIA GPUs) --------------------------------
 
     def gpu(self, target: Target, stage: str) -> NvidiaGPU:
-        """`target` as the NvidiaGPU it must be; a UsageError naming both otherwise."""
-        if not isinstance(target, NvidiaGPU):
-            what = "parameter selector" if stage == "select" else "search space"
-            raise self.uncovered(target, what, stage)
-        return target
+        return self.require(target, NvidiaGPU, stage)
 
     def choose(self, op: OpInfo, target: Target) -> Config:
         """The largest divisors of M and N up to the block defaults, then of the block tiles
