@@ -1,16 +1,20 @@
 """The Target interface: what a compilation target is, as facts.
 
-A target names its descriptor folders, its identity for keying tuning results, the LLVM
-features code for it must keep to, and its shipped spec library. It holds no per-schedule
-formulas: each schedule family (mlirtune.interfaces.schedule) reads the facts it needs
-from the concrete target (e.g. HostCPU's vector width, registers and caches) and chooses
-its own parameters. Callers hold a Target and never branch on which one it is.
+A target names its descriptor folders, its identity for keying tuning results, the hardware
+class tuned results carry over within, the LLVM features code for it must keep to, and its
+shipped spec libraries. It holds no per-schedule formulas: each schedule family
+(mlirtune.interfaces.schedule) reads the facts it needs from the concrete target (e.g.
+HostCPU's vector width, registers and caches) and chooses its own parameters. Callers
+hold a Target and never branch on which one it is.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
+
+# The hardware class of a target that cannot tell which one it is.
+UNKNOWN_CLASS = "unknown"
 
 
 class Target(ABC):
@@ -38,6 +42,14 @@ class Target(ABC):
         `nvvm-attach-target`), with source "target"; a run cannot override them."""
         return {}
 
+    def hardware_class(self) -> str:
+        """A short stable name of the hardware class tuned configs carry over within (the
+        same core design and cache hierarchy, e.g. "amd-zen4"); UNKNOWN_CLASS when the
+        target cannot tell. Spec entries record it; entries of another class are not
+        applied (see mlirtune.specs.specset)."""
+        return UNKNOWN_CLASS
+
     def spec_library_name(self) -> str | None:
-        """The name of the default spec library shipped for this target, if any."""
+        """The stem of the spec libraries shipped for this target's ISA, if any: one per
+        hardware class they were tuned on, `<stem>-<class>.mlir` (e.g. x86_64-avx512)."""
         return None

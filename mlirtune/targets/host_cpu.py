@@ -1,8 +1,9 @@
 """The host CPU target, as facts: feature detection, ISA tables and what follows from them.
 
 `detect_features` reads what the kernel reports about the CPU (ISA flags, vector width,
-per-core cache sizes); `HostCPU` turns those into descriptor folders to search, a
-fingerprint, the LLVM features the JIT must keep to, and vector lanes per element type.
+per-core cache sizes, vendor, family and model); `HostCPU` turns those into descriptor
+folders to search, a fingerprint, a CPU class, the LLVM features the JIT must keep to, and
+vector lanes per element type.
 Choosing schedule parameters from these facts is each schedule family's job
 (mlirtune.schedules, with the shared host model in mlirtune.schedules.cpu_model).
 """
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mlirtune.interfaces.errors import UsageError
-from mlirtune.interfaces.target import Target
+from mlirtune.interfaces.target import UNKNOWN_CLASS, Target
 
 # (vector bits, vector registers) per ISA level on x86-64; "generic" is a 128-bit baseline.
 ISA_VECTORS = {"avx512": (512, 32), "avx2": (256, 16), "sse": (128, 16), "generic": (128, 16)}
@@ -31,10 +32,29 @@ FALLBACK_CACHES = {
     "l2_bytes": 1 << 20,
     "l3_bytes": 8 << 20,
     "l1d_ways": 8,
+    "l2_ways": 8,
+    "l3_ways": 16,
     "line_bytes": 64,
 }
 FALLBACK_GHZ = 3.0
 FMA_UNITS = 2
+
+# CPU classes: tuned configs carry over between CPUs of one class (one core design and cache
+# hierarchy), not across classes. (vendor_id, cpu family, model ranges or None for every
+# model, name); the first row that matches names the class. Model numbers as Linux assigns
+# them: arch/x86/kernel/cpu/amd.c (Zen generations) and asm/intel-family.h.
+AMD, INTEL = "AuthenticAMD", "GenuineIntel"
+CPU_CLASSES: tuple[tuple[str, int, tuple[range, ...] | None, str], ...] = (
+    (AMD, 0x19, (range(0x10, 0x20), range(0x60, 0xB0)), "amd-zen4"),
+    (AMD, 0x19, None, "amd-zen3"),
+    (AMD, 0x1A, None, "amd-zen5"),
+    (INTEL, 6, (range(0x8F, 0x90),), "intel-sapphire-rapids"),
+    (INTEL, 6, (range(0xCF, 0xD0),), "intel-emerald-rapids"),
+    (INTEL, 6, (range(0xAD, 0xAF),), "intel-granite-rapids"),
+    (INTEL, 6, (range(0x6A, 0x6B), range(0x6C, 0x6D)), "intel-ice-lake-sp"),
+    (INTEL, 6, (range(0x55, 0x56),), "intel-skylake-sp"),
+)
+VENDOR_NAMES = {AMD: "amd", INTEL: "intel"}  # in the generic "<vendor>-f<family>-m<model>"
 
 # Bits of the type arithmetic runs in: bf16 (and f16) products are computed in f32.
 COMPUTE_BITS = {"f64": 64, "f32": 32, "bf16": 32, "f16": 32}
@@ -56,7 +76,12 @@ class CpuFeatures:
     cores: int
     ghz: float = FALLBACK_GHZ
     l1d_ways: int = 8  # associativity of L1d: how many lines of one set it holds
+    l2_ways: int = 8
+    l3_ways: int = 16
     line_bytes: int = 64  # L1d line size
+    vendor: str = ""  # cpuinfo's vendor_id, e.g. AuthenticAMD or GenuineIntel
+    family: int = 0  # cpuinfo's cpu family and model numbers (0: not reported)
+    model_number: int = 0
 
 
 @functools.cache
@@ -86,6 +111,9 @@ def read_features(cpuinfo: Path, cache_dir: Path) -> CpuFeatures:
         **{**FALLBACK_CACHES, **_cache_sizes(cache_dir)},
         cores=os.cpu_count() or 1,
         ghz=mhz / 1000 if mhz else FALLBACK_GHZ,
+        vendor=info.get("vendor_id", ""),
+        family=int(_number(info.get("cpu family", "")) or 0),
+        model_number=int(_number(info.get("model", "")) or 0),
     )
 
 
@@ -141,6 +169,24 @@ class HostCPU(Target):
             "l3_bytes": f.l3_bytes,
         }
 
+    def cpu_class(self) -> str:
+        """The CPU class from cpuinfo's vendor, family and model: a name from CPU_CLASSES,
+        else "<vendor>-f<family>-m<model>" (e.g. "intel-f6-m151"), or "unknown" when
+        cpuinfo reports none of them."""
+        f = self.features
+        for vendor, family, models, name in CPU_CLASSES:
+            if (f.vendor, f.family) == (vendor, family) and (
+                models is None or any(f.model_number in r for r in models)
+            ):
+                return name
+        if not (f.vendor or f.family or f.model_number):
+            return UNKNOWN_CLASS
+        vendor = VENDOR_NAMES.get(f.vendor) or re.sub(r"[^a-z0-9]+", "", f.vendor.lower())
+        return f"{vendor or UNKNOWN_CLASS}-f{f.family}-m{f.model_number}"
+
+    def hardware_class(self) -> str:
+        return self.cpu_class()
+
     def llvm_target_features(self) -> list[str]:
         """A target below the host's ISA (e.g. `isa="avx2"` on an AVX-512 host) turns the
         host's wider features off; the JIT would use them otherwise. LLVM turns off every
@@ -178,9 +224,10 @@ def _cpuinfo_fields(path: Path) -> dict[str, str]:
 
 
 def _cache_sizes(cache_dir: Path) -> dict[str, int]:
-    """Per-core data/unified cache sizes from sysfs `index*/{level,type,size}`, and L1d's
-    associativity and line size (`ways_of_associativity`, `coherency_line_size`)."""
+    """Per-core data/unified cache sizes from sysfs `index*/{level,type,size}`, each level's
+    associativity (`ways_of_associativity`) and L1d's line size (`coherency_line_size`)."""
     names = {1: "l1d_bytes", 2: "l2_bytes", 3: "l3_bytes"}
+    ways = {1: "l1d_ways", 2: "l2_ways", 3: "l3_ways"}
     sizes: dict[str, int] = {}
     for index in sorted(cache_dir.glob("index*")):
         try:
@@ -191,18 +238,17 @@ def _cache_sizes(cache_dir: Path) -> dict[str, int]:
             continue
         if level in names and kind in ("Data", "Unified") and size > 0:
             sizes[names[level]] = size
+            fields = [(ways[level], "ways_of_associativity")]
             if level == 1:
-                sizes.update(_l1_geometry(index))
+                fields.append(("line_bytes", "coherency_line_size"))
+            sizes.update(_positive_fields(index, fields))
     return sizes
 
 
-def _l1_geometry(index: Path) -> dict[str, int]:
-    """L1d ways and line size where sysfs reports them as positive integers."""
+def _positive_fields(index: Path, fields: list[tuple[str, str]]) -> dict[str, int]:
+    """{field: value} of the sysfs files `index/name` that hold a positive integer."""
     geometry: dict[str, int] = {}
-    for field, name in (
-        ("l1d_ways", "ways_of_associativity"),
-        ("line_bytes", "coherency_line_size"),
-    ):
+    for field, name in fields:
         try:
             value = int((index / name).read_text())
         except (OSError, ValueError):

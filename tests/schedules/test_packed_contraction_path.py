@@ -6,8 +6,10 @@ from __future__ import annotations
 import pytest
 from mlir import ir
 
+from mlirtune.api import engine_for
 from mlirtune.engine import MlirJitEngine
 from mlirtune.interfaces.errors import MlirtuneError
+from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads import BatchMatmul, Matmul, Mlp
 
 pytestmark = pytest.mark.jit
@@ -71,10 +73,11 @@ def test_b_panels_are_packed_per_block_and_a_panels_with_pack_2(engine):
 
 def test_the_selector_packs_operands_past_l2_and_they_verify(engine):
     # B is 8 MiB, past any current core's L2; 96 rows divide into register tiles of 6 or 8
-    # (AVX2 or AVX-512), so the packed blocks are whole on any x86-64 host.
+    # (AVX2 or AVX-512), so the packed blocks are whole on any x86-64 host; C's 96-row
+    # panel stays in L2 beside B's block, and A is read in place (PACK=1).
     workload = Matmul(M=96, N=2048, K=1024)
     plan = engine.plan(workload)
-    assert plan.values["PACK"] == 2 and plan.sources["PACK"] == "selector"
+    assert plan.values["PACK"] == 1 and plan.sources["PACK"] == "selector"
     assert engine.execute(workload).verification.ok
 
 
@@ -103,4 +106,31 @@ def test_a_combination_the_packed_path_cannot_take_names_the_constraint(
 def test_prime_shapes_stay_on_the_peeled_path(engine):
     workload = Matmul(M=97, N=101, K=103)
     assert engine.plan(workload).values["PACK"] == 0
+    assert engine.execute(workload).verification.ok
+
+
+# A host whose small caches put these small operands past L2, so the selector packs them
+# where whole blocks exist, whatever the machine running the tests.
+SMALL_CACHES = HostCPU(
+    l1d_bytes=8 << 10, l1d_ways=8, l2_bytes=64 << 10, l2_ways=8, l3_bytes=1 << 20
+)
+
+
+@pytest.mark.parametrize(
+    ("workload", "pack"),
+    [
+        (Matmul(M=128, N=256, K=256), 2),  # square-ish: whole blocks, A and B packed
+        (Mlp(M=128, N=256, K=256), 2),  # bias and ReLU after the packed nest
+        (Matmul(M=100, N=99, K=101), 0),  # odd: no whole panels, peeled instead
+        (Matmul(M=97, N=89, K=83), 0),  # prime
+        (Matmul(M=1, N=256, K=512), 0),  # skinny: a row vector times B
+        (Matmul(M=256, N=1, K=512), 0),  # one column
+        (BatchMatmul(B=4, M=64, N=256, K=128), 0),  # batched: the unpacked nest per batch
+    ],
+    ids=["square", "mlp", "odd", "prime", "m1", "n1", "batch"],
+)
+def test_selected_kernels_verify_on_every_shape_class(workload, pack):
+    engine = engine_for(SMALL_CACHES, use_specs=False)
+    plan = engine.plan(workload)
+    assert plan.values["PACK"] == pack
     assert engine.execute(workload).verification.ok

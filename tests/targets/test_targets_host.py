@@ -200,10 +200,10 @@ def test_contraction_choices_respect_the_model(features, dtype, shape):
 def test_register_tile_follows_the_isa():
     op = matmul_op(512, 512, 512)
     chosen = select(host(), "contraction", op)
-    # 32 KiB L1 / 1 MiB L2: the operands pass L2, so A and B are packed (Goto/BLIS): A's
-    # micro-panel 8 x 256 in a quarter of L1, the packed A block 256 x 256 in a quarter of
-    # L2 and the packed B block 256 x 512 in half of it.
-    expected = {"MC": 256, "NC": 512, "KC": 256, "MR": 8, "NR": 32, "PACK": 2}
+    # 32 KiB L1 / 1 MiB L2: B passes L2, so it is packed (Goto/BLIS), with blocks from the
+    # cache model (tests/schedules/test_blocking_model.py): A's micro-panel 8 x 512 in half
+    # of L1, the A block 256 x 512 in L2, C's 512 x 128 panel and B's block beside it.
+    expected = {"MC": 256, "NC": 128, "KC": 512, "MR": 8, "NR": 32, "PACK": 1}
     assert {key: chosen[key] for key in expected} == expected
     avx2 = select(host(isa="avx2"), "contraction", op)
     assert avx2["NR"] == 16 and avx2["MR"] <= 6
@@ -226,14 +226,15 @@ def test_smaller_l1_gives_shorter_k_panels():
     small = select(host(l1d_bytes=8 << 10), "contraction", op)
     large = select(host(l1d_bytes=64 << 10), "contraction", op)
     assert small["KC"] < large["KC"]
-    assert small["MR"] * small["KC"] * 4 <= (8 << 10) // 4, "A's micro-panel in L1/4"
+    assert small["MR"] * small["KC"] * 4 <= (8 << 10) // 2, "A's micro-panel in L1/2"
 
 
 def test_divisors_close_to_the_model_are_preferred():
-    # A quarter of L1 holds 8 x 256 f32 of A; 240 divides K=720 and is within 25% of it.
-    chosen = select(host(), "contraction", matmul_op(512, 512, 720))
-    assert chosen["KC"] == 240
-    assert select(host(), "contraction", matmul_op(512, 512, 1024))["KC"] == 256
+    # Unpacked (B stays in half of L2): a quarter of L1 holds 8 x 256 f32 of A; 240
+    # divides K=720 and is within 25% of it.
+    chosen = select(host(), "contraction", matmul_op(512, 128, 720))
+    assert (chosen["KC"], chosen["PACK"]) == (240, 0)
+    assert select(host(), "contraction", matmul_op(512, 128, 1024))["KC"] == 256
     # M=480: rows 8 (the register budget's target) divides it; 12 columns do not fit.
     chosen = select(host(), "contraction", matmul_op(480, 512, 512))
     assert 480 % chosen["MR"] == 0
@@ -245,9 +246,11 @@ def test_small_outputs_are_one_cache_tile():
 
 
 def test_operands_past_l2_are_packed_in_blocks_that_divide_the_shape():
-    # Llama-2-7B's 11008 columns: the block nearest half of L2 that divides N, by ratio.
+    # Llama-2-7B's 11008 columns, in blocks whose C panel stays in L2; K=11008 in the
+    # largest whole block within the model's 512.
     chosen = select(host(), "contraction", matmul_op(256, 11008, 4096))
-    assert chosen["PACK"] == 2 and (chosen["NC"], chosen["KC"]) == (256, 256)
+    assert chosen["PACK"] == 1 and (chosen["NC"], chosen["KC"]) == (256, 512)
+    assert select(host(), "contraction", matmul_op(256, 4096, 11008))["KC"] == 344
     # No block of whole register tiles divides a prime N: the unpacked, peeled kernel.
     assert select(host(), "contraction", matmul_op(1000, 997, 1001))["PACK"] == 0
 
@@ -355,18 +358,3 @@ def test_a_lower_isa_keeps_the_jit_within_it(isa, features):
     expected = [f'#llvm.target_features<["{features[0]}"]>' if features else None]
     assert seen and set(seen) == set(expected)
     assert engine.execute(workload).verification.ok
-
-
-@pytest.mark.parametrize(
-    "l1d, l2, blocks",
-    [
-        (32 << 10, 1 << 20, (256, 512, 256)),  # AMD Zen 4 class: 32 KiB L1d, 1 MiB L2
-        (48 << 10, 2 << 20, (512, 1024, 256)),  # Intel Sapphire Rapids class: 48 KiB, 2 MiB
-    ],
-    ids=["amd-like", "intel-like"],
-)
-def test_packed_blocks_follow_the_cache_geometry(l1d, l2, blocks):
-    # KC: A's 8 x KC micro-panel in a quarter of L1 (a power of two dividing K); MC: the
-    # packed A block in a quarter of L2; NC: the packed B block in half of it.
-    chosen = select(host(l1d_bytes=l1d, l2_bytes=l2), "contraction", matmul_op(2048, 2048, 2048))
-    assert (chosen["MC"], chosen["NC"], chosen["KC"], chosen["PACK"]) == (*blocks, 2)

@@ -37,6 +37,16 @@ def _floor(space, rows: str, columns: str, lanes: int) -> int:
     return min(8, max(space.domains[rows]) * _vectors(max(space.domains[columns]), lanes))
 
 
+def packed_blocks_fit(c, f) -> bool:
+    """A's packed block and a B micro-panel in L2's ways but one; B's block and A's in
+    L3's ways but one."""
+    l2_way, l3_way = f.l2_bytes // f.l2_ways, f.l3_bytes // f.l3_ways
+    a_block, b_block, b_panel = (4 * c["KC"] * c[x] for x in ("MC", "NC", "NR"))
+    in_l2 = math.ceil(a_block / l2_way) + math.ceil(b_panel / l2_way) <= f.l2_ways - 1
+    in_l3 = math.ceil(b_block / l3_way) + math.ceil(a_block / l3_way) <= f.l3_ways - 1
+    return in_l2 and in_l3
+
+
 def contraction_ok(c, op, cpu, floor):
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
     f, lanes = cpu.features, cpu.lanes("f32")
@@ -55,7 +65,8 @@ def contraction_ok(c, op, cpu, floor):
         and (c["NC"] % c["NR"] == 0 or c["NC"] == n)
         and all(t <= lanes or t == 2 * lanes for t in (c["NC"] % c["NR"], n % c["NC"] % c["NR"]))
         and c["MR"] * c["KC"] * 4 <= f.l1d_bytes // 2
-        and c["KC"] * c["NC"] * 4 <= f.l2_bytes
+        and (c["PACK"] > 0 or c["KC"] * c["NC"] * 4 <= f.l2_bytes)
+        and (c["PACK"] == 0 or packed_blocks_fit(c, f))
         and (c["PACK"] > 0 or c["MC"] * c["NC"] * 4 <= 32 << 10 or whole_output)
         and c["KC"] % c["KU"] == 0
         and (c["KU"] == 1 or k % c["KC"] == 0)
@@ -225,7 +236,7 @@ def test_selector_choice_is_in_the_space(size):
     space = space_for(op, "contraction", cpu)
     chosen = {**FAMILIES["contraction"].select(op, cpu), "KU": 1, "ORDER": 1}
     assert space.violations(chosen) == []
-    assert chosen["PACK"] == (0 if size <= 256 else 2)  # packed once operands leave L2
+    assert (chosen["PACK"] > 0) == (size > 256)  # B packed once operands leave L2
 
 
 def test_contraction_space_sizes():

@@ -8,14 +8,17 @@ the micro-kernel with the shared host model (mlirtune.schedules.cpu_model).
 
 from __future__ import annotations
 
-import math
-
 import z3
 
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, Domains, KnobVariables
-from mlirtune.schedules.contraction.packed import PACK_AB, PACK_NONE, unpackable
+from mlirtune.schedules.contraction.blocking import (
+    blis_blocking,
+    packed_blocks_in_caches,
+    whole_block,
+)
+from mlirtune.schedules.contraction.packed import PACK_AB, PACK_B, PACK_NONE
 from mlirtune.schedules.cpu_model import (
     ACCUMULATOR_CYCLES,
     L2_BROADCAST_CYCLES,
@@ -79,7 +82,9 @@ def select(op: OpInfo, cpu: HostCPU) -> Config:
     sized to half of L1, because every column tile of the block re-reads it, and the
     B block (KC x NC) to half of L2, within OUTPUT_BLOCK_BYTES of output: few rows,
     many columns (16 x 512 f32 on a 32 KiB L1 / 1 MiB L2 core, measured 1.00x numpy at
-    1024^3 against 0.84x for a 64 x 128 block).
+    1024^3 against 0.84x for a 64 x 128 block). A matmul whose B passes half of L2 and
+    whose shape has whole blocks takes the packed path instead, blocked by the cache
+    model (blocking.py).
     """
     f = cpu.features
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
@@ -92,8 +97,8 @@ def select(op: OpInfo, cpu: HostCPU) -> Config:
     if m * n * size_out + (m + n) * kc * size_in <= f.l2_bytes:
         mc, nc = m, n
     else:
-        packed = _packed_blocks(op, cpu, mr, nr, kc)
-        if op.kind == "matmul" and b_past_l2(op, cpu) and unpackable(op, packed) is None:
+        packed = _packed_blocks(op, cpu, mr, nr)
+        if op.kind == "matmul" and b_past_l2(op, cpu) and packed is not None:
             return packed
         block = OUTPUT_BLOCK_BYTES // size_out
         a_rows = f.l1d_bytes // 2 // (kc * size_in)
@@ -111,24 +116,21 @@ def b_past_l2(op: OpInfo, cpu: HostCPU) -> bool:
     return b_bytes * op.dims.get("B", 1) > cpu.features.l2_bytes // 2
 
 
-def _packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int, kc: int) -> Config:
-    """Goto/BLIS blocks for operands past L2: KC as for the unpacked kernel, the packed A
-    block (MC x KC) in a quarter of L2 and the packed B block (KC x NC) in half of it,
-    A and B both packed."""
-    f = cpu.features
-    m, n = op.dims["M"], op.dims["N"]
-    size_in = element_bytes(op.element_type)
-    mc = _divisor_near(m, f.l2_bytes // 4 // (kc * size_in), mr)
-    nc = _divisor_near(n, f.l2_bytes // 2 // (kc * size_in), nr)
-    return {"MC": mc, "NC": nc, "KC": kc, "MR": mr, "NR": nr, "PACK": PACK_AB}
-
-
-def _divisor_near(size: int, target: int, step: int) -> int:
-    """The divisor of `size` that is a multiple of `step` closest to `target` (by ratio),
-    so packed blocks are whole; `size` itself when no such divisor exists (the packed path
-    is then not taken, see `unpackable`)."""
-    divisors = [d for d in range(step, size + 1, step) if size % d == 0]
-    return min(divisors, key=lambda d: abs(math.log(d / max(1, target))), default=size)
+def _packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
+    """Goto/BLIS blocks for operands past L2: the largest whole blocks within the analytical
+    model's bounds (blocking.py), B packed and A too where the model says so; None when
+    the shape has no whole blocks."""
+    m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
+    bounds = blis_blocking(cpu.features, mr, nr, element_bytes(op.element_type), m)
+    mc, nc, kc = (
+        whole_block(m, bounds.mc, mr),
+        whole_block(n, bounds.nc, nr),
+        whole_block(k, bounds.kc, 1),
+    )
+    if mc is None or nc is None or kc is None:
+        return None
+    pack = PACK_AB if bounds.pack_a else PACK_B
+    return {"MC": mc, "NC": nc, "KC": kc, "MR": mr, "NR": nr, "PACK": pack}
 
 
 def _skinny(op: OpInfo, cpu: HostCPU) -> Config:
@@ -184,10 +186,11 @@ def constraints(
         ),
         Constraint(
             "b_block_in_l2",
-            f"KC*NC*{size_in} <= {f.l2_bytes}: the B block, re-read by every row of "
-            "register tiles, stays in L2",
-            kc * nc * size_in <= f.l2_bytes,
+            f"PACK > 0 or KC*NC*{size_in} <= {f.l2_bytes}: the unpacked B block, re-read "
+            "by every row of register tiles, stays in L2",
+            z3.Or(pack != PACK_NONE, kc * nc * size_in <= f.l2_bytes),
         ),
+        *packed_blocks_in_caches(cpu, size_in, knobs),
         Constraint(
             "output_block",
             f"PACK > 0, or MC*NC*{size_out} <= {OUTPUT_BLOCK_BYTES}, or MC == {m} and "
@@ -281,7 +284,10 @@ def cost(op: OpInfo, cpu: HostCPU, config: Config) -> float:
     traffic = Traffic(cpu)
     strided = pack == PACK_NONE and n * size_in >= PAGE_BYTES
     penalty = STRIDED_PANEL_PENALTY if strided else 1.0
-    traffic.add(penalty * b_bytes * row_tiles, kc * nc * size_in)
+    # Every row of register tiles re-reads the B block; packed, only its KC x NR
+    # micro-panel at a time, which stays in L2 beside the A block.
+    b_reread = kc * (nr if pack != PACK_NONE else nc) * size_in
+    traffic.add(penalty * b_bytes * row_tiles, b_reread)
     if pack != PACK_NONE:  # the packing copies: read once, written once
         traffic.add(2 * b_bytes, b_bytes)
         if pack == PACK_AB:

@@ -1,0 +1,102 @@
+"""The packed path's cache blocking, derived from the host's cache geometry (blocking.py),
+checked on overridden geometries: the selector's MC, NC and KC follow the caches, not one
+CPU's measurements. Nothing is compiled."""
+
+import pytest
+
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.schedules.contraction.blocking import Blocking, blis_blocking, whole_block
+from mlirtune.schedules.registry import FAMILIES
+from mlirtune.targets.host_cpu import HostCPU
+
+# A Zen 4-like core (32 KiB 8-way L1d, 1 MiB 8-way L2, 32 MiB 16-way L3) and a Sapphire
+# Rapids-like one (48 KiB 12-way L1d, 2 MiB 16-way L2, 105 MiB 15-way L3), both AVX-512.
+AMD_LIKE = HostCPU(
+    isa="avx512",
+    l1d_bytes=32 << 10,
+    l1d_ways=8,
+    l2_bytes=1 << 20,
+    l2_ways=8,
+    l3_bytes=32 << 20,
+    l3_ways=16,
+)
+INTEL_LIKE = HostCPU(
+    isa="avx512",
+    l1d_bytes=48 << 10,
+    l1d_ways=12,
+    l2_bytes=2 << 20,
+    l2_ways=16,
+    l3_bytes=105 << 20,
+    l3_ways=15,
+)
+F32 = ("f32", "f32", "f32")
+
+
+def matmul(m: int, n: int, k: int) -> OpInfo:
+    return OpInfo("matmul", {"M": m, "N": n, "K": k}, F32)
+
+
+@pytest.mark.parametrize(
+    ("cpu", "rows", "expected"),
+    [
+        # KC: an 8 x KC f32 A micro-panel in 4 of 8 ways of 4 KiB -> 512.
+        # MC: 8 ways of 128 KiB, less one for a 512 x 32 B micro-panel and one for C ->
+        #     6 x 128 KiB / (512 x 4 bytes) = 384.
+        # NC: C's 2048-row panel leaves too few columns in L2 (7 x 128 KiB / 10 KiB = 89,
+        #     under 4 micro-panels), so B's block takes L3: 16 ways of 2 MiB, less one for
+        #     A's 768 KiB block and one for C -> 14 x 2 MiB / (512 x 4 bytes) = 14336.
+        (AMD_LIKE, 2048, Blocking(mc=384, nc=14336, kc=512, pack_a=True)),
+        # NC: 256 rows of C and 512 of B in 7 x 128 KiB -> 298 columns, in panels of 32 ->
+        #     288; A is read in place.
+        (AMD_LIKE, 256, Blocking(mc=384, nc=288, kc=512, pack_a=False)),
+        # KC: 6 of 12 ways of 4 KiB -> 768. MC: 16 ways of 128 KiB less one for the
+        # 96 KiB micro-panel and one for C -> 14 x 128 KiB / 3 KiB = 597, in rows of 8 ->
+        # 592. NC: 4096 + 768 rows in 15 x 128 KiB -> 101 columns, too few: L3's 15 ways
+        # of 7 MiB less one for A's 1.7 MiB block and one for C -> 13 x 7 MiB / 3 KiB =
+        # 31061, in panels of 32 -> 31040.
+        (INTEL_LIKE, 4096, Blocking(mc=592, nc=31040, kc=768, pack_a=True)),
+        # NC: 2048 + 768 rows in 15 x 128 KiB -> 174 columns, in panels of 32 -> 160.
+        (INTEL_LIKE, 2048, Blocking(mc=592, nc=160, kc=768, pack_a=False)),
+    ],
+    ids=["amd-like-2048", "amd-like-256", "intel-like-4096", "intel-like-2048"],
+)
+def test_blocks_follow_the_cache_geometry(cpu, rows, expected):
+    assert blis_blocking(cpu.features, mr=8, nr=32, element_bytes=4, rows=rows) == expected
+
+
+def test_wider_elements_take_shorter_blocks():
+    f32 = blis_blocking(AMD_LIKE.features, mr=8, nr=16, element_bytes=4, rows=2048)
+    f64 = blis_blocking(AMD_LIKE.features, mr=8, nr=16, element_bytes=8, rows=2048)
+    assert f64.kc == f32.kc // 2
+
+
+@pytest.mark.parametrize(
+    ("cpu", "op", "blocks"),
+    [
+        (AMD_LIKE, matmul(2048, 2048, 2048), (256, 2048, 512, 2)),
+        (INTEL_LIKE, matmul(2048, 2048, 2048), (512, 128, 512, 1)),
+        (AMD_LIKE, matmul(256, 4096, 11008), (256, 256, 344, 1)),
+        (INTEL_LIKE, matmul(256, 4096, 11008), (256, 256, 688, 1)),
+    ],
+    ids=["amd-2048", "intel-2048", "amd-llama", "intel-llama"],
+)
+def test_the_selector_takes_the_largest_whole_blocks_within_the_bounds(cpu, op, blocks):
+    config = FAMILIES["contraction"].select(op, cpu)
+    assert (config["MC"], config["NC"], config["KC"], config["PACK"]) == blocks
+    assert not FAMILIES["contraction"].violations(op, cpu, {**config, "KU": 1, "ORDER": 1})
+
+
+def test_whole_blocks_divide_the_loop_or_are_not_taken():
+    assert whole_block(2048, 384, 8) == 256
+    assert whole_block(11008, 512, 1) == 344
+    assert whole_block(1000, 1536, 8) == 1000  # the whole loop fits
+    assert whole_block(999, 14336, 32) is None  # no whole panels of 32
+    assert whole_block(1009, 512, 1) is None  # prime: only 1 divides it below the bound
+
+
+def test_packed_blocks_past_the_caches_break_named_constraints():
+    op = matmul(2048, 2048, 2048)
+    family = FAMILIES["contraction"]
+    config = {"MC": 2048, "NC": 2048, "KC": 512, "MR": 8, "NR": 32, "KU": 1, "ORDER": 1}
+    assert "packed_a_block_in_l2" in family.violations(op, AMD_LIKE, {**config, "PACK": 2})
+    assert "packed_a_block_in_l2" not in family.violations(op, AMD_LIKE, {**config, "PACK": 0})
