@@ -15,17 +15,23 @@ from mlirtune.interfaces.bench import BenchOptions
 
 @dataclass(frozen=True)
 class Comparison:
-    """Median seconds per call for both sides, and what they mean in GFLOP/s."""
+    """Median seconds per call for both sides, and what they mean in GFLOP/s (and, for
+    our side, in GB/s of the bytes one call reads and writes)."""
 
     label: str
     ours_s: float
     numpy_s: float
     flops: int
     parameters: dict
+    moved: int = 0
 
     @property
     def ratio(self) -> float:
         return self.numpy_s / self.ours_s
+
+    @property
+    def ours_gbs(self) -> float:
+        return self.moved / self.ours_s / 1e9
 
     def row(self) -> str:
         return (
@@ -54,10 +60,12 @@ def compare(
         ours.append(result.median_s)
         used = result.parameters
         theirs.append(measure_numpy(workload, options).median_s)
+    complexity = workload.get_complexity()
     return Comparison(
         label,
         statistics.median(ours),
         statistics.median(theirs),
-        workload.get_complexity().flops,
+        complexity.flops,
         used,
+        complexity.bytes_read + complexity.bytes_written,
     )

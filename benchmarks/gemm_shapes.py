@@ -6,7 +6,9 @@ one run, then the geometric mean of the ratios.
 
 The shape set is the one the project's speed targets name: square, Llama-2-7B and BERT-large
 projections, tall and odd shapes, batch matmuls, an MLP layer and matrix-vector products.
-For mlp the numpy side runs three separate ops (matmul, add bias, ReLU).
+For mlp the numpy side runs three separate ops (matmul, add bias, ReLU). Matrix-vector
+products are memory-bound: their rows also give our GB/s and its share of the host's
+measured streaming read bandwidth (`mlirtune.peak.measured_bandwidth_gbs`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ from compare import HEADER, compare
 
 from mlirtune.engine import MlirJitEngine
 from mlirtune.interfaces.workload import Workload
+from mlirtune.peak import measured_bandwidth_gbs
 from mlirtune.workloads import BatchMatmul, Matmul, Mlp
+
+MEMORY_BOUND = {"matvec"}  # groups whose rows give GB/s against the measured bandwidth
 
 GROUPS: dict[str, list[tuple[str, Workload]]] = {
     "square": [
@@ -62,14 +67,21 @@ def main() -> None:
     args = parser.parse_args()
 
     engine = MlirJitEngine(pipeline=args.pipeline, use_specs=not args.no_specs)
+    groups = args.group or list(GROUPS)
+    bandwidth = measured_bandwidth_gbs(engine.target) if MEMORY_BOUND & set(groups) else None
+    if bandwidth:
+        print(f"measured streaming read bandwidth: {bandwidth:.1f} GB/s (one core)")
     print(HEADER)
     ratios = []
-    for group in args.group or list(GROUPS):
+    for group in groups:
         for label, workload in GROUPS[group]:
             result = compare(engine, workload, label, args.rounds, args.max_time)
             engine.clear_cache()  # one shape's JIT'd code at a time
             ratios.append(result.ratio)
-            print(result.row(), " ", " ".join(f"{k}={v}" for k, v in result.parameters.items()))
+            row = result.row()
+            if bandwidth and group in MEMORY_BOUND:
+                row += f" {result.ours_gbs:6.1f} GB/s {100 * result.ours_gbs / bandwidth:4.0f}% bw"
+            print(row, " ", " ".join(f"{k}={v}" for k, v in result.parameters.items()))
     geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
     print(f"{'geometric mean':34s} {'':>9s} {'':>9s} {geomean:7.2f}x   min {min(ratios):.2f}x")
 

@@ -1,10 +1,14 @@
-"""The host's FMA peak, measured once with a JIT micro-benchmark and cached per CPU.
+"""The host's FMA peak and streaming read bandwidth, each measured once with a JIT
+micro-benchmark and cached per CPU.
 
 The nominal peak (lanes x 2 x FMA pipes x clock) is wrong wherever a core splits wide FMAs
 or runs at another clock, so "% of peak" is reported against a measurement instead: the
-`fma_peak` workload, timed like any kernel. The result is kept in
-`$XDG_CACHE_HOME/mlirtune/peaks.json` (else ~/.cache), keyed by the target's fingerprint
-digest; an entry that is unreadable or not a positive finite number is measured again.
+`fma_peak` workload, timed like any kernel. Memory-bound kernels are held against the
+bandwidth one core reads an array past the last-level cache at: the `stream_read`
+workload. Both are kept in `$XDG_CACHE_HOME/mlirtune/peaks.json` (else ~/.cache), one flat
+object of positive numbers: the FMA peak under the target's fingerprint digest, the
+bandwidth under that digest + BANDWIDTH_SUFFIX, so a file holding only FMA peaks still
+reads. An entry that is unreadable or not a positive finite number is measured again.
 """
 
 from __future__ import annotations
@@ -13,15 +17,20 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from mlirtune.api import engine_for
 from mlirtune.interfaces.bench import BenchOptions
+from mlirtune.interfaces.workload import Complexity
 from mlirtune.targets.host_cpu import COMPUTE_BITS, HostCPU
 from mlirtune.toolchain import digest
 from mlirtune.workloads.fma_peak import FmaPeak
+from mlirtune.workloads.stream_read import StreamRead
 
 PEAK_OPTIONS = BenchOptions(max_time_s=0.3)
+BANDWIDTH_SUFFIX = "/stream_read_gbs"
+MIN_STREAM_BYTES = 256 << 20
 
 
 def peak_cache_path() -> Path:
@@ -38,14 +47,52 @@ def measure_f32_peak(target: HostCPU) -> float:
 def measured_peak_gflops(target: HostCPU, dtype: str = "f32") -> float:
     """The measured per-core FMA peak for `dtype` (f64 has half the lanes of f32; bf16
     and f16 compute in f32), from the cache or measured now and cached."""
-    path = peak_cache_path()
-    key = digest(target.fingerprint())
-    peaks = _read(path)
-    f32 = peaks.get(key)
-    if not _plausible(f32):
-        f32 = measure_f32_peak(target)
-        _write(path, {**peaks, key: f32})
+    f32 = _cached(digest(target.fingerprint()), lambda: measure_f32_peak(target))
     return f32 * 32 / COMPUTE_BITS.get(dtype, 32)
+
+
+def stream_read_kib(target: HostCPU) -> int:
+    """The streamed array's size: 4 x L3, so that no cache holds it, and at least 256 MiB."""
+    return max(4 * target.features.l3_bytes, MIN_STREAM_BYTES) // 1024
+
+
+def measure_stream_gbs(target: HostCPU) -> float:
+    """GB/s at which one core of `target` (this host) reads an array past its L3."""
+    workload = StreamRead(kib=stream_read_kib(target), lanes=target.lanes("f32"))
+    engine = engine_for(target, use_specs=False)
+    return engine.benchmark(workload, options=PEAK_OPTIONS).gbytes_per_s
+
+
+def measured_bandwidth_gbs(target: HostCPU) -> float:
+    """The measured per-core streaming read bandwidth in GB/s, from the cache or measured
+    now and cached."""
+    key = digest(target.fingerprint()) + BANDWIDTH_SUFFIX
+    return _cached(key, lambda: measure_stream_gbs(target))
+
+
+def memory_bound_gbs(target: HostCPU, complexity: Complexity, dtype: str = "f32") -> float | None:
+    """The measured bandwidth when a workload of this complexity is memory-bound on
+    `target`, else None. Memory-bound: what one call moves does not fit in L3 (repeated
+    calls cannot run from cache), and it moves more bytes per FLOP than the host's measured
+    balance (bandwidth / FMA peak). Small workloads are never measured against it."""
+    moved = complexity.bytes_read + complexity.bytes_written
+    if not complexity.flops or moved <= target.features.l3_bytes:
+        return None
+    bandwidth = measured_bandwidth_gbs(target)
+    balance = bandwidth / measured_peak_gflops(target, dtype)
+    return bandwidth if moved / complexity.flops > balance else None
+
+
+def _cached(key: str, measure: Callable[[], float]) -> float:
+    """The cached value under `key`, or `measure()` now, stored beside the others (read
+    again just before writing, so an entry another process added meanwhile is kept)."""
+    path = peak_cache_path()
+    cached = _read(path).get(key)  # only plausible entries are read
+    if cached is not None:
+        return cached
+    value = measure()
+    _write(path, {**_read(path), key: value})
+    return value
 
 
 def _plausible(value: object) -> bool:
@@ -58,7 +105,8 @@ def _plausible(value: object) -> bool:
 
 
 def _read(path: Path) -> dict[str, float]:
-    """The cached peaks; an unreadable or malformed file counts as empty."""
+    """The cached measurements; an unreadable or malformed file counts as empty, and an
+    entry that is not a positive finite number as absent."""
     try:
         document = json.loads(path.read_text())
     except (OSError, ValueError):

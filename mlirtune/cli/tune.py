@@ -317,16 +317,24 @@ def _print_space(space) -> None:
 
 
 def _print_report(report: TuneReport, target: Target) -> None:
-    from mlirtune.peak import measured_peak_gflops
+    from mlirtune.peak import measured_peak_gflops, memory_bound_gbs
     from mlirtune.targets.host_cpu import HostCPU
 
     problem = report.problem
-    # Against the host's measured FMA peak (measured once per CPU, then cached).
+    # Against the host's measured FMA peak and, for a memory-bound workload, its measured
+    # streaming bandwidth (each measured once per CPU, then cached).
     dtype = problem.op.element_type
-    peak = measured_peak_gflops(target, dtype) if isinstance(target, HostCPU) else 0.0
+    complexity = problem.workload.get_complexity()
+    on_host = isinstance(target, HostCPU)
+    peak = measured_peak_gflops(target, dtype) if on_host else 0.0
+    bandwidth = memory_bound_gbs(target, complexity, dtype) if on_host else None
+    moved = complexity.bytes_read + complexity.bytes_written
     print(f"{label(problem.workload.describe())}: baseline vs best")  # not wrapped as a title
     table = Table()
-    for column in ("config", "median ms", "95% CI ms", "GFLOP/s", "% peak", "speedup"):
+    columns = ["config", "median ms", "95% CI ms", "GFLOP/s", "% peak", "speedup"]
+    if bandwidth:
+        columns[5:5] = ["GB/s", "% bandwidth"]
+    for column in columns:
         table.add_column(column, justify="left" if column == "config" else "right", no_wrap=True)
     baseline_median = float(np.median(report.baseline_samples))
     rows = [("baseline", problem.baseline, report.baseline_samples)]
@@ -339,16 +347,25 @@ def _print_report(report: TuneReport, target: Target) -> None:
         median = float(np.median(samples))
         low, high = median_ci(samples)
         gflops = report.gflops(config)
-        table.add_row(
+        cells = [
             name,
             f"{median * 1e3:.4f}",
             f"[{low * 1e3:.4f}, {high * 1e3:.4f}]",
             f"{gflops:.1f}",
             f"{100 * gflops / peak:.0f}%" if peak else "-",
             f"{baseline_median / median:.3f}x",
-        )
+        ]
+        if bandwidth:
+            gbs = moved / median / 1e9
+            cells[5:5] = [f"{gbs:.1f}", f"{100 * gbs / bandwidth:.0f}%"]
+        table.add_row(*cells)
     # Wide enough for the table when the output is not a terminal (rich assumes 80 columns).
     Console(width=shutil.get_terminal_size((120, 24)).columns).print(table)
+    if bandwidth:
+        print(
+            f"memory-bound: {moved / complexity.flops:.3g} bytes/FLOP, above the host's "
+            f"{bandwidth / peak:.3g}; % bandwidth is of the measured {bandwidth:.1f} GB/s read"
+        )
     for name, config, _ in rows:  # under the table, which then fits in 80 columns
         print(f"{name + ':':9s} {' '.join(f'{k}={v}' for k, v in config.items())}")
     failed = ", ".join(f"{s} {n}" for s, n in report.failed_by_status.items()) or "none"
