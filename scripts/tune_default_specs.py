@@ -6,7 +6,8 @@
 Every shape is tuned with mlirtune's own tuner on this machine (the target's ISA can be
 lowered, e.g. avx2 on an AVX-512 host, which tunes 8-lane vectors); records and verdicts go
 to --db, so an interrupted run resumes. The library is then written from the verdicts to
-mlirtune/specs/defaults/x86_64-<isa>.mlir.
+mlirtune/specs/defaults/x86_64-<isa>-<class>.mlir, named after this machine's CPU class
+(e.g. amd-zen4): compiles apply it on CPUs of that class only.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def main() -> int:
                 f"in {time.monotonic() - started:.0f} s",
                 flush=True,
             )
-        name = target.spec_library_name()
+        name = f"{target.spec_library_name()}-{target.hardware_class()}"
         with new_context(), ir.Location.unknown():
             library = export_library(db, target, name)
             path = library.save(DEFAULTS_DIR / f"{name}.mlir")

@@ -193,12 +193,19 @@ def add_command(
 
 def add_command_group(subparsers: Any, name: str, help_text: str, epilog: str):
     """A command with subcommands (e.g. `mlirtune db list`); returns `add(name, help_text,
-    handler)`, which registers one subcommand and returns its parser."""
+    handler)`, which registers one subcommand and returns its parser (with the group's
+    epilog, unless given its own `description` and `own_epilog`)."""
     group = add_command(subparsers, name, help_text, epilog)
     commands = group.add_subparsers(dest=f"{name}_command", required=True, metavar="COMMAND")
 
-    def add(command: str, text: str, handler) -> argparse.ArgumentParser:
-        cmd = add_command(commands, command, text, epilog)
+    def add(
+        command: str,
+        text: str,
+        handler,
+        description: str | None = None,
+        own_epilog: str | None = None,
+    ) -> argparse.ArgumentParser:
+        cmd = add_command(commands, command, text, own_epilog or epilog, description)
         cmd.set_defaults(handler=handler)
         return cmd
 

@@ -1,4 +1,4 @@
-"""`mlirtune specs`: export, list, verify, merge and explain tuning-spec libraries."""
+"""`mlirtune specs`: export, list, verify, merge, explain and adapt tuning-spec libraries."""
 
 from __future__ import annotations
 
@@ -16,9 +16,11 @@ from mlirtune.cli.common import (
     engine_of,
     label,
     plural,
+    seconds,
     target_of,
     workload_of,
 )
+from mlirtune.interfaces.errors import UsageError
 from mlirtune.ir.context import new_context
 
 EPILOG = """\
@@ -30,15 +32,41 @@ examples:
   mlirtune specs verify my-specs.mlir
   mlirtune specs merge mine.mlir team.mlir -o merged.mlir
   mlirtune specs show --for matmul M=512 N=512 K=512
+  mlirtune specs adapt --dry-run
 
 A spec library is a transform module: each entry is a matcher (op name, loop sizes, element
 widths, multiply-add body, M/N/K loops, convolution strides) and an action that annotates the
 matched op with its tuned config. Compiles (run, bench, opt, the engine API) apply, in order:
 --spec libraries, $MLIRTUNE_SPECS (a path list), $XDG_CONFIG_HOME/mlirtune/specs/, then the
-defaults shipped for the target; the first matching entry tuned for the pipeline wins and the
-parameter selector decides where none matches. An entry tuned on another CPU or toolchain
-applies if its config is valid here, and is skipped otherwise: with a warning for your own
-libraries, as a note in the compile's provenance (bench's `note:` lines) for the shipped ones.
+libraries shipped for the target's ISA, one per CPU class they were tuned on (this host's
+class first); the first matching entry tuned for the pipeline wins and the parameter
+selector decides where none matches. Each entry records the CPU class it was tuned on
+(e.g. amd-zen4):
+- an entry of this host's class tuned on another CPU of it or with another toolchain applies
+  if its config is valid here, and is skipped otherwise;
+- an entry of another class (or with no class, of another CPU) is not applied: the next
+  matching entry gets its chance. `mlirtune tune` starts its search from such entries, and
+  `mlirtune specs adapt` races the shipped classes' configs on this host and writes the
+  winners into $XDG_CONFIG_HOME/mlirtune/specs/adapted-<class>.mlir.
+Either case is a warning for your own libraries and a note in the compile's provenance
+(bench's `note:` lines, `notes` in --json) for the shipped ones.
+"""
+ADAPT = (
+    "Race, on this host, the configs the shipped libraries for this ISA hold for each "
+    "workload (one per CPU class they were tuned on) against the parameter selector's "
+    "(the untuned compile), and write the winner as an entry tuned on this host. Each "
+    "candidate is compiled, verified and timed in a worker process (one that fails is "
+    "reported and skipped), then raced against the selector in interleaved rounds; a "
+    "class's config wins only if it beat the selector in every round. The library is "
+    "saved after each workload, so an interrupted run keeps what it finished; running "
+    "again races every workload again. Measurements go to the tuning database."
+)
+ADAPT_EPILOG = """\
+examples:
+  mlirtune specs adapt --dry-run
+  mlirtune specs adapt --workload mlp
+  mlirtune specs adapt --workload matmul --max-time 0.4 -o matmuls-here.mlir
+  mlirtune specs list          # the adapted library comes before the shipped ones
 """
 
 
@@ -80,6 +108,34 @@ def add_specs_parser(subparsers: Any) -> None:
     show.set_defaults(payload=None)
     add_target_argument(show)
     add_spec_arguments(show)
+    text = "race the shipped classes' configs on this host; keep the winners"
+    adapt = command("adapt", text, _adapt, ADAPT, ADAPT_EPILOG)
+    adapt.add_argument(
+        "--workload",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="only the entries tuned on this workload (repeatable; default: every one)",
+    )
+    adapt.add_argument(
+        "-o",
+        "--output",
+        metavar="LIB.mlir|LIB.mlirbc",
+        help="library the winners are written into, its other entries kept (default: "
+        "$XDG_CONFIG_HOME/mlirtune/specs/adapted-<class>.mlir, which every compile applies)",
+    )
+    adapt.add_argument(
+        "--max-time",
+        type=seconds,
+        default=0.2,
+        metavar="S",
+        help="race time per candidate in seconds, > 0: about S / 0.04 interleaved rounds, at "
+        "least 2 (default: %(default)s); a class's config must win every round",
+    )
+    adapt.add_argument(
+        "--dry-run", action="store_true", help="list the workloads and candidates; run nothing"
+    )
+    add_db_argument(adapt)
 
 
 def _libraries(names: list[str], target) -> list:
@@ -104,7 +160,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from mlirtune.specs.specset import stale_reasons
+    from mlirtune.specs.specset import foreign_class, stale_reasons
 
     target = target_of(args)
     with new_context(), ir.Location.unknown():
@@ -120,7 +176,11 @@ def _list(args: argparse.Namespace) -> int:
                 stale = "; ".join(stale_reasons(entry, target))
                 config = " ".join(f"{k}={v}" for k, v in (entry.config or {}).items())
                 print(f"  {entry.name:44s} {speedup}  {entry.pipeline or '*':12s} {config}")
-                if stale:
+                tuned_on = foreign_class(entry, target)
+                if tuned_on:
+                    here = target.hardware_class()
+                    print(f"  {'':44s} not applied: tuned on CPU class {tuned_on}, not {here}")
+                elif stale:
                     print(f"  {'':44s} stale: tuned {stale}")
     return 0
 
@@ -141,7 +201,12 @@ def _verify(args: argparse.Namespace) -> int:
             print(f"  error  {report.label}: does not match the payload it was tuned on")
         if report.shadowed_by:
             print(f"  overlap {report.label}: {report.shadowed_by} also matches it and wins")
-        if report.stale:
+        if report.foreign:
+            print(
+                f"  other class {report.label}: tuned on CPU class {report.foreign}, not "
+                f"{target.hardware_class()}; not applied (`mlirtune specs adapt` races it here)"
+            )
+        elif report.stale:
             verdict = (
                 f"not applied: breaks {', '.join(report.broken)}"
                 if report.broken
@@ -174,6 +239,7 @@ def _merge(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     from mlirtune.ir.roots import annotate_roots
     from mlirtune.specs.merge import probe
+    from mlirtune.specs.specset import foreign_class
 
     workload = workload_of(args)
     engine = engine_of(args)
@@ -192,6 +258,9 @@ def _show(args: argparse.Namespace) -> int:
                     entry = library.entry(name)
                     fits = entry.pipeline in (None, lowering.descriptor.name)
                     why = "" if fits else f" (tuned for pipeline {entry.pipeline}: ignored)"
+                    tuned_on = foreign_class(entry, engine.target)
+                    if fits and tuned_on:
+                        why = f" (tuned on CPU class {tuned_on}: not applied here)"
                     print(f"  matches {library.name}:{name}{why}")
                 if not hits:
                     print(f"  no entry of {library.name} ({library.origin}) matches")
@@ -200,4 +269,70 @@ def _show(args: argparse.Namespace) -> int:
     print(f"config: {source}: {values}")
     if source in ("selector", "descriptor", "default") and specs is not None:
         print("  (no entry for this pipeline matched, or a stale one was skipped)")
+    for note in lowering.notes:
+        print(f"  note: {note}")
     return 0
+
+
+def _adapt(args: argparse.Namespace) -> int:
+    """Race the shipped classes' configs on this host (see mlirtune.specs.adapt)."""
+    from rich.console import Console
+
+    from mlirtune.specs.adapt import AdaptOptions, adapt, default_output, shipped_jobs
+    from mlirtune.specs.sources import SPEC_SUFFIXES
+    from mlirtune.targets.host_cpu import HostCPU
+    from mlirtune.tune.db import TuningDB
+
+    target = HostCPU()
+    output = Path(args.output) if args.output else default_output(target)
+    if output.suffix not in SPEC_SUFFIXES:
+        raise UsageError(f"-o {output}: a spec library is a .mlir or .mlirbc file")
+    jobs = shipped_jobs(target, args.workload)
+    console = Console(highlight=False, soft_wrap=True)
+    here = target.hardware_class()
+    console.print(
+        f"adapting {plural(len(jobs), 'workload')} to this host ({here}) into {output}",
+        markup=False,
+    )
+    if args.dry_run:
+        for job in jobs:
+            candidates = ", ".join(["selector", *job.classes(here)])
+            console.print(f"  {job.label}: {candidates}", markup=False)
+        return 0
+    options = AdaptOptions(max_time_s=args.max_time)
+    status = console.status("")
+    done = 0
+
+    def started(job) -> None:
+        status.update(f"[{done + 1}/{len(jobs)}] racing {job.label}")
+
+    def finished(result) -> None:
+        nonlocal done
+        done += 1
+        _print_adapted(console, f"[{done}/{len(jobs)}]", result)
+
+    with TuningDB(args.db) as db, status:
+        results = adapt(jobs, target, output, db, options, on_start=started, on_result=finished)
+    written = sum(r.entry is not None for r in results)
+    console.print(f"wrote {plural(written, 'entry')} to {output}", markup=False)
+    return 0 if written == len(results) else 1
+
+
+def _print_adapted(console, step: str, result) -> None:
+    """One line per workload (candidates, winner, speedup), then any candidate dropped."""
+    names = ", ".join(c.name for c in result.contenders) or "-"
+    line = f"{step} {result.job.label}: {names}"
+    if result.verdict is not None and result.winner is not None:
+        verdict = "beat the selector in every round" if result.verdict.won else "selector stands"
+        line += f" -> {result.winner.name} {result.verdict.speedup:.3f}x ({verdict})"
+    else:
+        line += f" -> error: {result.error}"
+    console.print(line, markup=False)
+    for contender in result.contenders:
+        if contender.status != "ok":
+            detail = " ".join(contender.detail.split())[:200]
+            console.print(
+                f"    {contender.name} skipped: {contender.status}: {detail}", markup=False
+            )
+    if result.note:
+        console.print(f"    note: {result.note}", markup=False)

@@ -9,7 +9,6 @@ import sys
 import warnings
 from collections import Counter
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,12 +32,12 @@ from mlirtune.cli.common import (
 )
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.ir.context import new_context
-from mlirtune.pipeline.plan import plan_for
 from mlirtune.tune.outcome import Outcome
 from mlirtune.tune.strategies import STRATEGIES, strategy_class
 
 if TYPE_CHECKING:  # imported on use: `mlirtune --help` stays fast
     from mlirtune.interfaces.target import Target
+    from mlirtune.tune.starters import Starter
     from mlirtune.tune.tuner import TuneReport
 
 EPILOG = """\
@@ -152,6 +151,7 @@ def _strategy(name: str) -> str:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
+    from mlirtune.specs.export import library_at
     from mlirtune.tune.db import TuningDB
     from mlirtune.tune.evaluator import EvaluatorSettings
     from mlirtune.tune.problem import generate
@@ -179,11 +179,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if args.show_space:
         _print_space(problem.space)
         return 0
-    if args.starter_spec:
-        options = replace(options, starters=_starters(args.starter_spec, problem))
+    starters = _starters(args.starter_spec, problem)
+    options = replace(options, starters=tuple(s.config for s in starters))
     if args.update_spec:  # fail now, not after the search, if the library is unusable
         with new_context(), ir.Location.unknown():
-            _library_at(args.update_spec, target)
+            library_at(args.update_spec, target)
     console = Console(stderr=True)
     with TuningDB(args.db) as db:
         if not args.json:
@@ -194,6 +194,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
                 f"space of {plural(problem.space.count(), 'config')}",
                 f"  database {db.path}",
             )
+        foreign = [s for s in starters if s.tuned_on]
+        if foreign:  # said even with --json (on stderr): it changes what is measured first
+            names = ", ".join(f"{s.label} ({s.tuned_on})" for s in foreign)
+            count = plural(len(foreign), "config")
+            _print_plain(console, f"  starting from {count} tuned on other CPU classes: {names}")
         progress = _ProgressBar(console, options.budget or problem.space.count())
         try:
             with progress.bar:
@@ -227,46 +232,42 @@ def _print_plain(console: Console, *lines: str) -> None:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
-def _starters(spec: str, problem) -> tuple[dict[str, int], ...]:
-    """The knob config the matching entry of `spec` gives this problem, if one matches."""
+def _starters(spec: str | None, problem) -> list[Starter]:
+    """What to evaluate first: the config the matching entry of `spec` gives this problem
+    (--starter-spec; DEFAULT_SPECS: the libraries compiles apply), then the matching entries
+    tuned on other CPU classes, of `spec` and of the libraries compiles load."""
+    from mlirtune.interfaces.target import UNKNOWN_CLASS
     from mlirtune.specs.specset import SpecSet
+    from mlirtune.tune.starters import applied_starter, foreign_starters
 
-    target = problem.target
-    if spec == DEFAULT_SPECS:
-        specs = SpecSet.for_target(target)
-    else:
-        specs = SpecSet.for_target(target, [spec], configured=False, defaults=False)
-    lowering = plan_for(problem.workload, target, problem.pipeline, specs)
-    if lowering.spec is None:
-        where = "the configured or default libraries" if spec == DEFAULT_SPECS else spec
-        warnings.warn(f"no entry of {where} matches; searching without a starter", stacklevel=2)
-        return ()
-    slot_values = {slot: lowering.values[slot] for slot in problem.slots.values()}
-    return (problem.config_of(slot_values),)
+    loaded = SpecSet.for_target(problem.target)
+    starters: list[Starter] = []
+    if spec:
+        chosen = loaded
+        if spec != DEFAULT_SPECS:
+            chosen = SpecSet.for_target(problem.target, [spec], configured=False, defaults=False)
+        applied = applied_starter(problem, chosen)
+        starters = ([applied] if applied else []) + foreign_starters(problem, chosen)
+        if not starters:
+            where = "the configured or default libraries" if spec == DEFAULT_SPECS else spec
+            warnings.warn(f"no entry of {where} matches; searching without a starter", stacklevel=2)
+    automatic = problem.target.hardware_class() != UNKNOWN_CLASS  # else no class to compare
+    for starter in foreign_starters(problem, loaded) if automatic else []:
+        if all(starter.config != s.config for s in starters):
+            starters.append(starter)
+    return starters
 
 
 def _update_spec(path: str, report) -> str:
     """Add or replace this run's entry in the library at `path`; returns the entry name."""
-    from mlirtune.specs.export import add_verdict
+    from mlirtune.specs.export import add_verdict, library_at
 
+    target = report.problem.target
     with new_context(), ir.Location.unknown():
-        library = _library_at(path, report.problem.target)
-        name = add_verdict(library, report.problem.key, report.verdict)
+        library = library_at(path, target)
+        name = add_verdict(library, report.problem.key, report.verdict, target.hardware_class())
         library.save(path)
     return name
-
-
-def _library_at(path: str, target):
-    """The library at `path`, or a new one if there is none (inside an MLIR context)."""
-    from mlirtune.specs.export import library_metadata
-    from mlirtune.specs.library import SpecLibrary
-    from mlirtune.specs.sources import SPEC_SUFFIXES, fetch
-
-    if Path(path).suffix not in SPEC_SUFFIXES:
-        raise UsageError(f"--update-spec {path}: a library is a .mlir or .mlirbc file")
-    if Path(path).exists():
-        return SpecLibrary.parse(fetch(path))
-    return SpecLibrary.create(Path(path).stem, library_metadata(target))
 
 
 class _ProgressBar:

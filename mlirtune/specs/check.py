@@ -1,5 +1,6 @@
 """Check spec libraries: does each entry match its own payload, which earlier entry shadows
-it, and is it stale (tuned on another target or toolchain) and if so still valid here?
+it, was it tuned on another CPU class (then it is not applied here), and is it stale (tuned
+on another CPU of this class or with another toolchain) and if so still valid here?
 
 Each entry's payload is rebuilt from the workload recorded in its metadata and every matcher
 of the merged libraries is run on it (`probe`), so overlaps are found by the matchers
@@ -18,7 +19,7 @@ from mlirtune.schedules.registry import bound_family
 from mlirtune.specs.export import payload_root, rebuild_workload
 from mlirtune.specs.library import SpecLibrary
 from mlirtune.specs.merge import merge, probe
-from mlirtune.specs.specset import config_violations, stale_reasons
+from mlirtune.specs.specset import config_violations, foreign_class, stale_reasons
 
 
 @dataclass
@@ -31,6 +32,7 @@ class EntryReport:
     matches_own: bool | None = None  # None: no workload recorded, nothing to match
     shadowed_by: str | None = None  # an earlier entry for the same pipeline matching it
     also_matches: list[str] = field(default_factory=list)  # later entries it shadows
+    foreign: str | None = None  # the other CPU class it was tuned on: not applied here
     stale: list[str] = field(default_factory=list)
     broken: list[str] = field(default_factory=list)  # constraints its config breaks here
     error: str | None = None
@@ -47,6 +49,7 @@ def check(libraries: list[SpecLibrary], target: Target) -> list[EntryReport]:
     for index, origin in enumerate(origins):
         entry, meta = origin.entry, origin.entry.metadata
         report = EntryReport(origin.label, entry.pipeline, meta.get("workload"))
+        report.foreign = foreign_class(entry, target)
         report.stale = stale_reasons(entry, target)
         reports.append(report)
         if report.workload is None or "kind" not in meta:
@@ -63,7 +66,7 @@ def check(libraries: list[SpecLibrary], target: Target) -> list[EntryReport]:
             if same and same[0] != index:
                 report.shadowed_by = origins[same[0]].label
             report.also_matches = [origins[j].label for j in same if j > index]
-            if report.stale and entry.config:
+            if report.stale and entry.config and report.foreign is None:
                 report.broken = _broken_here(entry.config, report.workload, entry.pipeline, target)
         except MlirtuneError as error:
             report.error = str(error)

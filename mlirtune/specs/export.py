@@ -7,6 +7,7 @@ verdict.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from mlir import ir
@@ -19,6 +20,7 @@ from mlirtune.ir.roots import ROOT_ATTRIBUTE, annotate_roots
 from mlirtune.specs.library import SpecLibrary
 from mlirtune.specs.matchers import OpSignature, signature_of
 from mlirtune.specs.merge import root_ops
+from mlirtune.specs.sources import SPEC_SUFFIXES, fetch
 from mlirtune.toolchain import current_toolchain, digest
 from mlirtune.tune.db import TuningDB, Verdict
 from mlirtune.tune.key import TuningKey
@@ -41,9 +43,10 @@ def entry_name(workload: dict[str, Any], pipeline: str) -> str:
     return "_".join(parts if stem == options["name"] else [*parts, stem])
 
 
-def entry_metadata(key: TuningKey, verdict: Verdict) -> dict[str, Any]:
+def entry_metadata(key: TuningKey, verdict: Verdict, target_class: str) -> dict[str, Any]:
     """What `specs list` shows and staleness checks read: workload, pipeline, speedup and
-    the target and toolchain it was measured on."""
+    the target (fingerprint hash, summary, hardware class) and toolchain it was measured on.
+    The class decides where the entry applies (see specset.py)."""
     target = key.target
     return {
         "workload": key.workload["options"],
@@ -54,7 +57,11 @@ def entry_metadata(key: TuningKey, verdict: Verdict) -> dict[str, Any]:
         "median_s": verdict.median_s,
         "gflops": round(verdict.gflops or 0.0, 2),
         "tuned_at": verdict.created_at,
-        "target": {"hash": digest(target), "summary": target_summary(target)},
+        "target": {
+            "hash": digest(target),
+            "summary": target_summary(target, target_class),
+            "class": target_class,
+        },
         "toolchain": {
             "hash": digest(key.toolchain),
             "summary": ", ".join(f"{k} {v}" for k, v in sorted(key.toolchain.items())),
@@ -62,20 +69,33 @@ def entry_metadata(key: TuningKey, verdict: Verdict) -> dict[str, Any]:
     }
 
 
-def target_summary(fingerprint: dict[str, Any]) -> str:
-    """ "avx512 <CPU model>": how listings and warnings name a target fingerprint."""
-    return f"{fingerprint.get('isa', '?')} {fingerprint.get('model', '')}".strip()
+def target_summary(fingerprint: dict[str, Any], target_class: str | None = None) -> str:
+    """ "avx512 <CPU model> (<class>)": how listings and warnings name a target."""
+    summary = f"{fingerprint.get('isa', '?')} {fingerprint.get('model', '')}".strip()
+    return f"{summary} ({target_class})" if target_class else summary
 
 
 def library_metadata(target: Target) -> dict[str, Any]:
+    """The `mlirtune.library` attribute of a new library tuned on `target`."""
     fingerprint = target.fingerprint()
     return {
         "target": target.spec_library_name() or target.name,
+        "target_class": target.hardware_class(),
         "target_hash": digest(fingerprint),
-        "target_summary": target_summary(fingerprint),
+        "target_summary": target_summary(fingerprint, target.hardware_class()),
         "toolchain": current_toolchain(),
         "mlirtune": mlirtune.__version__,
     }
+
+
+def library_at(path: str | Path, target: Target) -> SpecLibrary:
+    """The library at `path`, or a new one for `target` if there is none (inside an MLIR
+    context); a path that is not .mlir/.mlirbc is a usage error."""
+    if Path(path).suffix not in SPEC_SUFFIXES:
+        raise UsageError(f"{path}: a spec library is a .mlir or .mlirbc file", stage="specs")
+    if Path(path).exists():
+        return SpecLibrary.parse(fetch(str(path)))
+    return SpecLibrary.create(Path(path).stem, library_metadata(target))
 
 
 def rebuild_workload(options: dict[str, Any]) -> Workload:
@@ -110,10 +130,18 @@ def _kind(op: ir.Operation) -> str:
     return ir.StringAttr(op.attributes[ROOT_ATTRIBUTE]).value
 
 
-def add_verdict(library: SpecLibrary, key: TuningKey, verdict: Verdict) -> str:
-    """Add (or replace) the entry for `key`'s workload and pipeline; returns its name."""
+def add_verdict(
+    library: SpecLibrary,
+    key: TuningKey,
+    verdict: Verdict,
+    target_class: str,
+    extra: dict[str, Any] | None = None,
+) -> str:
+    """Add (or replace) the entry for `key`'s workload and pipeline, measured on a target of
+    `target_class`, with `extra` metadata; returns its name."""
     name = entry_name(key.workload, key.pipeline)
-    library.add(name, signature_for(key.workload), verdict.params, entry_metadata(key, verdict))
+    metadata = {**entry_metadata(key, verdict, target_class), **(extra or {})}
+    library.add(name, signature_for(key.workload), verdict.params, metadata)
     return name
 
 
@@ -134,5 +162,5 @@ def export_library(
         )
     library = SpecLibrary.create(name, library_metadata(target))
     for key, verdict in verdicts:  # oldest first: a later verdict replaces an earlier one
-        add_verdict(library, key, verdict)
+        add_verdict(library, key, verdict, target.hardware_class())
     return library

@@ -171,11 +171,16 @@ def _split_env(value: str) -> list[str]:
 def configured_specs() -> list[str]:
     """Entries of $MLIRTUNE_SPECS in order, then the files of the user's config dir."""
     specs = [spec for entry in _split_env(os.environ.get(ENV_VAR, "")) for spec in expand(entry)]
-    config_home = Path(os.environ.get("XDG_CONFIG_HOME") or "~/.config").expanduser()
-    config_dir = config_home / "mlirtune" / "specs"
-    if config_dir.is_dir():
-        specs += expand(str(config_dir))
+    if spec_config_dir().is_dir():
+        specs += expand(str(spec_config_dir()))
     return specs
+
+
+def spec_config_dir() -> Path:
+    """The user's spec libraries, which every compile applies:
+    $XDG_CONFIG_HOME/mlirtune/specs (~/.config by default)."""
+    config_home = Path(os.environ.get("XDG_CONFIG_HOME") or "~/.config").expanduser()
+    return config_home / "mlirtune" / "specs"
 
 
 def spec_cache_dir() -> Path:

@@ -23,7 +23,7 @@ from mlirtune.tune.outcome import Outcome
 from mlirtune.tune.problem import Config, TuningProblem
 from mlirtune.tune.strategies import config_key, strategy_class
 
-# Worker processes the final race's rounds are split over (see `_race`).
+# Worker processes the final race's rounds are split over (see `race_finalists`).
 RACE_PROCESSES = 2
 
 
@@ -226,8 +226,8 @@ def tune(
                 "and the end of the search; rankings from the search are less reliable"
             )
         observer.phase("race")
-        race, winner = _race(problem, ev, db, rank(candidates), options)
-        verdict = _verdict(problem, race, winner, baseline_last)
+        race, winner = race_finalists(problem, ev, db, rank(candidates), options)
+        verdict = verdict_of(problem, race, winner, baseline_last)
         db.record_verdict(key, verdict)
         seconds["race"] = time.monotonic() - started - seconds["search"]
     seconds["stop"] = time.monotonic() - started - seconds["search"] - seconds["race"]
@@ -261,7 +261,7 @@ def _baseline(problem: TuningProblem, db: TuningDB, outcome: Outcome) -> Outcome
     return outcome
 
 
-def _race(problem, ev, db, ranked: list[Candidate], options: TuneOptions):
+def race_finalists(problem, ev, db, ranked: list[Candidate], options: TuneOptions):
     """Re-measure the finalists interleaved with the baseline, the rounds split over
     RACE_PROCESSES worker processes: one process's code and data layout can make a config
     consistently slower or faster there than elsewhere (measured: up to 10% for one mlp
@@ -295,7 +295,7 @@ def _race(problem, ev, db, ranked: list[Candidate], options: TuneOptions):
     return race, best if wins.all() else None
 
 
-def _verdict(problem: TuningProblem, race, winner: Config | None, baseline: Outcome) -> Verdict:
+def verdict_of(problem: TuningProblem, race, winner: Config | None, baseline: Outcome) -> Verdict:
     """The run's choice with its race speedup (1.0 when the baseline stood unraced)."""
     chosen = winner or problem.baseline
     base = race.get(config_key(problem.baseline), baseline.samples)

@@ -84,7 +84,7 @@ def add(library, spec, config=None, *, name=None, **metadata) -> str:
     config = baseline(spec) if config is None else config
     verdict = Verdict(config, baseline(spec), True, 1.25, 1e-3, gflops=2.0)
     name = name or entry_name(p.key.workload, p.key.pipeline)
-    meta = {**entry_metadata(p.key, verdict), **metadata}
+    meta = {**entry_metadata(p.key, verdict, TARGET.hardware_class()), **metadata}
     library.add(name, signature_for(p.key.workload), config, meta)
     return name
 
@@ -268,7 +268,8 @@ def test_unknown_parameter_fails_at_compile(tmp_path, capsys):
 
 # --- stale entries -----------------------------------------------------------------------
 
-OTHER_CPU = {"target": {"hash": "0000", "summary": "other cpu"}}
+# Another CPU of this host's class (another CPU class: tests/specs/test_specs_classes.py).
+OTHER_CPU = {"target": {"hash": "0000", "summary": "other cpu", "class": TARGET.hardware_class()}}
 OLD_TOOLCHAIN = {"toolchain": {"hash": "0000", "summary": "old llvm"}}
 
 
@@ -327,8 +328,12 @@ def test_shipped_library(ctx, path):
     for entry in library.entries:
         assert set(entry.metadata) >= METADATA_KEYS, entry.name
         assert entry.config and all(isinstance(v, int) for v in entry.config.values())
-    target = HostCPU(isa=path.stem.removeprefix("x86_64-"))  # the target it was tuned for
-    assert target.spec_library_name() == path.stem
+    # The target it was tuned for: its ISA (as named in the library), on this CPU.
+    isa = library.metadata["target"].removeprefix("x86_64-")
+    target = HostCPU(isa=isa)
+    tuned_on = library.metadata["target_class"]
+    assert path.stem == f"{target.spec_library_name()}-{tuned_on}"
+    assert {entry.metadata["target"]["class"] for entry in library.entries} == {tuned_on}
     for report in check([library], target):
         assert report.error is None and report.matches_own is True, report
         assert report.shadowed_by is None and report.also_matches == [], report
