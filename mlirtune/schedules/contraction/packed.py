@@ -14,8 +14,9 @@ hoisted into registers. Packing happens inside the timed call, as numpy's does.
 
 Only shapes that the cache tiles divide take this path (the family's constraints say so):
 a partial NC, KC or MC block would make the packed buffers dynamic, which hoisting cannot
-take. The fill and an element-wise epilogue (bias, ReLU) run as their own register-tiled
-loops over C, before and after the packed loop nest.
+take. The fill and an element-wise epilogue (bias, ReLU) are fused into the NC loop: they
+run as register-tiled loops over the column block's C panel, before and after its K loop,
+so the epilogue reads C from cache where the blocks keep that panel in L2.
 """
 
 from __future__ import annotations
@@ -70,11 +71,15 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
     any_op = transform.AnyOpType.get()
     zeros = [ir.FloatAttr.get(dtype_named(name).mlir(), 0.0) for name in op.dtypes]
     with ScheduleBuilder("contraction_packed") as s:
+        # NC columns at a time of the last op (the epilogue, else the contraction), with its
+        # producers fused: the fill, the contraction and the epilogue of one column block
+        # run in turn while its C panel is in cache.
+        s.fuse_with_loops(s.last_op(), [0, nc], step="cache_tile_n")
         for name in ("linalg.fill", "linalg.generic"):  # the fill, then any epilogue
             others = s.match(s.root, [name], step=f"match_{name}")
             s.tile(others, [mr, nr], step=f"register_tile_{name}")
         contraction = s.match_root(s.root, op.kind, step="match_contraction")
-        contraction, _ = s.tile(contraction, [0, nc, kc], step="cache_tile_nk")
+        contraction, _ = s.tile(contraction, [0, 0, kc], step="cache_tile_k")
         contraction, _ = s.tile(contraction, [mc, 0, 0], step="cache_tile_m")
         with s.at("register_tile"):  # NR loop outer, MR loop inner
             structured.TileUsingForOp(contraction, sizes=[mr, nr, 0], interchange=[1, 0, 2])
