@@ -17,8 +17,11 @@ from mlirtune.memory import check_memory
 BASELINES = ("numpy",)
 
 
-def measure_numpy(workload: Workload, options: BenchOptions | None = None) -> BenchResult:
-    """Time the workload's numpy baseline; one BLAS thread, same sampling rules as kernels."""
+def measure_numpy(
+    workload: Workload, options: BenchOptions | None = None, threads: int = 1
+) -> BenchResult:
+    """Time the workload's numpy baseline with `threads` BLAS threads (one by default, as
+    kernels run), by the same sampling rules as kernels."""
     if type(workload).numpy_baseline is Workload.numpy_baseline:  # known without allocating
         raise UsageError(f"{workload.name} has no numpy baseline", stage="baseline")
     check_memory(workload, "numpy baseline", baseline=True)
@@ -35,7 +38,7 @@ def measure_numpy(workload: Workload, options: BenchOptions | None = None) -> Be
             out[s] = time.perf_counter_ns() - start
         return out
 
-    with threadpool_limits(limits=1):
+    with threadpool_limits(limits=threads):
         seconds = run_benchmark(timer, options or BenchOptions())
     return bench_result(
         workload=workload.describe(),

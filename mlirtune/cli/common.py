@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
 import textwrap
 from collections.abc import Callable
@@ -72,9 +73,16 @@ def plural(count: int, noun: str, many: str | None = None) -> str:
 
 
 def target_of(args: argparse.Namespace) -> Target:
-    from mlirtune.targets import target_named
+    """The --target, on --threads cores where the command takes it (the host only)."""
+    from mlirtune.targets import HostCPU, target_named
 
-    return target_named(args.target)
+    target = target_named(args.target)
+    threads = getattr(args, "threads", 1)
+    if threads == 1:
+        return target
+    if not isinstance(target, HostCPU):
+        raise UsageError(f"--threads applies to the host target, not {args.target}")
+    return HostCPU(target.features, threads=threads)
 
 
 def pipeline_of(args: argparse.Namespace) -> str | Descriptor | None:
@@ -262,3 +270,13 @@ def add_workload_arguments(cmd: argparse.ArgumentParser) -> None:
         help="pipeline descriptor (default: looked up by workload and root-op kind)",
     )
     add_target_argument(cmd)
+    cores = os.cpu_count() or 1
+    cmd.add_argument(
+        "--threads",
+        type=integer(0, cores),
+        default=1,
+        metavar="N",
+        help=f"cores a kernel's outer block loops are spread over, 0 to {cores} (0: all of "
+        "them; default: %(default)s, which keeps timings comparable across hosts); numpy "
+        "baselines use as many BLAS threads",
+    )

@@ -7,7 +7,14 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from mlirtune.cli.common import engine_of, label, schedule_params, target_of, workload_of
+from mlirtune.cli.common import (
+    engine_of,
+    label,
+    plural,
+    schedule_params,
+    target_of,
+    workload_of,
+)
 from mlirtune.interfaces.errors import MlirtuneError
 
 if TYPE_CHECKING:  # imported on use: `mlirtune --help` stays fast
@@ -89,10 +96,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if not args.json:
         print(f"benchmarking {label(workload.describe())} ...", file=sys.stderr)
     result = engine_of(args).benchmark(workload, schedule_params(args.param), options=options)
-    report: dict[str, Any] = result.to_json()
+    report: dict[str, Any] = {**result.to_json(), "threads": args.threads}
     baseline = None
     if args.baseline:
-        baseline = measure_numpy(workload, options)
+        baseline = measure_numpy(workload, options, threads=args.threads)
         report["baseline"] = {
             "name": args.baseline,
             "median_s": baseline.median_s,
@@ -141,7 +148,10 @@ def _print_bench(result: BenchResult, baseline: BenchResult | None, report: dict
     for note in report.get("notes", []):
         print(f"  note: {note}")
     print(f"  schedule parameters: {params or '(none)'}")
-    rows = [("mlirtune", result)] + ([("numpy (1 thread)", baseline)] if baseline else [])
+    threads = report["threads"]
+    print(f"  threads: {threads}")
+    numpy_label = f"numpy ({plural(threads, 'thread')})"
+    rows = [("mlirtune", result)] + ([(numpy_label, baseline)] if baseline else [])
     for name, r in rows:
         s = r.stats
         print(

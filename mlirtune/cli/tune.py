@@ -163,7 +163,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
         strategy=args.strategy,
         seed=args.seed,
         finalists=args.finalists,
-        evaluator=EvaluatorSettings(workers=args.workers),
+        # A multi-thread candidate is timed with the cores to itself: one worker process,
+        # so no compile runs beside it.
+        evaluator=EvaluatorSettings(workers=1 if args.threads > 1 else args.workers),
     )
     if not args.show_space:
         options.check()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ from mlirtune.pipeline import run_pipeline
 from mlirtune.runtime import Buffer, HostRuntime, Runtime
 from mlirtune.specs.specset import SpecSet
 from mlirtune.targets.host_cpu import HostCPU
+from mlirtune.toolchain import runner_library
 
 
 @dataclass
@@ -139,6 +141,8 @@ class MlirJitEngine(DescriptorEngine):
         if key not in self._cache:
             module, lowering = self._lower(workload, schedule_parameters, with_timer=True)
             libraries = sorted(set(workload.requirements()) | set(self.runtime.requirements()))
+            if lowering.values.get("THREADS", 1) > 1:  # parallel loops run as async tasks
+                _load_async_runtime()
             try:
                 engine = ExecutionEngine(module, opt_level=self.opt_level, shared_libs=libraries)
                 # Code is materialised lazily; look the entry points up now so that
@@ -229,3 +233,12 @@ def _pointer_to_descriptor(array: np.ndarray):
 
 def _memref_pointers(buffers: list[Buffer]) -> list:
     return [_pointer_to_descriptor(buffer.host) for buffer in buffers]
+
+
+@functools.cache
+def _load_async_runtime() -> None:
+    """Load MLIR's async runtime once for the life of the process, its symbols global, so
+    that the JIT resolves parallel kernels' calls into it. It is not handed to an
+    ExecutionEngine: destroying that engine would shut down the runtime's one default
+    instance for good (`__mlir_execution_engine_destroy`), and crash every later kernel."""
+    ctypes.CDLL(runner_library("mlir_async_runtime"), mode=ctypes.RTLD_GLOBAL)

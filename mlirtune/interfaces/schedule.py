@@ -33,7 +33,8 @@ class Knob:
     op and the target's vector width. `default` may depend on the op (e.g. its element
     size). `selected` says whether target selectors choose it (else the default stands);
     `minimum` is its smallest meaningful value (1 for sizes; 0 for a choice such as "no
-    packing")."""
+    packing"). `searched=False` keeps it out of search spaces: its value comes from the
+    target when a pipeline is lowered (Target.pipeline_values, e.g. THREADS)."""
 
     name: str
     description: str
@@ -41,6 +42,7 @@ class Knob:
     derive: Derivation
     selected: bool = True
     minimum: int = 1
+    searched: bool = True
 
     def default_for(self, op: OpInfo) -> int:
         return self.default(op) if callable(self.default) else self.default

@@ -91,7 +91,8 @@ def resolve_values(
             stage="pipeline",
         )
     owned = target.pipeline_values()
-    clash = sorted(set(explicit or {}) & set(owned))
+    # A config may restate a target's value (a tuned config holds every slot), not change it.
+    clash = sorted(k for k, v in (explicit or {}).items() if k in owned and v != owned[k])
     if clash:
         raise UsageError(
             f"{', '.join(clash)}: set by the target ({target!r}), not by schedule parameters",

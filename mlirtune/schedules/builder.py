@@ -108,15 +108,19 @@ class ScheduleBuilder:
         sizes: Sequence[int],
         step: str,
         interchange: Sequence[int] | None = None,
+        parallel: bool = False,
     ) -> tuple[ir.Value, list]:
         """`fuse`, also returning the loop handles (outermost first, one per non-zero size);
-        `interchange` orders the tile loops (a permutation of the tiled dims)."""
+        `interchange` orders the tile loops (a permutation of the tiled dims). `parallel`
+        makes them one scf.forall instead, whose iterations the lowering spreads over
+        threads (lower_cpu.yaml); its handle is then the only one returned."""
         with self.at(step):
             op = structured.FuseOp(
                 target,
                 tile_sizes=list(sizes),
                 tile_interchange=list(interchange) if interchange else None,
                 apply_cleanup=True,
+                use_forall=parallel,
             )
         return op.transformed, list(op.loops)
 

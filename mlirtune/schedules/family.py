@@ -88,9 +88,10 @@ class LibraryFamily(ScheduleFamily):
     # --- search space --------------------------------------------------------------------
 
     def domains(self, op: OpInfo, target: Target) -> Domains:
-        """Every knob's candidate values for `op` on `target`, derived from its vector width."""
+        """Every searched knob's candidate values for `op` on `target`, derived from its
+        vector width."""
         lanes = self.lanes(op, target)
-        return {knob.name: knob.values(op, lanes) for knob in self.knobs}
+        return {knob.name: knob.values(op, lanes) for knob in self.knobs if knob.searched}
 
     def violations(self, op: OpInfo, target: Target, config: Config) -> list[str]:
         """Names of what `config` breaks, as SearchSpace.violations reports them:
@@ -99,7 +100,8 @@ class LibraryFamily(ScheduleFamily):
         values are substituted (one whose knobs lack values is left undecided)."""
         domains = self.domains(op, target)
         variables = {name: z3.Int(name) for name in domains}
-        broken = [f"{name}_unknown" for name in config if name not in domains]
+        knobs = {knob.name for knob in self.knobs}
+        broken = [f"{name}_unknown" for name in config if name not in knobs]
         values = {
             name: config[name]
             for name in domains

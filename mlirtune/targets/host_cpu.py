@@ -119,12 +119,16 @@ def read_features(cpuinfo: Path, cache_dir: Path) -> CpuFeatures:
 
 class HostCPU(Target):
     """The machine this process runs on, or one like it: `HostCPU(isa="avx2",
-    l1d_bytes=32768)` replaces detected fields, e.g. to select for another CPU in tests."""
+    l1d_bytes=32768)` replaces detected fields, e.g. to select for another CPU in tests.
+    `threads` is how many of its cores a kernel runs on (0: all of them; default 1)."""
 
     name = "host"
 
-    def __init__(self, features: CpuFeatures | None = None, **overrides: Any) -> None:
+    def __init__(
+        self, features: CpuFeatures | None = None, *, threads: int = 1, **overrides: Any
+    ) -> None:
         features = features or detect_features()
+        self.threads = _thread_count(threads, features.cores)
         fields = {f.name for f in dataclasses.fields(CpuFeatures)}
         unknown = sorted(set(overrides) - fields)
         if unknown:
@@ -145,7 +149,8 @@ class HostCPU(Target):
 
     def __repr__(self) -> str:
         f = self.features
-        return f"HostCPU({f.arch}/{f.isa}, {f.model!r})"
+        threads = f", {self.threads} threads" if self.threads > 1 else ""
+        return f"HostCPU({f.arch}/{f.isa}, {f.model!r}{threads})"
 
     def descriptor_search_path(self) -> list[str]:
         f = self.features
@@ -167,7 +172,13 @@ class HostCPU(Target):
             "l1d_bytes": f.l1d_bytes,
             "l2_bytes": f.l2_bytes,
             "l3_bytes": f.l3_bytes,
+            # Only when parallel, so that one-thread keys stay those recorded before threads.
+            **({"threads": self.threads} if self.threads > 1 else {}),
         }
+
+    def pipeline_values(self) -> dict[str, int | str]:
+        """THREADS: the cores the kernel's outer loops are spread over (lower_cpu.yaml)."""
+        return {"THREADS": self.threads}
 
     def cpu_class(self) -> str:
         """The CPU class from cpuinfo's vendor, family and model: a name from CPU_CLASSES,
@@ -205,6 +216,17 @@ class HostCPU(Target):
 
 
 # --- detection helpers ---------------------------------------------------------------------
+
+
+def _thread_count(threads: int, cores: int) -> int:
+    """`threads` checked against the host's `cores` (0 means all of them)."""
+    if isinstance(threads, bool) or not isinstance(threads, int) or not 0 <= threads <= cores:
+        raise UsageError(
+            f"threads={threads!r}: give a whole number from 1 to this host's {cores} cores, "
+            "or 0 for all of them",
+            stage="target",
+        )
+    return threads or cores
 
 
 def _cpuinfo_fields(path: Path) -> dict[str, str]:

@@ -227,7 +227,12 @@ def test_bench_json_reports_parameter_sources(capsys):
     assert code == 0
     assert report["parameters"]["MR"] == 4 and report["parameter_sources"]["MR"] == "explicit"
     assert report["config_source"] == "explicit"
-    assert set(report["parameter_sources"].values()) <= {"explicit", "selector", "default"}
+    assert set(report["parameter_sources"].values()) <= {
+        "explicit",
+        "selector",
+        "default",
+        "target",
+    }
     assert "selector" in report["parameter_sources"].values()
     assert report["pipeline"].endswith("matmul.yaml") and report["target"] == "host"
 

@@ -2,11 +2,14 @@
 on stderr naming the option and the allowed range, with exit status 2 and no traceback."""
 
 import argparse
+import os
 
 import pytest
 
 from mlirtune.cli import _parser, main
 from mlirtune.cli.common import SEED_MAX, integer, seconds
+
+CORES = os.cpu_count() or 1
 
 BAD = [
     (["tune", "matmul", "--workers", "0"], "--workers", "must be a positive number"),
@@ -31,6 +34,9 @@ BAD = [
     (["bench", "matmul", "--max-time", "soon"], "--max-time", "number of seconds"),
     (["db", "show", "matmul", "--limit", "-1"], "--limit", "must be a non-negative number"),
     (["db", "show", "matmul", "--limit", "many"], "--limit", "must be a non-negative number"),
+    (["bench", "matmul", "--threads", "-1"], "--threads", f"from 0 to {CORES}"),
+    (["tune", "matmul", "--threads", str(CORES + 1)], "--threads", f"from 0 to {CORES}"),
+    (["run", "matmul", "--threads", "two"], "--threads", f"from 0 to {CORES}"),
 ]
 
 

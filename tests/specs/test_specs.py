@@ -309,7 +309,8 @@ def test_stale_entry_with_invalid_config_is_skipped(tmp_path, capsys, stale):
     with pytest.warns(SpecWarning, match="not applied") as caught:
         lowering = spec_engine(path).plan(workload(MATMUL))
     assert all(b in str(caught[0].message) for b in broken) and broken
-    assert lowering.config_source == "selector" and lowering.values == baseline(MATMUL)
+    assert lowering.config_source == "selector"
+    assert lowering.values == {**baseline(MATMUL), **TARGET.pipeline_values()}
     with new_context(), ir.Location.unknown():
         (report,) = check([load(path)], TARGET)
     assert report.stale and set(broken) <= set(report.broken) and not report.ok
@@ -369,7 +370,7 @@ def test_cli_list_and_show(tmp_path, capsys):
     assert code == 0 and f"matches LIB:{name}" in out
     (line,) = [line for line in out.splitlines() if line.startswith("config:")]
     assert line.startswith(f"config: spec:LIB:{name}:")
-    assert set(line.split(": ", 2)[2].split()) == set(values.split())
+    assert set(line.split(": ", 2)[2].split()) == {*values.split(), "THREADS=1"}
     code, out, _ = cli(capsys, "specs", "show", "--for", "matmul", "M=64", "N=48", "K=16",
                        "--spec", path)  # fmt: skip
     assert code == 0 and "no entry of LIB" in out and "config: selector:" in out
@@ -423,7 +424,7 @@ def test_tune_export_and_compile_end_to_end(tmp_path):
 
     tuned = _bench(tmp_path, *SHAPE, "--spec", lib)
     assert tuned["config_source"] == f"spec:LIB:{entry.name}"
-    assert tuned["parameters"] == entry.config
+    assert tuned["parameters"] == {**entry.config, "THREADS": 1}  # THREADS: the target's
     other = _bench(tmp_path, "M=64", "N=48", "K=16", "--spec", lib)
     assert other["config_source"] == "selector"
     configured = {"MLIRTUNE_SPECS": str(lib)}

@@ -86,6 +86,15 @@ class Contraction(HostFamily):
             lambda op, lanes: (PACK_NONE, PACK_B, PACK_AB) if op.kind == "matmul" else (0,),
             minimum=PACK_NONE,
         ),
+        # Neither selected nor searched: the target's thread count (HostCPU.threads).
+        Knob(
+            "THREADS",
+            "threads the outer block loop is spread over (set by the target)",
+            1,
+            choices(1),
+            selected=False,
+            searched=False,
+        ),
     )
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:

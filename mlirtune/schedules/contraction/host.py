@@ -124,7 +124,7 @@ def _packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
     bounds = blis_blocking(cpu.features, mr, nr, element_bytes(op.element_type), m)
     mc, nc, kc = (
         whole_block(m, bounds.mc, mr),
-        whole_block(n, bounds.nc, nr),
+        whole_block(n, min(bounds.nc, n // cpu.threads), nr),  # a column block per thread
         whole_block(k, bounds.kc, 1),
     )
     if mc is None or nc is None or kc is None:

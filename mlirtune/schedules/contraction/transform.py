@@ -79,11 +79,19 @@ def contraction_schedule(op: OpInfo, parameters: dict[str, int]) -> ir.Module:
         # consecutive blocks share their B panel).
         n_outer = p.get("ORDER", 1) == 2
         interchange = [*range(batch_dims), batch_dims + 1, batch_dims] if n_outer else None
+        # With THREADS > 1 and whole cache tiles, the output blocks are one scf.forall,
+        # spread over the threads; partial ones are peeled, which takes scf.for loops.
+        parallel = p.get("THREADS", 1) > 1 and not (remainders.cache_m or remainders.cache_n)
         _, cache_loops = s.fuse_with_loops(
-            s.last_op(), [*ones, mc, nc], step="cache_tile_mn", interchange=interchange
+            s.last_op(),
+            [*ones, mc, nc],
+            step="cache_tile_mn",
+            interchange=interchange,
+            parallel=parallel,
         )
-        outer, inner = cache_loops[-2], cache_loops[-1]
-        cache_m_loop, cache_n_loop = (inner, outer) if n_outer else (outer, inner)
+        if not parallel:
+            outer, inner = cache_loops[-2], cache_loops[-1]
+            cache_m_loop, cache_n_loop = (inner, outer) if n_outer else (outer, inner)
         contraction = s.match_root(s.root, op.kind, step="match_contraction")
         contraction, k_loops = s.tile(contraction, [*zeros, 0, 0, kc], step="cache_tile_k")
         contraction, register_loops = s.tile(contraction, [*ones, mr, nr, 0], step="register_tile")
@@ -98,10 +106,13 @@ def contraction_schedule(op: OpInfo, parameters: dict[str, int]) -> ir.Module:
         function = s.match(s.root, ["func.func"], step="match_function")
         if remainders.any:
             # Innermost loops first: peeling an outer loop clones its body, already peeled.
-            cache_peels = [
-                (remainders.cache_n, cache_n_loop, "peel_cache_n"),
-                (remainders.cache_m, cache_m_loop, "peel_cache_m"),
-            ]
+            # (Partial cache tiles keep scf.for cache loops: see `parallel` above.)
+            cache_peels = []
+            if not parallel:
+                cache_peels = [
+                    (remainders.cache_n, cache_n_loop, "peel_cache_n"),
+                    (remainders.cache_m, cache_m_loop, "peel_cache_m"),
+                ]
             if n_outer:
                 cache_peels.reverse()
             peels = [

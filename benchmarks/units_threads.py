@@ -1,0 +1,63 @@
+"""Kernels on several cores against one, and against numpy with as many BLAS threads, measured
+side by side in one run.
+
+    python benchmarks/units_threads.py [--threads 2] [--rounds 3] [--max-time 1.0]
+
+For each shape, rounds alternate: ours on one thread, ours on --threads, numpy (OpenBLAS) on
+one thread, numpy on --threads; each side's time is the median of its per-round medians.
+Prints our scaling (one-thread time / N-thread time) and the N-thread ratio to numpy. The
+matrix-unit (bf16) rows of this benchmark are not here yet: only the thread rows are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+
+from mlirtune.api import engine_for
+from mlirtune.bench.baseline import measure_numpy
+from mlirtune.interfaces.bench import BenchOptions
+from mlirtune.targets.host_cpu import HostCPU
+from mlirtune.workloads import Matmul
+
+SHAPES = {
+    "2048^3": Matmul(M=2048, N=2048, K=2048),
+    "llama 256x11008x4096": Matmul(M=256, N=11008, K=4096),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per shape")
+    parser.add_argument("--max-time", type=float, default=1.0, help="seconds per measurement")
+    args = parser.parse_args()
+    options = BenchOptions(max_time_s=args.max_time)
+    n = args.threads
+    engines = {threads: engine_for(HostCPU(threads=threads)) for threads in (1, n)}
+    print(f"{'workload':24s} {'ours x1':>8s} {'ours x' + str(n):>8s} {'numpy x1':>9s} "
+          f"{'numpy x' + str(n):>9s}   scaling   vs numpy x{n}   (GFLOP/s)")  # fmt: skip
+    for label, workload in SHAPES.items():
+        times: dict[str, list[float]] = {"ours1": [], "oursN": [], "numpy1": [], "numpyN": []}
+        for threads, engine in engines.items():
+            assert engine.execute(workload).verification.ok, (label, threads)
+        for _ in range(args.rounds):
+            times["ours1"].append(engines[1].benchmark(workload, options=options).median_s)
+            times["oursN"].append(engines[n].benchmark(workload, options=options).median_s)
+            times["numpy1"].append(measure_numpy(workload, options).median_s)
+            times["numpyN"].append(measure_numpy(workload, options, threads=n).median_s)
+        median = {side: statistics.median(values) for side, values in times.items()}
+        flops = workload.get_complexity().flops
+        rates = " ".join(f"{flops / median[side] / 1e9:8.1f}" for side in times)
+        print(
+            f"{label:24s} {rates}   {median['ours1'] / median['oursN']:6.2f}x"
+            f"   {median['numpyN'] / median['oursN']:9.2f}x",
+            flush=True,
+        )
+        for engine in engines.values():
+            engine.clear_cache()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""Kernels on several cores: `HostCPU(threads=N)` / `--threads N` spread a contraction's outer
+block loop (an scf.forall) over MLIR's async runtime, with the same results as one thread."""
+
+import os
+
+import numpy as np
+import pytest
+from mlir import ir
+
+from mlirtune.api import engine_for
+from mlirtune.cli import main
+from mlirtune.interfaces.errors import UsageError
+from mlirtune.targets.host_cpu import HostCPU
+from mlirtune.workloads import BatchMatmul, Matmul, Mlp
+
+CORES = os.cpu_count() or 1
+pytestmark = pytest.mark.jit
+needs_two_cores = pytest.mark.skipif(CORES < 2, reason="needs 2 cores, this host has 1")
+
+# Small caches, so these small shapes take the packed path where their blocks are whole.
+SMALL_CACHES = {"l1d_bytes": 8 << 10, "l2_bytes": 64 << 10, "l3_bytes": 1 << 20}
+
+
+def outputs(threads: int, workload, parameters=None) -> np.ndarray:
+    engine = engine_for(HostCPU(threads=threads, **SMALL_CACHES), use_specs=False)
+    kernel = engine.compile(workload, parameters)
+    with workload.allocate(engine) as buffers:
+        kernel.call(buffers)
+        return engine.runtime.to_host(buffers[-1]).copy()
+
+
+def op_names(threads: int, workload) -> tuple[set[str], set[str]]:
+    """Op names after the schedule, and the LLVM functions the lowered module calls."""
+    engine = engine_for(HostCPU(threads=threads, **SMALL_CACHES), use_specs=False)
+    scheduled: set[str] = set()
+
+    def observe(stage: str, module: ir.Module) -> None:
+        if stage.startswith("schedule"):
+            module.operation.walk(lambda op: scheduled.add(op.name) or ir.WalkResult.ADVANCE)
+
+    calls: set[str] = set()
+
+    def collect(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "llvm.call" and "callee" in op.attributes:
+            calls.add(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+        return ir.WalkResult.ADVANCE
+
+    engine.lower_payload(workload, observer=observe).operation.walk(collect)
+    return scheduled, calls
+
+
+@needs_two_cores
+@pytest.mark.parametrize(
+    "workload",
+    [
+        Matmul(M=128, N=256, K=256),  # packed: column blocks in parallel
+        Mlp(M=128, N=256, K=256),  # packed, bias and ReLU in each column block
+        Matmul(M=64, N=96, K=64),  # cache-resident, whole tiles: output blocks in parallel
+        Matmul(M=70, N=45, K=30),  # partial tiles, peeled: one thread
+        BatchMatmul(B=4, M=32, N=64, K=32),
+    ],
+    ids=["packed", "mlp", "resident", "peeled", "batch"],
+)
+def test_threads_give_the_results_of_one_thread(workload):
+    one, two = outputs(1, workload), outputs(2, workload)
+    np.testing.assert_array_equal(one, two)  # the same sums in the same order, per block
+    engine = engine_for(HostCPU(threads=2, **SMALL_CACHES), use_specs=False)
+    assert engine.execute(workload).verification.ok
+
+
+@needs_two_cores
+def test_parallel_loops_become_async_runtime_tasks():
+    workload = Matmul(M=128, N=256, K=256)
+    (scheduled, calls), (serial, serial_calls) = op_names(2, workload), op_names(1, workload)
+    assert "scf.forall" in scheduled and "scf.forall" not in serial
+    assert any(name.startswith("mlirAsyncRuntime") for name in calls)
+    assert not any(name.startswith("mlirAsyncRuntime") for name in serial_calls)
+
+
+@needs_two_cores
+def test_the_selector_gives_each_thread_a_column_block():
+    workload = Matmul(M=128, N=256, K=256)
+    engine = engine_for(HostCPU(threads=2, **SMALL_CACHES), use_specs=False)
+    plan = engine.plan(workload)
+    assert plan.values["THREADS"] == 2 and plan.sources["THREADS"] == "target"
+    assert plan.values["PACK"] > 0 and plan.values["NC"] <= 256 // 2
+
+
+@pytest.mark.parametrize("threads", [-1, CORES + 1, 1.5, True])
+def test_thread_counts_beyond_the_host_are_refused(threads):
+    with pytest.raises(UsageError, match=f"from 1 to this host's {CORES} cores"):
+        HostCPU(threads=threads)
+
+
+def test_zero_threads_means_every_core():
+    assert HostCPU(threads=0).threads == CORES
+    assert "threads" not in HostCPU().fingerprint()  # one-thread keys stay as they were
+
+
+def test_cli_threads_are_the_targets_not_a_parameter(capsys):
+    code = main(["run", "matmul", "M=16", "N=16", "K=16", "--param", "THREADS=2"])
+    assert code == 2 and "THREADS: set by the target" in capsys.readouterr().err
+    code = main(["run", "matmul", "--target", "nvidia-gpu", "--threads", "2"])
+    assert code == 2 and "--threads applies to the host target" in capsys.readouterr().err
+
+
+@needs_two_cores
+def test_bench_says_how_many_threads_ran(capsys):
+    code = main(["bench", "matmul", "M=64", "N=64", "K=64", "--threads", "2", "--json",
+                 "--max-time", "0.05", "--baseline", "numpy"])  # fmt: skip
+    assert code == 0
+    report = capsys.readouterr().out
+    assert '"threads": 2' in report and '"THREADS": 2' in report
