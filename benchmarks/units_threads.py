@@ -5,8 +5,10 @@ side by side in one run.
 
 For each shape, rounds alternate: ours on one thread, ours on --threads, numpy (OpenBLAS) on
 one thread, numpy on --threads; each side's time is the median of its per-round medians.
-Prints our scaling (one-thread time / N-thread time) and the N-thread ratio to numpy. The
-matrix-unit (bf16) rows of this benchmark are not here yet: only the thread rows are.
+Prints our scaling (one-thread time / N-thread time) and the N-thread ratio to numpy. Then
+the other host families (convolution, softmax, element-wise), whose numpy forms are not
+multi-threaded: our scaling only. The matrix-unit (bf16) rows of this benchmark are not
+here yet: only the thread rows are.
 """
 
 from __future__ import annotations
@@ -19,11 +21,16 @@ from mlirtune.api import engine_for
 from mlirtune.bench.baseline import measure_numpy
 from mlirtune.interfaces.bench import BenchOptions
 from mlirtune.targets.host_cpu import HostCPU
-from mlirtune.workloads import Matmul
+from mlirtune.workloads import Conv2d, Elementwise, Matmul, Softmax
 
 SHAPES = {
     "2048^3": Matmul(M=2048, N=2048, K=2048),
     "llama 256x11008x4096": Matmul(M=256, N=11008, K=4096),
+}
+OTHER_FAMILIES = {
+    "conv2d 56x56x64x64": Conv2d(H=58, W=58, C=64, F=64),
+    "softmax 2048x4096": Softmax(M=2048, N=4096),
+    "add,mul,relu 2048x4096": Elementwise(M=2048, N=4096, ops="add,mul,relu"),
 }
 
 
@@ -54,6 +61,22 @@ def main() -> None:
             f"{label:24s} {rates}   {median['ours1'] / median['oursN']:6.2f}x"
             f"   {median['numpyN'] / median['oursN']:9.2f}x",
             flush=True,
+        )
+        for engine in engines.values():
+            engine.clear_cache()
+    print(f"\n{'workload':24s} {'ours x1':>8s} {'ours x' + str(n):>8s}   scaling   (GB/s)")
+    for label, workload in OTHER_FAMILIES.items():
+        seconds: dict[int, list[float]] = {1: [], n: []}
+        for threads, engine in engines.items():
+            assert engine.execute(workload).verification.ok, (label, threads)
+        for _ in range(args.rounds):
+            for threads, engine in engines.items():
+                seconds[threads].append(engine.benchmark(workload, options=options).median_s)
+        median = {threads: statistics.median(values) for threads, values in seconds.items()}
+        moved = workload.get_complexity()
+        gbs = {t: (moved.bytes_read + moved.bytes_written) / m / 1e9 for t, m in median.items()}
+        print(
+            f"{label:24s} {gbs[1]:8.1f} {gbs[n]:8.1f}   {median[1] / median[n]:6.2f}x", flush=True
         )
         for engine in engines.values():
             engine.clear_cache()

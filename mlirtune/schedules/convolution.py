@@ -34,7 +34,7 @@ from mlirtune.schedules.cpu_model import (
     vectors,
     whole_vectors,
 )
-from mlirtune.schedules.knobs import divisors, register_rows, vector_columns
+from mlirtune.schedules.knobs import divisors, register_rows, threads_knob, vector_columns
 from mlirtune.targets.host_cpu import HostCPU
 
 CONV_OP = "linalg.conv_2d_nhwc_hwcf"
@@ -64,6 +64,7 @@ class Convolution(HostFamily):
             vector_columns("F", (1, 2, 4)),
         ),
         Knob("C_TILE", "input channels per filter-loop step", 1, divisors("C", 16)),
+        threads_knob(),
     )
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
@@ -145,10 +146,15 @@ def convolution_schedule(
     ow_tile, f_tile, c_tile = min(p["OW_TILE"], ow), min(p["F_TILE"], f), min(p["C_TILE"], c)
     with ScheduleBuilder(name) as s:
         conv = s.match(s.root, [CONV_OP], step="match_conv")
-        _, loops = s.fuse_with_loops(conv, [1, 1, ow_tile, f_tile, 0, 0, 0], step="output_tile")
+        if p.get("THREADS", 1) > 1:
+            # Output rows (N, OH) as one scf.forall spread over the threads, the fill fused.
+            s.fuse_with_loops(conv, [1, 1, 0, 0, 0, 0, 0], step="parallel_rows", parallel=True)
+            conv = s.match(s.root, [CONV_OP], step="match_conv_rows")
+        sizes = [1, 1, ow_tile, f_tile, 0, 0, 0]
+        _, loops = s.fuse_with_loops(conv, sizes, step="output_tile")
         # Peel partial tiles (innermost loop first, so the outer peel clones both halves):
         # every tile then has a static shape and vectorizes.
-        _, _, ow_loop, f_loop = loops
+        ow_loop, f_loop = loops[-2:]
         if f % f_tile:
             s.peel(f_loop, step="peel_f")
         if ow % ow_tile:

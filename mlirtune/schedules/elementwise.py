@@ -13,7 +13,7 @@ from mlir import ir
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Knob
 from mlirtune.schedules.builder import ScheduleBuilder
-from mlirtune.schedules.knobs import powers_of_two, vector_columns
+from mlirtune.schedules.knobs import powers_of_two, threads_knob, vector_columns
 from mlirtune.schedules.vector_tiles import VectorTileFamily
 from mlirtune.targets.host_cpu import HostCPU
 
@@ -27,6 +27,7 @@ class Elementwise(VectorTileFamily):
     knobs = (
         Knob("ROWS", "rows per tile", 8, powers_of_two("ROWS", 32)),
         Knob("COLS", "columns per tile", 64, vector_columns("COLS", (1, 2, 4, 8))),
+        threads_knob(),
     )
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
@@ -53,10 +54,21 @@ def elementwise_schedule(
     sizes = [1] * max(0, len(shape) - 2) + [min(rows, d) for d in shape[-2:-1]]
     sizes += [min(cols, shape[-1])]
     sizes = sizes[-len(shape) :]
+    # With THREADS > 1 and whole tiles in the outer dims, those are one scf.forall spread
+    # over the threads, and the columns are tiled (and peeled) inside it.
+    outer = list(zip(shape[:-1], sizes[:-1], strict=True))
+    parallel = parameters.get("THREADS", 1) > 1 and bool(outer)
+    parallel = parallel and all(dim % size == 0 for dim, size in outer)
     with ScheduleBuilder(name) as s:
         anchor = s.match(s.root, [anchor_op], step="match_anchor")
+        if parallel:
+            outer_sizes = [*sizes[:-1], 0]
+            s.fuse_with_loops(anchor, outer_sizes, step="parallel_rows", parallel=True)
+            anchor = s.match(s.root, [anchor_op], step="match_anchor_rows")
+            sizes = [0] * (len(shape) - 1) + sizes[-1:]
         _, loops = s.fuse_with_loops(anchor, sizes, step="tile_and_fuse")
-        for dim, size, loop_handle in reversed(list(zip(shape, sizes, loops, strict=True))):
+        tiled = [(dim, size) for dim, size in zip(shape, sizes, strict=True) if size]
+        for (dim, size), loop_handle in reversed(list(zip(tiled, loops, strict=True))):
             if dim % size:
                 s.peel(loop_handle, step="peel_partial_tiles")
         function = s.match(s.root, ["func.func"], step="match_function")

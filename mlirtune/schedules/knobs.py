@@ -10,11 +10,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.interfaces.schedule import Derivation
+from mlirtune.interfaces.schedule import Derivation, Knob
 
 # Rows of an outer-product register tile: the small counts a register file holds, with the
 # 3-, 6- and 12-row tiles that fill it when a row spans two or four vectors.
 REGISTER_ROWS = (1, 2, 3, 4, 6, 8, 12, 16)
+
+
+def threads_knob() -> Knob:
+    """THREADS: the cores a family's outer tile loop is spread over. Neither selected nor
+    searched: the target fills it (HostCPU.threads, the THREADS slot of lower_cpu.yaml)."""
+    return Knob(
+        "THREADS",
+        "threads the outer tile loop is spread over (set by the target)",
+        1,
+        choices(1),
+        selected=False,
+        searched=False,
+    )
 
 
 def cache_tiles(dim: str, *, floor: int, granule: int = 1, in_lanes: bool = False) -> Derivation:

@@ -16,7 +16,7 @@ from mlir.dialects import transform
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Knob
 from mlirtune.schedules.builder import ScheduleBuilder
-from mlirtune.schedules.knobs import powers_of_two, vector_columns
+from mlirtune.schedules.knobs import powers_of_two, threads_knob, vector_columns
 from mlirtune.schedules.vector_tiles import VectorTileFamily
 
 
@@ -40,6 +40,7 @@ class Rowwise(VectorTileFamily):
             64,
             vector_columns("COLS", (1, 2, 4, 8)),
         ),
+        threads_knob(),
     )
     register_share = 0.5
     reduction = True
@@ -62,8 +63,13 @@ def rowwise_schedule(
     parallel x parallel or parallel x reduction) and whose last op writes the output."""
     m, n = shape
     rows, cols = min(parameters["ROWS"], m), min(parameters["COLS"], n)
+    # With THREADS > 1 and whole row tiles, the row tiles are one scf.forall spread over the
+    # threads (a partial tile is peeled, which takes an scf.for).
+    parallel = parameters.get("THREADS", 1) > 1 and m % rows == 0
     with ScheduleBuilder(name) as s:
-        _, (row_loop,) = s.fuse_with_loops(s.last_op(), [rows, 0], step="tile_rows_and_fuse")
+        _, (row_loop,) = s.fuse_with_loops(
+            s.last_op(), [rows, 0], step="tile_rows_and_fuse", parallel=parallel
+        )
         function = s.match(s.root, ["func.func"], step="match_function")
         with s.at("dedup_fused_producers"):
             # A producer with two consumers (exp feeds the sum and the divide) is fused once

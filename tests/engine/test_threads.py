@@ -11,7 +11,7 @@ from mlirtune.api import engine_for
 from mlirtune.cli import main
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.targets.host_cpu import HostCPU
-from mlirtune.workloads import BatchMatmul, Matmul, Mlp
+from mlirtune.workloads import BatchMatmul, Conv2d, Elementwise, Matmul, Mlp, Softmax
 
 CORES = os.cpu_count() or 1
 pytestmark = pytest.mark.jit
@@ -111,3 +111,18 @@ def test_bench_says_how_many_threads_ran(capsys):
     assert code == 0
     report = capsys.readouterr().out
     assert '"threads": 2' in report and '"THREADS": 2' in report
+
+
+@needs_two_cores
+@pytest.mark.parametrize(
+    "workload",
+    [
+        Conv2d(H=10, W=12, C=8, F=16),  # output rows in parallel, the fill fused
+        Softmax(M=32, N=100),  # whole row tiles in parallel
+        Softmax(M=30, N=100),  # a partial row tile, peeled: one thread
+        Elementwise(M=16, N=70, ops="add,mul,relu"),  # rows in parallel, columns peeled
+    ],
+    ids=["conv2d", "softmax", "softmax-peeled", "elementwise"],
+)
+def test_every_host_family_gives_the_results_of_one_thread(workload):
+    np.testing.assert_array_equal(outputs(1, workload), outputs(2, workload))

@@ -25,9 +25,12 @@ DEFAULTS = {
         {"MC": 64, "NC": 128, "KC": 256, "MR": 8, "NR": 32, "KU": 1, "ORDER": 1, "PACK": 0}
         | {"THREADS": 1},
     ),
-    "convolution": (OpInfo("conv2d", CONV, F32), {"OW_TILE": 8, "F_TILE": 32, "C_TILE": 1}),
-    "rowwise": (OpInfo("reduction", ROWS, F32[:2]), {"ROWS": 4, "COLS": 64}),
-    "elementwise": (OpInfo("elementwise", ROWS, F32), {"ROWS": 8, "COLS": 64}),
+    "convolution": (
+        OpInfo("conv2d", CONV, F32),
+        {"OW_TILE": 8, "F_TILE": 32, "C_TILE": 1} | {"THREADS": 1},
+    ),
+    "rowwise": (OpInfo("reduction", ROWS, F32[:2]), {"ROWS": 4, "COLS": 64, "THREADS": 1}),
+    "elementwise": (OpInfo("elementwise", ROWS, F32), {"ROWS": 8, "COLS": 64, "THREADS": 1}),
 }
 
 

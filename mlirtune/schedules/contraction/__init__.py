@@ -15,7 +15,13 @@ from mlirtune.schedules.contraction import host
 from mlirtune.schedules.contraction.packed import PACK_AB, PACK_B, PACK_NONE, packed_schedule
 from mlirtune.schedules.contraction.transform import contraction_schedule
 from mlirtune.schedules.cpu_model import HostFamily
-from mlirtune.schedules.knobs import cache_tiles, choices, register_rows, vector_columns
+from mlirtune.schedules.knobs import (
+    cache_tiles,
+    choices,
+    register_rows,
+    threads_knob,
+    vector_columns,
+)
 from mlirtune.targets.host_cpu import HostCPU
 
 
@@ -86,15 +92,7 @@ class Contraction(HostFamily):
             lambda op, lanes: (PACK_NONE, PACK_B, PACK_AB) if op.kind == "matmul" else (0,),
             minimum=PACK_NONE,
         ),
-        # Neither selected nor searched: the target's thread count (HostCPU.threads).
-        Knob(
-            "THREADS",
-            "threads the outer block loop is spread over (set by the target)",
-            1,
-            choices(1),
-            selected=False,
-            searched=False,
-        ),
+        threads_knob(),
     )
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
