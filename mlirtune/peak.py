@@ -47,7 +47,8 @@ def measure_f32_peak(target: HostCPU) -> float:
 def measured_peak_gflops(target: HostCPU, dtype: str = "f32") -> float:
     """The measured per-core FMA peak for `dtype` (f64 has half the lanes of f32; bf16
     and f16 compute in f32), from the cache or measured now and cached."""
-    f32 = _cached(digest(target.fingerprint()), lambda: measure_f32_peak(target))
+    core = _one_core(target)
+    f32 = _cached(digest(core.fingerprint()), lambda: measure_f32_peak(core))
     return f32 * 32 / COMPUTE_BITS.get(dtype, 32)
 
 
@@ -66,8 +67,14 @@ def measure_stream_gbs(target: HostCPU) -> float:
 def measured_bandwidth_gbs(target: HostCPU) -> float:
     """The measured per-core streaming read bandwidth in GB/s, from the cache or measured
     now and cached."""
-    key = digest(target.fingerprint()) + BANDWIDTH_SUFFIX
-    return _cached(key, lambda: measure_stream_gbs(target))
+    core = _one_core(target)
+    key = digest(core.fingerprint()) + BANDWIDTH_SUFFIX
+    return _cached(key, lambda: measure_stream_gbs(core))
+
+
+def _one_core(target: HostCPU) -> HostCPU:
+    """`target` on one thread: per-core figures are measured and keyed on one core."""
+    return target if target.threads == 1 else HostCPU(target.features)
 
 
 def memory_bound_gbs(target: HostCPU, complexity: Complexity, dtype: str = "f32") -> float | None:

@@ -45,6 +45,15 @@ def test_measured_once_per_cpu_then_cached(cache, measurements):
     assert len(measurements) == 2 and len(json.loads(cache.read_text())) == 2
 
 
+def test_a_multi_thread_target_reads_the_one_core_figure(cache, measurements):
+    cores = HostCPU().features.cores
+    if cores < 2:
+        pytest.skip("needs 2 cores, this host has 1")
+    assert peak.measured_peak_gflops(HostCPU(threads=2)) == 100.0
+    assert peak.measured_peak_gflops(HostCPU()) == 100.0
+    assert [target.threads for target in measurements] == [1]  # measured once, on one core
+
+
 @pytest.mark.parametrize(
     "content", ["{not json", "[1, 2]", '{"KEY": -3}', '{"KEY": "fast"}', '{"KEY": NaN}', ""]
 )

@@ -329,10 +329,12 @@ def _print_report(report: TuneReport, target: Target) -> None:
     dtype = problem.op.element_type
     complexity = problem.workload.get_complexity()
     on_host = isinstance(target, HostCPU)
-    peak = measured_peak_gflops(target, dtype) if on_host else 0.0
+    # The peak is one core's; a kernel on N threads has N of them.
+    peak = measured_peak_gflops(target, dtype) * target.threads if on_host else 0.0
     bandwidth = memory_bound_gbs(target, complexity, dtype) if on_host else None
     moved = complexity.bytes_read + complexity.bytes_written
-    print(f"{label(problem.workload.describe())}: baseline vs best")  # not wrapped as a title
+    threads = f" on {target.threads} threads" if on_host and target.threads > 1 else ""
+    print(f"{label(problem.workload.describe())}{threads}: baseline vs best")  # not a title
     table = Table()
     columns = ["config", "median ms", "95% CI ms", "GFLOP/s", "% peak", "speedup"]
     if bandwidth:
