@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import functools
 import json
@@ -141,7 +142,8 @@ class MlirJitEngine(DescriptorEngine):
         if key not in self._cache:
             module, lowering = self._lower(workload, schedule_parameters, with_timer=True)
             libraries = sorted(set(workload.requirements()) | set(self.runtime.requirements()))
-            if lowering.values.get("THREADS", 1) > 1:  # parallel loops run as async tasks
+            parallel = lowering.values.get("THREADS", 1) > 1  # loops run as async tasks
+            if parallel:
                 _load_async_runtime()
             try:
                 engine = ExecutionEngine(module, opt_level=self.opt_level, shared_libs=libraries)
@@ -154,6 +156,8 @@ class MlirJitEngine(DescriptorEngine):
                     f"JIT compilation failed: {error} (LLVM's reason is printed above)",
                     stage="jit",
                 ) from None
+            if parallel:
+                _RECENT_PARALLEL_ENGINES.append(engine)
             self._cache[key] = CompiledKernel(engine, workload.entry, module, lowering)
         return self._cache[key]
 
@@ -233,6 +237,13 @@ def _pointer_to_descriptor(array: np.ndarray):
 
 def _memref_pointers(buffers: list[Buffer]) -> list:
     return [_pointer_to_descriptor(buffer.host) for buffer in buffers]
+
+
+# A parallel kernel's call returns once its last task has signalled completion, while that
+# task's worker thread may still be running the tail of the task's code: freeing the JIT'd
+# code at once (the engine dropped right after a call) crashed that thread, about one run
+# in ten. The most recent parallel engines are kept alive a while longer.
+_RECENT_PARALLEL_ENGINES: collections.deque[ExecutionEngine] = collections.deque(maxlen=16)
 
 
 @functools.cache
