@@ -38,3 +38,10 @@ def matmul_files(tmp_path):
     np.save(tmp_path / "c.npy", a @ b)
     np.save(tmp_path / "wrong.npy", a @ b + 1)
     return tmp_path
+
+
+@pytest.fixture
+def peaks_file(tmp_path, monkeypatch):
+    """The measured-peaks cache (mlirtune.peak) of a test of its own, not yet written."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    return tmp_path / "mlirtune" / "peaks.json"

@@ -24,12 +24,6 @@ PEAK_GFLOPS, BANDWIDTH_GBS = 100.0, 20.0  # a balance of 0.2 bytes per FLOP
 
 
 @pytest.fixture
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    return tmp_path / "mlirtune" / "peaks.json"
-
-
-@pytest.fixture
 def measurements(monkeypatch):
     """Record measurements instead of running them: 100 GFLOP/s and 20 GB/s."""
     calls = []
@@ -51,38 +45,38 @@ def keys(target: HostCPU) -> tuple[str, str]:
     return fma, fma + peak.BANDWIDTH_SUFFIX
 
 
-def test_measured_once_per_cpu_then_cached_beside_the_peak(cache, measurements):
+def test_measured_once_per_cpu_then_cached_beside_the_peak(peaks_file, measurements):
     target = HostCPU()
     assert peak.measured_bandwidth_gbs(target) == BANDWIDTH_GBS
     assert peak.measured_bandwidth_gbs(target) == BANDWIDTH_GBS
     assert peak.measured_peak_gflops(target) == PEAK_GFLOPS
     assert measurements == ["stream", "fma"]
     fma, stream = keys(target)
-    assert json.loads(cache.read_text()) == {fma: PEAK_GFLOPS, stream: BANDWIDTH_GBS}
+    assert json.loads(peaks_file.read_text()) == {fma: PEAK_GFLOPS, stream: BANDWIDTH_GBS}
     peak.measured_bandwidth_gbs(HostCPU(l3_bytes=64 << 20))  # another CPU
     assert measurements == ["stream", "fma", "stream"]
 
 
-def test_an_old_cache_with_fma_peaks_only_is_still_read(cache, measurements):
+def test_an_old_cache_with_fma_peaks_only_is_still_read(peaks_file, measurements):
     target = HostCPU()
     fma, stream = keys(target)
-    cache.parent.mkdir(parents=True)
-    cache.write_text(json.dumps({fma: 123.0, "someone else": 7.0}))
+    peaks_file.parent.mkdir(parents=True)
+    peaks_file.write_text(json.dumps({fma: 123.0, "someone else": 7.0}))
     assert peak.measured_peak_gflops(target) == 123.0
     assert peak.measured_bandwidth_gbs(target) == BANDWIDTH_GBS
     assert measurements == ["stream"]
-    assert json.loads(cache.read_text()) == {fma: 123.0, "someone else": 7.0, stream: 20.0}
+    assert json.loads(peaks_file.read_text()) == {fma: 123.0, "someone else": 7.0, stream: 20.0}
 
 
 @pytest.mark.parametrize("entry", ["-3", '"fast"', "NaN", "Infinity", "0", "true", "[20]"])
-def test_a_corrupt_bandwidth_entry_is_measured_again(cache, measurements, entry):
+def test_a_corrupt_bandwidth_entry_is_measured_again(peaks_file, measurements, entry):
     target = HostCPU()
     fma, stream = keys(target)
-    cache.parent.mkdir(parents=True)
-    cache.write_text(f'{{"{fma}": 50.0, "{stream}": {entry}}}')
+    peaks_file.parent.mkdir(parents=True)
+    peaks_file.write_text(f'{{"{fma}": 50.0, "{stream}": {entry}}}')
     assert peak.measured_bandwidth_gbs(target) == BANDWIDTH_GBS
     assert measurements == ["stream"]
-    assert json.loads(cache.read_text()) == {fma: 50.0, stream: BANDWIDTH_GBS}
+    assert json.loads(peaks_file.read_text()) == {fma: 50.0, stream: BANDWIDTH_GBS}
 
 
 def test_the_streamed_array_is_sized_past_the_last_level_cache():
@@ -90,7 +84,7 @@ def test_the_streamed_array_is_sized_past_the_last_level_cache():
     assert peak.stream_read_kib(HostCPU(l3_bytes=96 << 20)) == 384 << 10  # 4 x L3
 
 
-def test_memory_bound_means_past_l3_and_above_the_balance(cache, measurements):
+def test_memory_bound_means_past_l3_and_above_the_balance(peaks_file, measurements):
     target = HostCPU(l3_bytes=32 << 20)
     small = Matmul(M=1, N=256, K=256).get_complexity()  # cache-resident: nothing measured
     assert peak.memory_bound_gbs(target, small) is None
@@ -110,7 +104,7 @@ def tune_report(workload: Matmul, median_s: float) -> TuneReport:
 
 
 def test_the_tune_report_gives_a_memory_bound_workload_its_share_of_bandwidth(
-    cache, measurements, capsys
+    peaks_file, measurements, capsys
 ):
     workload = Matmul(M=1, N=11008, K=4096)
     complexity = workload.get_complexity()

@@ -15,12 +15,6 @@ from mlirtune.workloads.fma_peak import CHAINS, STEPS, FmaPeak
 
 
 @pytest.fixture
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    return tmp_path / "mlirtune" / "peaks.json"
-
-
-@pytest.fixture
 def measurements(monkeypatch):
     """Count measurements instead of running them: each returns 100 GFLOP/s."""
     calls = []
@@ -33,19 +27,19 @@ def measurements(monkeypatch):
     return calls
 
 
-def test_measured_once_per_cpu_then_cached(cache, measurements):
+def test_measured_once_per_cpu_then_cached(peaks_file, measurements):
     target = HostCPU()
     assert peak.measured_peak_gflops(target, "f32") == 100.0
     assert peak.measured_peak_gflops(target, "f64") == 50.0  # half the lanes
     assert peak.measured_peak_gflops(target, "bf16") == 100.0  # computed in f32
     assert len(measurements) == 1
-    assert json.loads(cache.read_text()) == {digest(target.fingerprint()): 100.0}
+    assert json.loads(peaks_file.read_text()) == {digest(target.fingerprint()): 100.0}
     other = HostCPU(l2_bytes=2 << 20)  # another CPU, another fingerprint
     peak.measured_peak_gflops(other)
-    assert len(measurements) == 2 and len(json.loads(cache.read_text())) == 2
+    assert len(measurements) == 2 and len(json.loads(peaks_file.read_text())) == 2
 
 
-def test_a_multi_thread_target_reads_the_one_core_figure(cache, measurements):
+def test_a_multi_thread_target_reads_the_one_core_figure(peaks_file, measurements):
     cores = HostCPU().features.cores
     if cores < 2:
         pytest.skip("needs 2 cores, this host has 1")
@@ -57,13 +51,13 @@ def test_a_multi_thread_target_reads_the_one_core_figure(cache, measurements):
 @pytest.mark.parametrize(
     "content", ["{not json", "[1, 2]", '{"KEY": -3}', '{"KEY": "fast"}', '{"KEY": NaN}', ""]
 )
-def test_a_corrupt_cache_is_measured_again(cache, measurements, content):
+def test_a_corrupt_cache_is_measured_again(peaks_file, measurements, content):
     target = HostCPU()
-    cache.parent.mkdir(parents=True)
-    cache.write_text(content.replace("KEY", digest(target.fingerprint())))
+    peaks_file.parent.mkdir(parents=True)
+    peaks_file.write_text(content.replace("KEY", digest(target.fingerprint())))
     assert peak.measured_peak_gflops(target) == 100.0
     assert len(measurements) == 1
-    assert json.loads(cache.read_text()) == {digest(target.fingerprint()): 100.0}
+    assert json.loads(peaks_file.read_text()) == {digest(target.fingerprint()): 100.0}
 
 
 def test_an_unwritable_cache_only_means_measuring_again(tmp_path, monkeypatch, measurements):

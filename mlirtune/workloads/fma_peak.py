@@ -16,7 +16,7 @@ from mlir.dialects import arith, scf, vector
 from mlirtune.interfaces.dtype import dtype_named
 from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
 from mlirtune.workloads.base import PayloadWorkload
-from mlirtune.workloads.payload import build_payload
+from mlirtune.workloads.payload import build_payload, store_rows, zero_vector
 
 # Independent accumulators: two FMA pipes with a 4-cycle latency need 8; 16 leaves room
 # for cores with more pipes or a longer latency, and fits any 32-register file.
@@ -57,20 +57,13 @@ class FmaPeak(PayloadWorkload):
                 vector.transfer_read(row, source, [zero_index], identity, pad, [True])
                 for source in inputs
             )
-            start = arith.constant(
-                row, ir.DenseElementsAttr.get_splat(row, ir.FloatAttr.get(f32, 0.0))
-            )
+            start = zero_vector(row)
             loop = scf.ForOp(
                 zero_index, arith.constant(index, STEPS), arith.constant(index, 1), [start] * CHAINS
             )
             with ir.InsertionPoint(loop.body):
                 scf.YieldOp([vector.fma(acc, b, c) for acc in loop.inner_iter_args])
-            store = ir.AffineMapAttr.get(ir.AffineMap.get_minor_identity(2, 1))
-            result = inits[0]
-            for chain, acc in enumerate(loop.results):
-                where = [arith.constant(index, chain), zero_index]
-                result = vector.transfer_write(result.type, acc, result, where, store, [True])
-            return [result]
+            return [store_rows(loop.results, inits[0])]
 
         return build_payload(self.arguments(), body)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from mlir import ir
-from mlir.dialects import arith, bufferization, func, linalg
+from mlir.dialects import arith, bufferization, func, linalg, vector
 
 from mlirtune.interfaces.workload import ArgSpec
 from mlirtune.memory import check_shapes
@@ -89,3 +89,22 @@ def zero_filled(init: ir.Value, element_type: ir.Type) -> ir.Value:
 def filled(init: ir.Value, element_type: ir.Type, value: float) -> ir.Value:
     """`init` filled with `value` (e.g. -inf, the identity of a max reduction)."""
     return linalg.fill(arith.constant(element_type, value), outs=[init])
+
+
+def zero_vector(vector_type: ir.VectorType) -> ir.Value:
+    """A constant vector of zeros (an accumulator's start)."""
+    zero = ir.FloatAttr.get(vector_type.element_type, 0.0)
+    return arith.constant(vector_type, ir.DenseElementsAttr.get_splat(vector_type, zero))
+
+
+def store_rows(vectors: Sequence[ir.Value], init: ir.Value) -> ir.Value:
+    """`init`, a 2-D tensor, with row i replaced by `vectors[i]` (e.g. the accumulators of
+    a micro-benchmark, stored so that its loop cannot be optimised away)."""
+    index = ir.IndexType.get()
+    minor = ir.AffineMapAttr.get(ir.AffineMap.get_minor_identity(2, 1))
+    zero = arith.constant(index, 0)
+    result = init
+    for row, value in enumerate(vectors):
+        where = [arith.constant(index, row), zero]
+        result = vector.transfer_write(result.type, value, result, where, minor, [True])
+    return result

@@ -21,7 +21,7 @@ from mlirtune.interfaces.dtype import dtype_named
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
 from mlirtune.workloads.base import SEED_PARAM, PayloadWorkload
-from mlirtune.workloads.payload import build_payload
+from mlirtune.workloads.payload import build_payload, store_rows, zero_vector
 
 # Independent accumulators: enough loads in flight to cover the add latency of two pipes
 # several times over; with the loads folded into the adds they fit any 16-register file.
@@ -83,9 +83,7 @@ class StreamRead(PayloadWorkload):
             row = ir.VectorType.get([lanes], f32)
             pad = arith.constant(f32, 0.0)
             zero_index = arith.constant(index, 0)
-            start = arith.constant(
-                row, ir.DenseElementsAttr.get_splat(row, ir.FloatAttr.get(f32, 0.0))
-            )
+            start = zero_vector(row)
             minor = ir.AffineMapAttr.get(ir.AffineMap.get_minor_identity(2, 1))
             columns = [arith.constant(index, chain * lanes) for chain in range(CHAINS)]
             loop = scf.ForOp(
@@ -102,11 +100,7 @@ class StreamRead(PayloadWorkload):
                     )
                     sums.append(arith.addf(acc, loaded))
                 scf.YieldOp(sums)
-            result = inits[0]
-            for chain, acc in enumerate(loop.results):
-                where = [arith.constant(index, chain), zero_index]
-                result = vector.transfer_write(result.type, acc, result, where, minor, [True])
-            return [result]
+            return [store_rows(loop.results, inits[0])]
 
         return build_payload(self.arguments(), body)
 
