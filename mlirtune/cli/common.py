@@ -271,9 +271,10 @@ def add_workload_arguments(cmd: argparse.ArgumentParser) -> None:
     )
     add_target_argument(cmd)
     cores = os.cpu_count() or 1
+    count = integer(0, cores)
     cmd.add_argument(
         "--threads",
-        type=integer(0, cores),
+        type=lambda text: count(text) or cores,  # 0: every core, counted here once
         default=1,
         metavar="N",
         help=f"cores a kernel's outer block loops are spread over, 0 to {cores} (0: all of "

@@ -76,6 +76,8 @@ def test_missing_command_is_one_line(capsys):
         (["tune", "matmul", "--time-limit", "0.5"], "time_limit", 0.5),
         (["bench", "matmul", "--max-time", "1e-3"], "max_time", 1e-3),
         (["db", "show", "matmul", "--limit", "0"], "limit", 0),
+        (["tune", "matmul", "--threads", "0"], "threads", CORES),  # 0: every core
+        (["bench", "matmul", "--threads", str(CORES)], "threads", CORES),
     ],
 )
 def test_boundary_values_are_accepted(argv, name, value):
