@@ -20,7 +20,6 @@ from mlirtune.cli.common import (
     target_of,
     workload_of,
 )
-from mlirtune.interfaces.errors import UsageError
 from mlirtune.ir.context import new_context
 
 EPILOG = """\
@@ -279,14 +278,12 @@ def _adapt(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from mlirtune.specs.adapt import AdaptOptions, adapt, default_output, shipped_jobs
-    from mlirtune.specs.sources import SPEC_SUFFIXES
+    from mlirtune.specs.export import library_path
     from mlirtune.targets.host_cpu import HostCPU
     from mlirtune.tune.db import TuningDB
 
     target = HostCPU()
-    output = Path(args.output) if args.output else default_output(target)
-    if output.suffix not in SPEC_SUFFIXES:
-        raise UsageError(f"-o {output}: a spec library is a .mlir or .mlirbc file")
+    output = library_path(args.output) if args.output else default_output(target)
     jobs = shipped_jobs(target, args.workload)
     console = Console(highlight=False, soft_wrap=True)
     here = target.hardware_class()

@@ -88,12 +88,17 @@ def library_metadata(target: Target) -> dict[str, Any]:
     }
 
 
-def library_at(path: str | Path, target: Target) -> SpecLibrary:
-    """The library at `path`, or a new one for `target` if there is none (inside an MLIR
-    context); a path that is not .mlir/.mlirbc is a usage error."""
+def library_path(path: str | Path) -> Path:
+    """`path` as a library to write; one that is not .mlir/.mlirbc is a usage error."""
     if Path(path).suffix not in SPEC_SUFFIXES:
         raise UsageError(f"{path}: a spec library is a .mlir or .mlirbc file", stage="specs")
-    if Path(path).exists():
+    return Path(path)
+
+
+def library_at(path: str | Path, target: Target) -> SpecLibrary:
+    """The library at `path` (see `library_path`), or a new one for `target` if there is
+    none (inside an MLIR context)."""
+    if library_path(path).exists():
         return SpecLibrary.parse(fetch(str(path)))
     return SpecLibrary.create(Path(path).stem, library_metadata(target))
 
