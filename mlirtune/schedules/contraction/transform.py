@@ -89,6 +89,7 @@ def contraction_schedule(op: OpInfo, parameters: dict[str, int]) -> ir.Module:
             interchange=interchange,
             parallel=parallel,
         )
+        cache_m_loop = cache_n_loop = None  # parallel: one scf.forall, no cache tile to peel
         if not parallel:
             outer, inner = cache_loops[-2], cache_loops[-1]
             cache_m_loop, cache_n_loop = (inner, outer) if n_outer else (outer, inner)
@@ -106,13 +107,10 @@ def contraction_schedule(op: OpInfo, parameters: dict[str, int]) -> ir.Module:
         function = s.match(s.root, ["func.func"], step="match_function")
         if remainders.any:
             # Innermost loops first: peeling an outer loop clones its body, already peeled.
-            # (Partial cache tiles keep scf.for cache loops: see `parallel` above.)
-            cache_peels = []
-            if not parallel:
-                cache_peels = [
-                    (remainders.cache_n, cache_n_loop, "peel_cache_n"),
-                    (remainders.cache_m, cache_m_loop, "peel_cache_m"),
-                ]
+            cache_peels = [
+                (remainders.cache_n, cache_n_loop, "peel_cache_n"),
+                (remainders.cache_m, cache_m_loop, "peel_cache_m"),
+            ]
             if n_outer:
                 cache_peels.reverse()
             peels = [
