@@ -1,14 +1,19 @@
-"""Kernels on several cores against one, and against numpy with as many BLAS threads, measured
-side by side in one run.
+"""bf16 kernels against PyTorch, and kernels on several cores against one and against numpy
+with as many BLAS threads, measured side by side in one run.
 
     python benchmarks/units_threads.py [--threads 2] [--rounds 3] [--max-time 1.0]
+
+First the bf16 matmuls on one thread, against PyTorch's CPU matmul (oneDNN, which uses AMX
+or AVX512-BF16 where the host has them) when PyTorch is installed (`pip install -e
+.[bench]`); without it, that column is skipped and the benchmark says so. Each row names
+the micro-kernel path the target chose (dot: AVX512-BF16 dot products, fma: f32 FMA on
+converted operands).
 
 For each shape, rounds alternate: ours on one thread, ours on --threads, numpy (OpenBLAS) on
 one thread, numpy on --threads; each side's time is the median of its per-round medians.
 Prints our scaling (one-thread time / N-thread time) and the N-thread ratio to numpy. Then
 the other host families (convolution, softmax, element-wise), whose numpy forms are not
-multi-threaded: our scaling only. The matrix-unit (bf16) rows of this benchmark are not
-here yet: only the thread rows are.
+multi-threaded: our scaling only.
 """
 
 from __future__ import annotations
@@ -18,11 +23,17 @@ import os
 import statistics
 
 from mlirtune.api import engine_for
-from mlirtune.bench.baseline import measure_numpy
+from mlirtune.bench.baseline import measure_numpy, measure_torch_matmul, torch_available
 from mlirtune.interfaces.bench import BenchOptions
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads import Conv2d, Elementwise, Matmul, Softmax
 
+BF16_SHAPES = {
+    "bf16 512^3": Matmul(M=512, N=512, K=512, dtype="bf16"),
+    "bf16 2048^3": Matmul(M=2048, N=2048, K=2048, dtype="bf16"),
+    "bf16 128x4096x4096": Matmul(M=128, N=4096, K=4096, dtype="bf16"),
+}
+UNIT_PATHS = {0: "fma", 1: "dot"}
 SHAPES = {
     "2048^3": Matmul(M=2048, N=2048, K=2048),
     "llama 256x11008x4096": Matmul(M=256, N=11008, K=4096),
@@ -43,6 +54,7 @@ def main() -> None:
     options = BenchOptions(max_time_s=args.max_time)
     n = args.threads
     engines = {threads: engine_for(HostCPU(threads=threads)) for threads in (1, n)}
+    bf16_against_torch(engines[1], options, args.rounds)
     print(f"{'workload':24s} {'ours x1':>8s} {'ours x' + str(n):>8s} {'numpy x1':>9s} "
           f"{'numpy x' + str(n):>9s}   scaling   vs numpy x{n}   (GFLOP/s)")  # fmt: skip
     for label, workload in SHAPES.items():
@@ -80,6 +92,32 @@ def main() -> None:
         )
         for engine in engines.values():
             engine.clear_cache()
+
+
+def bf16_against_torch(engine, options: BenchOptions, rounds: int) -> None:
+    """bf16 matmuls on one thread, ours and PyTorch's in alternating rounds."""
+    torch = torch_available()
+    if not torch:
+        print("PyTorch is not installed (pip install -e .[bench]): its column is skipped")
+    print(f"{'workload':24s} {'path':>5s} {'ours':>8s} {'torch':>8s}   vs torch   (GFLOP/s)")
+    for label, workload in BF16_SHAPES.items():
+        assert engine.execute(workload).verification.ok, label
+        unit = UNIT_PATHS[engine.plan(workload).values["UNIT"]]
+        ours, theirs = [], []
+        for _ in range(rounds):
+            ours.append(engine.benchmark(workload, options=options).median_s)
+            if torch:
+                theirs.append(measure_torch_matmul(workload, options).median_s)
+        flops = workload.get_complexity().flops
+        rate = flops / statistics.median(ours) / 1e9
+        if theirs:
+            torch_rate = flops / statistics.median(theirs) / 1e9
+            print(f"{label:24s} {unit:>5s} {rate:8.1f} {torch_rate:8.1f}   "
+                  f"{rate / torch_rate:7.2f}x", flush=True)  # fmt: skip
+        else:
+            print(f"{label:24s} {unit:>5s} {rate:8.1f} {'-':>8s}", flush=True)
+        engine.clear_cache()
+    print()
 
 
 if __name__ == "__main__":

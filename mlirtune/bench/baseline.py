@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 import time
+from collections.abc import Callable
 
+import ml_dtypes
 import numpy as np
 from threadpoolctl import threadpool_limits
 
@@ -29,6 +32,44 @@ def measure_numpy(
     if run is None:
         raise UsageError(f"{workload.name} has no numpy baseline", stage="baseline")
 
+    with threadpool_limits(limits=threads):
+        return _measure(run, workload, options)
+
+
+def torch_available() -> bool:
+    """Whether PyTorch is installed (the `bench` extra), for the bf16 comparator."""
+    return importlib.util.find_spec("torch") is not None
+
+
+def measure_torch_matmul(
+    workload: Workload, options: BenchOptions | None = None, threads: int = 1
+) -> BenchResult:
+    """Time PyTorch's CPU matmul (oneDNN; AMX or AVX512-BF16 where the host has them) on a
+    matmul workload's inputs in their own dtype, with `threads` threads. Its bf16 product
+    is rounded to bf16, where ours stays f32."""
+    import torch
+
+    if workload.name != "matmul" or workload.options["bias"] or workload.options["relu"]:
+        raise UsageError(f"{workload.name}: PyTorch times plain matmuls only", stage="baseline")
+    a, b = (
+        torch.from_numpy(x.view(np.uint16)).view(torch.bfloat16)
+        if x.dtype == ml_dtypes.bfloat16
+        else torch.from_numpy(x)
+        for x in workload.inputs[:2]
+    )
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        return _measure(lambda: torch.matmul(a, b), workload, options)
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _measure(
+    run: Callable[[], object], workload: Workload, options: BenchOptions | None
+) -> BenchResult:
+    """Time `run` by the same sampling rules as kernels."""
+
     def timer(iterations: int, samples: int) -> np.ndarray:
         out = np.empty(samples, dtype=np.int64)
         for s in range(samples):
@@ -38,8 +79,7 @@ def measure_numpy(
             out[s] = time.perf_counter_ns() - start
         return out
 
-    with threadpool_limits(limits=threads):
-        seconds = run_benchmark(timer, options or BenchOptions())
+    seconds = run_benchmark(timer, options or BenchOptions())
     return bench_result(
         workload=workload.describe(),
         parameters={},

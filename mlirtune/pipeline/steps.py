@@ -12,11 +12,15 @@ from collections.abc import Callable
 from mlir import ir
 
 from mlirtune.interfaces.errors import UsageError
+from mlirtune.ir.flatten_transfers import flatten_narrow_transfers
 from mlirtune.ir.gpu import prepare_kernels
 
 Step = Callable[[ir.Module], None]
 
-STEPS: dict[str, Step] = {"prepare-gpu-kernels": prepare_kernels}
+STEPS: dict[str, Step] = {
+    "prepare-gpu-kernels": prepare_kernels,
+    "flatten-narrow-transfers": flatten_narrow_transfers,
+}
 
 
 def step_named(name: str) -> Step:

@@ -22,7 +22,17 @@ ROWS = {"ROWS": 30, "COLS": 100}
 DEFAULTS = {
     "contraction": (
         MATMUL,
-        {"MC": 64, "NC": 128, "KC": 256, "MR": 8, "NR": 32, "KU": 1, "ORDER": 1, "PACK": 0}
+        {
+            "MC": 64,
+            "NC": 128,
+            "KC": 256,
+            "MR": 8,
+            "NR": 32,
+            "KU": 1,
+            "ORDER": 1,
+            "PACK": 0,
+            "UNIT": 0,
+        }
         | {"THREADS": 1},
     ),
     "convolution": (
@@ -54,8 +64,8 @@ def test_the_convolution_f_tile_default_spans_128_bytes():
 def test_only_the_selected_knobs_are_selected():
     cpu = HostCPU(isa="avx512")
     contraction = FAMILIES["contraction"]
-    assert contraction.selected() == ("MC", "NC", "KC", "MR", "NR", "PACK")
-    assert set(contraction.select(MATMUL, cpu)) == {"MC", "NC", "KC", "MR", "NR", "PACK"}
+    assert contraction.selected() == ("MC", "NC", "KC", "MR", "NR", "PACK", "UNIT")
+    assert set(contraction.select(MATMUL, cpu)) == {"MC", "NC", "KC", "MR", "NR", "PACK", "UNIT"}
 
 
 @pytest.mark.parametrize(

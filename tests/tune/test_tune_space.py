@@ -189,6 +189,7 @@ def test_domains_follow_the_op_and_vector_width():
         "KU": (1, 2, 4, 8),
         "ORDER": (1, 2),
         "PACK": (0, 1, 2),
+        "UNIT": (0,),
     }
     assert space.fixed == {}
     batched = space_for(matmul(32, 48, 64, "batch_matmul", B=4), "contraction", host())
@@ -211,7 +212,17 @@ def test_violations_name_the_broken_constraints():
     assert "nr_whole_vectors" in space.violations({**good, "NR": 20})
     assert space.violations({**good, "FOO": 1}) == ["FOO_unknown"]
     narrow_n = space_for(matmul(64, 112, 64), "contraction", host())
-    odd_tail = {"MC": 8, "NC": 112, "KC": 64, "MR": 4, "NR": 64, "KU": 1, "ORDER": 1, "PACK": 0}
+    odd_tail = {
+        "MC": 8,
+        "NC": 112,
+        "KC": 64,
+        "MR": 4,
+        "NR": 64,
+        "KU": 1,
+        "ORDER": 1,
+        "PACK": 0,
+        "UNIT": 0,
+    }
     assert narrow_n.violations(odd_tail) == ["nr_tails"]
     assert narrow_n.violations({**odd_tail, "NR": 32}) == []
     packed = {**good, "MC": 128, "NC": 512, "KC": 64, "MR": 8, "NR": 32, "PACK": 2}
@@ -220,7 +231,17 @@ def test_violations_name_the_broken_constraints():
     assert past_l2.violations(packed) == []  # packed blocks have no output-block limit
     assert past_l2.violations({**packed, "KU": 2}) == ["pack_unrolls_nothing"]
     tiny = host(l1d_bytes=8192, l2_bytes=16384)
-    partial = {"MC": 8, "NC": 64, "KC": 64, "MR": 8, "NR": 32, "KU": 1, "ORDER": 1, "PACK": 2}
+    partial = {
+        "MC": 8,
+        "NC": 64,
+        "KC": 64,
+        "MR": 8,
+        "NR": 32,
+        "KU": 1,
+        "ORDER": 1,
+        "PACK": 2,
+        "UNIT": 0,
+    }
     tiny_n = space_for(matmul(64, 112, 64), "contraction", tiny)
     assert tiny_n.violations(partial) == ["pack_needs_whole_blocks"]  # 64 does not divide 112
     assert tiny_n.violations({**partial, "PACK": 0}) == []
@@ -255,7 +276,17 @@ def test_cost_ranks_a_tiny_register_tile_below_the_selector():
     op = matmul(512, 512, 512)
     space = space_for(op, "contraction", cpu)
     chosen = {**FAMILIES["contraction"].select(op, cpu), "KU": 1, "ORDER": 1}
-    bad = {"MC": 8, "NC": 16, "KC": 64, "MR": 1, "NR": 16, "KU": 1, "ORDER": 1, "PACK": 0}
+    bad = {
+        "MC": 8,
+        "NC": 16,
+        "KC": 64,
+        "MR": 1,
+        "NR": 16,
+        "KU": 1,
+        "ORDER": 1,
+        "PACK": 0,
+        "UNIT": 0,
+    }
     assert space.cost(bad) > 3 * space.cost(chosen)
     assert space.cost({**chosen, "KU": 2, "PACK": 0}) <= space.cost({**chosen, "PACK": 0})
     ranked = sorted(space.enumerate(), key=space.cost)
@@ -272,7 +303,7 @@ def test_cost_sees_a_rows_l1_set_conflicts():
     twelve_ways = host(l1d_bytes=48 << 10, l1d_ways=12)
     assert not rows_conflict_in_l1(12, 4096, twelve_ways) and rows_conflict_in_l1(12, 4096, cpu)
     assert rows_conflict_in_l1(16, 4096, twelve_ways)
-    tiles = {"MC": 16, "NC": 128, "KC": 256, "KU": 1, "ORDER": 1, "PACK": 0}
+    tiles = {"MC": 16, "NC": 128, "KC": 256, "KU": 1, "ORDER": 1, "PACK": 0, "UNIT": 0}
     for size, slower in ((512, False), (1024, True)):
         space = space_for(matmul(size, size, size), "contraction", cpu)
         tall = space.cost({**tiles, "MR": 16, "NR": 16})

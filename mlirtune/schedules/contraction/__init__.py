@@ -12,6 +12,7 @@ from mlir import ir
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, Domains, Knob, KnobVariables
 from mlirtune.schedules.contraction import host
+from mlirtune.schedules.contraction.dot import UNIT_DOT, UNIT_FMA, dot_schedule
 from mlirtune.schedules.contraction.packed import PACK_AB, PACK_B, PACK_NONE, packed_schedule
 from mlirtune.schedules.contraction.transform import contraction_schedule
 from mlirtune.schedules.cpu_model import HostFamily
@@ -54,8 +55,6 @@ class Contraction(HostFamily):
             cache_tiles("N", floor=1, granule=1, in_lanes=True),
         ),
         # From 64: every K tile loads and stores the accumulators, which would dominate
-        # shorter ones.
-        # From 64: every K tile loads and stores the accumulators, which would dominate
         # shorter ones; skinny products (host.SKINNY_ROWS) also take short K blocks.
         Knob("KC", "depth of the cache tile (K loop step)", 256, _k_blocks),
         Knob("MR", "rows of the register tile (A broadcasts per K step)", 8, register_rows("M")),
@@ -92,10 +91,25 @@ class Contraction(HostFamily):
             lambda op, lanes: (PACK_NONE, PACK_B, PACK_AB) if op.kind == "matmul" else (0,),
             minimum=PACK_NONE,
         ),
+        # bf16 matmul roots only (dot.py): 0 converts bf16 to f32 for FMA micro-kernels, 1
+        # multiplies bf16 pairs with AVX512-BF16 dot products (the target's features decide).
+        Knob(
+            "UNIT",
+            "micro-kernel instructions: 0 = f32 FMA, 1 = AVX512-BF16 dot products (bf16)",
+            UNIT_FMA,
+            lambda op, lanes: (
+                (UNIT_FMA, UNIT_DOT)
+                if op.kind == "matmul" and op.element_type == "bf16"
+                else (UNIT_FMA,)
+            ),
+            minimum=UNIT_FMA,
+        ),
         threads_knob(),
     )
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
+        if parameters.get("UNIT", UNIT_FMA) == UNIT_DOT:
+            return dot_schedule(op, parameters)
         if parameters.get("PACK", PACK_NONE) != PACK_NONE:
             return packed_schedule(op, parameters)
         return contraction_schedule(op, parameters)

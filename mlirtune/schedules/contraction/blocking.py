@@ -31,7 +31,6 @@ from dataclasses import dataclass
 import z3
 
 from mlirtune.interfaces.schedule import Constraint, KnobVariables
-from mlirtune.schedules.contraction.packed import PACK_NONE
 from mlirtune.targets.host_cpu import CpuFeatures, HostCPU
 
 
@@ -110,29 +109,33 @@ def whole_block(size: int, bound: int, step: int) -> int | None:
     return block if block is not None and 2 * block >= bound else None
 
 
-def packed_blocks_in_caches(cpu: HostCPU, size: int, knobs: KnobVariables) -> list[Constraint]:
-    """The model's bounds as constraints on a packed config (PACK > 0): A's block with one
+def packed_blocks_in_caches(
+    cpu: HostCPU, size: int, knobs: KnobVariables, blocked: z3.BoolRef
+) -> list[Constraint]:
+    """The model's bounds as constraints on a config that `blocked` says the model blocks
+    (PACK > 0, or the dot path): A's block with one
     B micro-panel in the L2 ways but one, B's block with A's in the L3 ways but one (A's
     micro-panel in half of L1 is the family's `a_panel_in_l1`, for every path)."""
     _, l2, l3 = CacheLevel.levels(cpu.features)
-    mc, nc, kc, nr, pack = (knobs[name] for name in ("MC", "NC", "KC", "NR", "PACK"))
+    mc, nc, kc, nr = (knobs[name] for name in ("MC", "NC", "KC", "NR"))
     a_block, b_block = mc * kc * size, kc * nc * size
     return [
         Constraint(
             "packed_a_block_in_l2",
-            f"PACK == 0 or ceil(MC*KC*{size} / {l2.way_bytes}) + ceil(KC*NR*{size} / "
-            f"{l2.way_bytes}) <= {l2.ways - 1}: the packed A block, re-read by every B "
-            f"micro-panel, and one micro-panel keep to L2's ways but one (for C)",
+            f"(PACK == 0 and UNIT == 0) or ceil(MC*KC*{size} / {l2.way_bytes}) + "
+            f"ceil(KC*NR*{size} / {l2.way_bytes}) <= {l2.ways - 1}: the packed A block, "
+            "re-read by every B micro-panel, and one micro-panel keep to L2's ways but one "
+            "(for C)",
             z3.Or(
-                pack == PACK_NONE,
+                z3.Not(blocked),
                 l2.ways_term(a_block) + l2.ways_term(kc * nr * size) <= l2.ways - 1,
             ),
         ),
         Constraint(
             "packed_b_block_in_l3",
-            f"PACK == 0 or ceil(KC*NC*{size} / {l3.way_bytes}) + ceil(MC*KC*{size} / "
-            f"{l3.way_bytes}) <= {l3.ways - 1}: the packed B block, re-read by every MC "
-            f"block, and the A block keep to L3's ways but one (for C)",
-            z3.Or(pack == PACK_NONE, l3.ways_term(b_block) + l3.ways_term(a_block) <= l3.ways - 1),
+            f"(PACK == 0 and UNIT == 0) or ceil(KC*NC*{size} / {l3.way_bytes}) + "
+            f"ceil(MC*KC*{size} / {l3.way_bytes}) <= {l3.ways - 1}: the packed B block, "
+            "re-read by every MC block, and the A block keep to L3's ways but one (for C)",
+            z3.Or(z3.Not(blocked), l3.ways_term(b_block) + l3.ways_term(a_block) <= l3.ways - 1),
         ),
     ]

@@ -8,6 +8,8 @@ the micro-kernel with the shared host model (mlirtune.schedules.cpu_model).
 
 from __future__ import annotations
 
+import dataclasses
+
 import z3
 
 from mlirtune.interfaces.dtype import element_bytes
@@ -18,6 +20,7 @@ from mlirtune.schedules.contraction.blocking import (
     packed_blocks_in_caches,
     whole_block,
 )
+from mlirtune.schedules.contraction.dot import DOT_LANES, DOT_PAIR, UNIT_DOT, UNIT_FMA
 from mlirtune.schedules.contraction.packed import PACK_AB, PACK_B, PACK_NONE
 from mlirtune.schedules.cpu_model import (
     ACCUMULATOR_CYCLES,
@@ -71,6 +74,54 @@ def contraction_sizes(op: OpInfo) -> tuple[int, int, int, int, int, int]:
 
 
 def select(op: OpInfo, cpu: HostCPU) -> Config:
+    """The dot-product path where the host and shape allow it (`_dot_blocks`), else the
+    FMA path (`_fma_select`)."""
+    return _dot_blocks(op, cpu) or {**_fma_select(op, cpu), "UNIT": UNIT_FMA}
+
+
+def has_bf16_dot(cpu: HostCPU) -> bool:
+    """Whether the target executes 512-bit AVX512-BF16 dot products (vdpbf16ps): the flag,
+    on a target lowered for AVX-512 (not one overridden to a lower ISA)."""
+    return cpu.features.isa == "avx512" and "avx512_bf16" in cpu.features.flags
+
+
+def pair_view(op: OpInfo) -> OpInfo:
+    """`op` as the dot path sees it: K/2 steps over bf16 pairs, each 4 bytes like an f32, so
+    the FMA path's blocking model and cost model apply unchanged."""
+    dims = {**op.dims, "K": op.dims["K"] // DOT_PAIR}
+    return dataclasses.replace(op, dims=dims, dtypes=("f32",) * len(op.dtypes))
+
+
+def _dot_blocks(op: OpInfo, cpu: HostCPU) -> Config | None:
+    """Goto/BLIS blocks for the dot path (dot.py) on a bf16 matmul, from the blocking model
+    of the pair view; None where the host has no bf16 dot products or the shape has no
+    whole blocks (odd K, N not in 16-column vectors)."""
+    m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
+    if op.kind != "matmul" or op.element_type != "bf16" or not has_bf16_dot(cpu) or k % DOT_PAIR:
+        return None
+    mr, nr = register_tile(cpu, m, n, "f32")
+    if nr % DOT_LANES:
+        return None
+    bounds = blis_blocking(cpu.features, mr, nr, 4, m)
+    mc, nc, pairs = (
+        whole_block(m, bounds.mc, mr),
+        whole_block(n, min(bounds.nc, n // cpu.threads), nr),
+        whole_block(k // DOT_PAIR, bounds.kc, 1),
+    )
+    if mc is None or nc is None or pairs is None:
+        return None
+    return {
+        "MC": mc,
+        "NC": nc,
+        "KC": DOT_PAIR * pairs,
+        "MR": mr,
+        "NR": nr,
+        "PACK": PACK_NONE,
+        "UNIT": UNIT_DOT,
+    }
+
+
+def _fma_select(op: OpInfo, cpu: HostCPU) -> Config:
     """Register tile MR x NR; then KC, then the MC x NC output block.
 
     The schedule runs the register tiles of a block row by row, so A's micro-panel
@@ -155,11 +206,13 @@ def constraints(
     f = cpu.features
     _, m, n, k, size_in, size_out = contraction_sizes(op)
     lanes = cpu.lanes(op.element_type)
-    mc, nc, kc, mr, nr, ku, pack = (
-        knobs[name] for name in ("MC", "NC", "KC", "MR", "NR", "KU", "PACK")
+    mc, nc, kc, mr, nr, ku, pack, unit = (
+        knobs[name] for name in ("MC", "NC", "KC", "MR", "NR", "KU", "PACK", "UNIT")
     )
     v = vectors(nr, lanes)
     half_l1 = f.l1d_bytes // 2
+    # Packed B panels (PACK > 0) or B packed in pairs (the dot path): blocked by the model.
+    blocked = z3.Or(pack != PACK_NONE, unit == UNIT_DOT)
     return [
         whole_vectors("NR", n, knobs, lanes),
         *outer_product("MR", "NR", knobs, domains, lanes, f.vector_registers),
@@ -186,20 +239,21 @@ def constraints(
         ),
         Constraint(
             "b_block_in_l2",
-            f"PACK > 0 or KC*NC*{size_in} <= {f.l2_bytes}: the unpacked B block, re-read "
-            "by every row of register tiles, stays in L2",
-            z3.Or(pack != PACK_NONE, kc * nc * size_in <= f.l2_bytes),
+            f"PACK > 0, UNIT == {UNIT_DOT} or KC*NC*{size_in} <= {f.l2_bytes}: the unpacked "
+            "B block, re-read by every row of register tiles, stays in L2",
+            z3.Or(blocked, kc * nc * size_in <= f.l2_bytes),
         ),
-        *packed_blocks_in_caches(cpu, size_in, knobs),
+        *packed_blocks_in_caches(cpu, size_in, knobs, blocked),
         Constraint(
             "output_block",
-            f"PACK > 0, or MC*NC*{size_out} <= {OUTPUT_BLOCK_BYTES}, or MC == {m} and "
+            f"PACK > 0, UNIT == {UNIT_DOT}, or MC*NC*{size_out} <= {OUTPUT_BLOCK_BYTES}, or "
+            f"MC == {m} and "
             f"NC == {n} with the output and an M x KC and KC x N panel in L2 "
             f"({f.l2_bytes} bytes): the unpacked path fuses the fill into output blocks, and "
             "LLVM's compile time grows with the block (0.1 s for 64x64 f32, 0.5 s for "
             "128x128), for no gain once the block is past L1",
             z3.Or(
-                pack != PACK_NONE,
+                blocked,
                 mc * nc * size_out <= OUTPUT_BLOCK_BYTES,
                 z3.And(
                     mc == m,
@@ -244,6 +298,45 @@ def constraints(
             "and a rolled K step, so other values would repeat its kernel",
             z3.Or(pack == PACK_NONE, z3.And(ku == 1, knobs["ORDER"] == 1)),
         ),
+        *_dot_constraints(op, cpu, knobs),
+    ]
+
+
+def _dot_constraints(op: OpInfo, cpu: HostCPU, knobs: KnobVariables) -> list[Constraint]:
+    """The dot path's conditions (dot.dot_unusable), and the host feature it needs."""
+    m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
+    mc, nc, kc, mr, nr, unit = (knobs[name] for name in ("MC", "NC", "KC", "MR", "NR", "UNIT"))
+    fma = unit == UNIT_FMA
+    usable = op.kind == "matmul" and op.element_type == "bf16" and has_bf16_dot(cpu)
+    return [
+        Constraint(
+            "dot_needs_avx512_bf16",
+            f"UNIT == {UNIT_FMA} or a bf16 matmul on a host with avx512_bf16: the dot path's "
+            "vdpbf16ps exists only there",
+            z3.Or(fma, z3.BoolVal(usable)),
+        ),
+        Constraint(
+            "dot_needs_k_pairs",
+            f"UNIT == {UNIT_FMA} or K ({k}) and KC even: each dot product takes a pair of K",
+            z3.Or(fma, z3.And(z3.BoolVal(k % DOT_PAIR == 0), kc % DOT_PAIR == 0)),
+        ),
+        Constraint(
+            "dot_needs_whole_vectors",
+            f"UNIT == {UNIT_FMA} or NR % {DOT_LANES} == 0: one dot product fills 16 columns",
+            z3.Or(fma, nr % DOT_LANES == 0),
+        ),
+        Constraint(
+            "dot_needs_whole_blocks",
+            f"UNIT == {UNIT_FMA}, or MC, NC and KC divide {m}, {n} and {k} and MR and NR "
+            "divide MC and NC: the dot path's loops have no partial tiles",
+            z3.Or(fma, z3.And(m % mc == 0, n % nc == 0, k % kc == 0, mc % mr == 0, nc % nr == 0)),
+        ),
+        Constraint(
+            "dot_repeats_nothing",
+            f"UNIT == {UNIT_FMA} or (PACK == 0, KU == 1 and ORDER == 1): the dot path packs B "
+            "its own way and has its own loop order, so other values would repeat its kernel",
+            z3.Or(fma, z3.And(knobs["PACK"] == PACK_NONE, knobs["KU"] == 1, knobs["ORDER"] == 1)),
+        ),
     ]
 
 
@@ -260,6 +353,11 @@ def cost(op: OpInfo, cpu: HostCPU, config: Config) -> float:
     K tile from wherever the output block lives. Each register tile and cache block
     costs fixed loop and set-up cycles, which penalises tiny tiles.
     """
+    if config.get("UNIT", UNIT_FMA) == UNIT_DOT:
+        # A dot product over a bf16 pair costs what an FMA over an f32 does, on B packed
+        # once (into pairs) and read from there.
+        pairs = {**config, "KC": config["KC"] // DOT_PAIR, "PACK": PACK_B, "UNIT": UNIT_FMA}
+        return cost(pair_view(op), cpu, pairs)
     batch, m, n, k, size_in, size_out = contraction_sizes(op)
     lanes = cpu.lanes(op.element_type)
     mc, nc, kc = min(config["MC"], m), min(config["NC"], n), min(config["KC"], k)

@@ -1,0 +1,118 @@
+"""Flatten n-D vector transfers whose rows are narrower than a register into 1-D ones.
+
+`convert-vector-to-scf{full-unroll}` unrolls an n-D transfer into one access per
+innermost row. For rows of a few bytes, such as the bf16 pairs of a VNNI-packed panel
+(`vector<16x2xbf16>`, 16 rows of 4 bytes), that is 16 scalar loads and a chain of
+inserts where one 64-byte load would do. Where the transferred rows are contiguous in a
+buffer (whole inner dims, unit strides, zero indices inside them), the transfer reads or
+writes the collapsed buffer instead, as one vector, shape-cast to the n-D type.
+
+Registered as the descriptor step `flatten-narrow-transfers` (mlirtune.pipeline.steps); it
+runs after bufferization, on memref transfers. Wider rows are left alone: they are whole
+registers already.
+"""
+
+from __future__ import annotations
+
+import math
+
+from mlir import ir
+from mlir.dialects import arith, memref, vector
+
+# Rows narrower than this many bits are flattened (the narrowest vector register).
+NARROW_ROW_BITS = 128
+
+
+def flatten_narrow_transfers(module: ir.Module) -> None:
+    """Rewrite every eligible `vector.transfer_read` / `vector.transfer_write` in place."""
+    transfers: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name in ("vector.transfer_read", "vector.transfer_write"):
+            transfers.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    for op in transfers:
+        view = op.opview
+        vector_type = ir.VectorType(
+            view.vector.type if op.name == "vector.transfer_read" else view.valueToStore.type
+        )
+        rank = _flattenable_rank(view, vector_type)
+        if rank:
+            _flatten(view, vector_type, rank)
+
+
+def _flattenable_rank(view: ir.OpView, vector_type: ir.VectorType) -> int:
+    """How many trailing buffer dims the transfer covers contiguously (0: leave it)."""
+    shape = vector_type.shape
+    rank = len(shape)
+    if rank < 2 or view.mask is not None or not isinstance(view.base.type, ir.MemRefType):
+        return 0
+    element = vector_type.element_type
+    if not isinstance(element, ir.FloatType | ir.IntegerType):
+        return 0
+    bits = element.width
+    if shape[-1] * bits >= NARROW_ROW_BITS:
+        return 0
+    buffer = ir.MemRefType(view.base.type)
+    minor_identity = ir.AffineMap.get_minor_identity(buffer.rank, rank)
+    if buffer.rank < rank or view.permutation_map.value != minor_identity:
+        return 0
+    if not all(ir.BoolAttr(flag).value for flag in view.in_bounds):
+        return 0
+    strides, _ = buffer.get_strides_and_offset()
+    inner_shape = buffer.shape[buffer.rank - rank + 1 :]
+    if list(inner_shape) != list(shape[1:]) or strides[-1] != 1:
+        return 0
+    # Each collapsed dim's stride is the next one's times its size: one contiguous row.
+    for dim in range(buffer.rank - rank, buffer.rank - 1):
+        if strides[dim] != strides[dim + 1] * buffer.shape[dim + 1]:
+            return 0
+    indices = list(view.indices)[buffer.rank - rank + 1 :]
+    if not all(_is_zero(index) for index in indices):
+        return 0
+    return rank
+
+
+def _is_zero(value: ir.Value) -> bool:
+    owner = value.owner
+    if not isinstance(owner, ir.OpView) or owner.operation.name != "arith.constant":
+        return False
+    return ir.IntegerAttr(owner.attributes["value"]).value == 0
+
+
+def _flatten(view: ir.OpView, vector_type: ir.VectorType, rank: int) -> None:
+    buffer = ir.MemRefType(view.base.type)
+    outer = buffer.rank - rank
+    reassociation = [[dim] for dim in range(outer)] + [list(range(outer, buffer.rank))]
+    inner = math.prod(vector_type.shape[1:])
+    flat_type = ir.VectorType.get([vector_type.shape[0] * inner], vector_type.element_type)
+    with ir.InsertionPoint(view), view.location:
+        strides, offset = buffer.get_strides_and_offset()
+        collapsed_shape = [*buffer.shape[:outer], math.prod(buffer.shape[outer:])]
+        identity_layout = isinstance(buffer.layout, ir.AffineMapAttr)
+        layout = (
+            None if identity_layout else ir.StridedLayoutAttr.get(offset, [*strides[:outer], 1])
+        )
+        collapsed_type = ir.MemRefType.get(
+            collapsed_shape, buffer.element_type, layout, buffer.memory_space
+        )
+        collapsed = memref.CollapseShapeOp(collapsed_type, view.base, reassociation).result
+        index_type = ir.IndexType.get()
+        row = arith.MulIOp(
+            list(view.indices)[outer], arith.ConstantOp(index_type, inner).result
+        ).result
+        indices = [*list(view.indices)[:outer], row]
+        identity = ir.AffineMapAttr.get(ir.AffineMap.get_minor_identity(len(collapsed_shape), 1))
+        in_bounds = ir.ArrayAttr.get([ir.BoolAttr.get(True)])
+        if view.operation.name == "vector.transfer_read":
+            flat = vector.TransferReadOp(
+                flat_type, collapsed, indices, identity, view.padding, in_bounds
+            ).result
+            reshaped = vector.ShapeCastOp(vector_type, flat).result
+            view.result.replace_all_uses_with(reshaped)
+        else:
+            flat = vector.ShapeCastOp(flat_type, view.valueToStore).result
+            vector.TransferWriteOp(None, flat, collapsed, indices, identity, in_bounds)
+    view.operation.erase()

@@ -1,0 +1,137 @@
+"""The contraction family's bf16 dot-product path: AVX512-BF16 `vdpbf16ps` micro-kernels.
+
+One `vdpbf16ps` multiplies 16 pairs of bf16 values and adds each pair's two products to
+one f32 lane: C[m, n:n+16] += A[m, k] * B[k, n:n+16] + A[m, k+1] * B[k+1, n:n+16], with
+B's two rows interleaved (the VNNI layout, B_vnni[k // 2, n, k % 2]). The schedule packs
+K by 2 (`transform.structured.pack`): A[M, K] becomes A[M, K/2, 2], a reshape, and B[K, N]
+becomes B_vnni[K/2, N, 2], packed once per NC column block inside the timed call. The
+cache and register tiles are those of the packed FMA path (packed.py); each register
+tile's K step is unrolled into MR x NR/16 contractions of one row and 16 columns, which
+the x86vector patterns turn into a broadcast of A's pair and one dot product each.
+"""
+
+from __future__ import annotations
+
+import math
+
+from mlir import ir
+from mlir.dialects import transform
+from mlir.dialects.transform import structured
+from mlir.dialects.transform import vector as tvector
+
+from mlirtune.interfaces.errors import UsageError
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.schedule import Config
+from mlirtune.schedules.builder import ScheduleBuilder
+
+# f32 lanes of one vdpbf16ps (a 512-bit register), and the K values it pairs.
+DOT_LANES, DOT_PAIR = 16, 2
+# UNIT knob values: f32 FMA micro-kernels (bf16 operands converted), or bf16 dot products.
+UNIT_FMA, UNIT_DOT = 0, 1
+# K pairs (rows of B_vnni) each vectorised packing copy moves.
+PACK_ROWS = 8
+
+
+def dot_unusable(op: OpInfo, parameters: Config) -> str | None:
+    """Why `parameters` cannot take the dot path on `op` (None: they can). The same
+    conditions are the family's `dot_*` constraints."""
+    p = parameters
+    m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
+    if op.kind != "matmul" or op.element_type != "bf16":
+        return (
+            f"dot_needs_bf16_matmul: UNIT={UNIT_DOT} takes bf16 matmul roots, not "
+            f"{op.kind} of {op.element_type}"
+        )
+    if k % DOT_PAIR or p["KC"] % DOT_PAIR:
+        return f"dot_needs_k_pairs: K={k} and KC={p['KC']} must be even"
+    if p["NR"] % DOT_LANES:
+        return f"dot_needs_whole_vectors: NR={p['NR']} must be a multiple of {DOT_LANES}"
+    if m % p["MC"] or n % p["NC"] or k % p["KC"] or p["MC"] % p["MR"] or p["NC"] % p["NR"]:
+        return (
+            f"dot_needs_whole_blocks: MC, NC and KC must divide M={m}, N={n} and K={k}, and "
+            f"MR and NR divide MC and NC (got MC={p['MC']}, NC={p['NC']}, KC={p['KC']}, "
+            f"MR={p['MR']}, NR={p['NR']})"
+        )
+    return None
+
+
+def dot_schedule(op: OpInfo, parameters: Config) -> ir.Module:
+    """Schedule for an annotated bf16 matmul root `op` that `parameters` fit (see
+    `dot_unusable`), with its fill and any element-wise epilogue."""
+    p = parameters
+    problem = dot_unusable(op, p)
+    if problem:
+        raise UsageError(f"schedule contraction: {problem}", stage="schedule")
+    mc, nc, kc, mr, nr = p["MC"], p["NC"], p["KC"], p["MR"], p["NR"]
+    any_op = transform.AnyOpType.get()
+    with ScheduleBuilder("contraction_dot") as s:
+        contraction = s.match_root(s.root, op.kind, step="match_contraction")
+        with s.at("pack_k_pairs"):
+            structured.PackOp(
+                transform.OperationType.get("linalg.generic"),
+                contraction,
+                [],
+                static_packed_sizes=[0, 0, DOT_PAIR],
+            )
+        # A's pack only splits its rows' K into pairs: lowered, it is a reshape.
+        packs = s.match(s.root, ["linalg.pack"], step="match_packs")
+        with s.at("reshape_a"):
+            a_pack, _ = transform.SplitHandleOp([any_op, any_op], packs).results
+            structured.LowerPackOp(
+                transform.OperationType.get("tensor.pad"),
+                transform.OperationType.get("tensor.expand_shape"),
+                transform.OperationType.get("linalg.transpose"),
+                transform.CastOp(transform.OperationType.get("linalg.pack"), a_pack).result,
+            )
+        # NC columns at a time of the last op, with the fill and the contraction fused, as
+        # on the packed path; an scf.forall spread over the threads when THREADS > 1.
+        parallel = p.get("THREADS", 1) > 1
+        _, column_loops = s.fuse_with_loops(
+            s.last_op(), [0, nc], step="cache_tile_n", parallel=parallel
+        )
+        # B's pairs are packed per column block, into a buffer NC pairs wide: its rows stay
+        # close in the TLB and spread over L1's sets, whatever N is.
+        b_pack = s.match(s.root, ["linalg.pack"], step="match_b_pack")
+        b_pack = s.fuse_into(b_pack, column_loops[0], step="pack_b_per_column_block")
+        fill = s.match(s.root, ["linalg.fill"], step="match_fill")
+        s.tile(fill, [mr, nr], step="register_tile_fill")
+        epilogue = s.match_generic(s.root, ["parallel"] * 2, step="match_epilogue")
+        s.tile(epilogue, [mr, nr], step="register_tile_epilogue")
+        iterators = ["parallel", "parallel", "reduction", "reduction"]
+        contraction = s.match_generic(s.root, iterators, step="match_pairs_contraction")
+        contraction, _ = s.tile(contraction, [0, 0, kc // DOT_PAIR, 0], step="cache_tile_k")
+        contraction, _ = s.tile(contraction, [mc, 0, 0, 0], step="cache_tile_m")
+        with s.at("register_tile"):  # NR loop outer, MR loop inner
+            contraction = structured.TileUsingForOp(
+                contraction, sizes=[mr, nr, 0, 0], interchange=[1, 0, 2, 3]
+            ).tiled_linalg_op
+        contraction, _ = s.tile(contraction, [0, 0, 1, 0], step="k_step")
+        # One dot product per row and 16 columns of the register tile, unrolled.
+        _, lanes = s.tile(contraction, [1, DOT_LANES, 0, 0], step="dot_tile")
+        s.unroll(lanes[1], nr // DOT_LANES, step="unroll_columns")
+        s.unroll(lanes[0], mr, step="unroll_rows")
+        rows = math.gcd(op.dims["K"] // DOT_PAIR, PACK_ROWS)
+        b_pack, _ = s.tile(b_pack, [rows, DOT_LANES], step="tile_b_pack")
+        function = s.match(s.root, ["func.func"], step="match_function")
+        s.shrink_temporaries(function)  # a [K/2, NC, 2] buffer per block, not a slice of B's
+        s.canonicalize_loops(function, step="fold_slices")
+        with s.at("vectorize_b_pack"):
+            structured.VectorizeOp(b_pack, vector_sizes=[rows, DOT_LANES, DOT_PAIR])
+        s.vectorize_linalg(function)
+        with s.at("dot_products"):
+            patterns = transform.ApplyPatternsOp(function)
+            with ir.InsertionPoint(patterns.patterns):
+                ir.Operation.create(
+                    "transform.apply_patterns.x86vector.vector_contract_to_packed_type_dot_product"
+                )
+        s.drop_leading_unit_dims(function)
+        s.hoist_invariant_subsets(function)
+        # The B pack's transposes become shuffles; transfers stay n-D here, to be flattened
+        # after bufferization (lower_cpu.yaml: flatten-narrow-transfers).
+        s.apply_patterns(
+            function,
+            "lower_pack_transposes",
+            tvector.apply_patterns_vector_lower_transpose,
+            tvector.apply_patterns_vector_lower_broadcast,
+        )
+    return s.module

@@ -1,0 +1,66 @@
+"""The `flatten-narrow-transfers` step: n-D transfers of sub-register rows that lie
+contiguously in their buffer become one 1-D transfer; everything else is left alone."""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from mlirtune.ir.flatten_transfers import flatten_narrow_transfers
+
+PAIRS = """
+func.func @pairs(%panel: memref<8x16x2xbf16>, %out: memref<8x16x2xbf16>, %k: index) {
+  %c0 = arith.constant 0 : index
+  %pad = arith.constant 0.0 : bf16
+  %v = vector.transfer_read %panel[%k, %c0, %c0], %pad {in_bounds = [true, true]}
+    : memref<8x16x2xbf16>, vector<16x2xbf16>
+  vector.transfer_write %v, %out[%k, %c0, %c0] {in_bounds = [true, true]}
+    : vector<16x2xbf16>, memref<8x16x2xbf16>
+  return
+}
+"""
+# Rows of a whole register, rows narrower than the buffer's, and rows of a strided view.
+LEFT_ALONE = """
+func.func @left_alone(%rows: memref<8x16xf32>, %quads: memref<8x16x4xbf16>,
+                      %view: memref<16x2xbf16, strided<[4, 1]>>, %j: index) {
+  %c0 = arith.constant 0 : index
+  %f = arith.constant 0.0 : f32
+  %pad = arith.constant 0.0 : bf16
+  %a = vector.transfer_read %rows[%c0, %c0], %f {in_bounds = [true, true]}
+    : memref<8x16xf32>, vector<4x16xf32>
+  %b = vector.transfer_read %quads[%c0, %j, %c0], %pad {in_bounds = [true, true]}
+    : memref<8x16x4xbf16>, vector<8x2xbf16>
+  %c = vector.transfer_read %view[%c0, %c0], %pad {in_bounds = [true, true]}
+    : memref<16x2xbf16, strided<[4, 1]>>, vector<16x2xbf16>
+  return
+}
+"""
+
+
+def transfer_types(module: ir.Module) -> list[str]:
+    found: list[str] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "vector.transfer_read":
+            found.append(str(op.results[0].type))
+        elif op.name == "vector.transfer_write":
+            found.append(str(op.operands[0].type))
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return found
+
+
+def test_contiguous_narrow_rows_become_one_vector():
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(PAIRS)
+        flatten_narrow_transfers(module)
+        assert module.operation.verify()
+        assert transfer_types(module) == ["vector<32xbf16>", "vector<32xbf16>"]
+
+
+def test_wide_partial_or_strided_rows_are_left_alone():
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(LEFT_ALONE)
+        before = transfer_types(module)
+        flatten_narrow_transfers(module)
+        assert transfer_types(module) == before

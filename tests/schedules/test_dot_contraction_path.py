@@ -1,0 +1,150 @@
+"""The contraction family's bf16 dot-product path (UNIT=1): which targets take it, what it
+lowers to, and its numerics against an f32 reference."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+import pytest
+from mlir import ir
+
+from mlirtune.api import engine_for
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.schedules.contraction.dot import UNIT_DOT, UNIT_FMA
+from mlirtune.schedules.registry import FAMILIES
+from mlirtune.targets.host_cpu import CpuFeatures, HostCPU, detect_features
+from mlirtune.workloads import Matmul, Mlp
+
+CONTRACTION = FAMILIES["contraction"]
+BASE = CpuFeatures(
+    arch="x86_64",
+    model="test avx512",
+    isa="avx512",
+    flags=frozenset({"avx512f", "avx2", "fma"}),
+    vector_bits=512,
+    vector_registers=32,
+    l1d_bytes=32 << 10,
+    l2_bytes=1 << 20,
+    l3_bytes=32 << 20,
+    cores=2,
+    ghz=2.0,
+)
+BF16_DOT = BASE.flags | {"avx512_bf16"}
+# Feature sets a host may have, and the micro-kernel instructions a bf16 matmul gets there.
+PATHS = {
+    "avx512": (BASE, UNIT_FMA),
+    "avx512_bf16": (dataclasses.replace(BASE, flags=BF16_DOT), UNIT_DOT),
+    # AMX hosts also have AVX512-BF16; tiles are not built, so they take dot products.
+    "amx": (dataclasses.replace(BASE, flags=BF16_DOT | {"amx_bf16", "amx_tile"}), UNIT_DOT),
+    # A target lowered below AVX-512 has no 512-bit dot products, whatever the flags say.
+    "avx2_bf16_flag": (dataclasses.replace(BASE, isa="avx2", flags=BF16_DOT), UNIT_FMA),
+}
+DOT_INTRINSIC = "llvm.x86.avx512bf16.dpbf16ps.512"
+HOST_HAS_BF16_DOT = "avx512_bf16" in detect_features().flags
+needs_bf16_dot = pytest.mark.skipif(
+    not HOST_HAS_BF16_DOT, reason="this host lacks avx512_bf16 (AVX512-BF16 dot products)"
+)
+
+
+def matmul_op(m: int, n: int, k: int, dtype: str = "bf16", kind: str = "matmul") -> OpInfo:
+    dims = {"M": m, "N": n, "K": k} | ({"B": 2} if kind == "batch_matmul" else {})
+    return OpInfo(kind, dims, (dtype, dtype, "f32" if dtype == "bf16" else dtype))
+
+
+@pytest.mark.parametrize("feature_set", PATHS)
+def test_the_target_features_choose_the_path(feature_set):
+    features, unit = PATHS[feature_set]
+    target = HostCPU(features)
+    op = matmul_op(512, 512, 512)
+    config = CONTRACTION.select(op, target)
+    assert config["UNIT"] == unit
+    assert not CONTRACTION.violations(op, target, {**config, "KU": 1, "ORDER": 1})
+    if unit == UNIT_DOT:  # whole blocks, K in pairs, 16-column vectors
+        m, n, k = 512, 512, 512
+        assert m % config["MC"] == n % config["NC"] == k % config["KC"] == 0
+        assert config["KC"] % 2 == 0 and config["NR"] % 16 == 0 and config["PACK"] == 0
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        matmul_op(512, 512, 512, dtype="f32"),  # nothing to pair
+        matmul_op(64, 64, 33),  # odd K
+        matmul_op(64, 40, 64),  # 40 columns are no whole 16-column vectors
+        matmul_op(64, 64, 64, kind="batch_matmul"),
+    ],
+    ids=["f32", "odd-k", "narrow-n", "batch"],
+)
+def test_shapes_the_dot_path_cannot_take_keep_fma(op):
+    target = HostCPU(PATHS["avx512_bf16"][0])
+    assert CONTRACTION.select(op, target)["UNIT"] == UNIT_FMA
+
+
+def test_constraints_reject_dot_products_the_target_lacks():
+    op = matmul_op(256, 256, 256)
+    config = CONTRACTION.select(op, HostCPU(PATHS["avx512_bf16"][0]))
+    config = {**config, "KU": 1, "ORDER": 1}
+    assert "dot_needs_avx512_bf16" in CONTRACTION.violations(op, HostCPU(BASE), config)
+    broken = CONTRACTION.violations(
+        op, HostCPU(PATHS["avx512_bf16"][0]), {**config, "NR": 8, "KC": 255}
+    )
+    assert {"dot_needs_whole_vectors", "dot_needs_k_pairs"} <= set(broken)
+
+
+@pytest.mark.jit
+def test_the_dot_path_lowers_to_avx512_bf16_dot_products_on_any_host():
+    """IR-level check, run on every host: lowering executes nothing."""
+    engine = engine_for(HostCPU(PATHS["avx512_bf16"][0]), use_specs=False)
+    module = engine.lower_payload(Matmul(M=64, N=64, K=64, dtype="bf16"))
+    intrinsics: set[str] = set()
+
+    def collect(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "llvm.call_intrinsic":
+            intrinsics.add(ir.StringAttr(op.attributes["intrin"]).value)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(collect)
+    assert DOT_INTRINSIC in intrinsics
+
+
+def outputs(workload, parameters, threads: int = 1) -> tuple[np.ndarray, bool]:
+    engine = engine_for(HostCPU(threads=threads), use_specs=False)
+    result = engine.execute(workload, parameters)
+    kernel = engine.compile(workload, parameters)
+    with workload.allocate(engine) as buffers:
+        kernel.call(buffers)
+        return engine.runtime.to_host(buffers[-1]).copy(), result.verification.ok
+
+
+@pytest.mark.jit
+@needs_bf16_dot
+@pytest.mark.parametrize(
+    ("workload", "blocks"),
+    [
+        (Matmul(M=64, N=128, K=96, dtype="bf16"), (32, 64, 32, 8, 32)),
+        (Matmul(M=7, N=48, K=34, dtype="bf16"), (7, 48, 34, 7, 16)),  # odd M, K not 2^n
+        (Mlp(M=24, N=96, K=64, dtype="bf16"), (24, 32, 64, 6, 32)),  # bias and ReLU fused
+    ],
+    ids=["blocks", "odd-rows", "mlp"],
+)
+def test_dot_kernels_match_the_f32_reference(workload, blocks):
+    names = ("MC", "NC", "KC", "MR", "NR")
+    parameters = {**dict(zip(names, blocks, strict=True)), "UNIT": UNIT_DOT}
+    result, verified = outputs(workload, parameters)
+    assert verified
+    # bf16 inputs, f32 products and sums: within f32 rounding of the float64 reference.
+    expected = workload.reference([x.copy() for x in workload.inputs])[0]
+    np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.jit
+@needs_bf16_dot
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs 2 cores")
+def test_threads_give_the_dot_path_the_same_results():
+    workload = Matmul(M=64, N=128, K=64, dtype="bf16")
+    parameters = {"MC": 32, "NC": 64, "KC": 64, "MR": 8, "NR": 32, "UNIT": UNIT_DOT}
+    one, _ = outputs(workload, parameters, threads=1)
+    two, verified = outputs(workload, parameters, threads=2)
+    assert verified and np.array_equal(one, two)
