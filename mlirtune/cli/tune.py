@@ -47,6 +47,7 @@ examples:
   mlirtune tune mlp M=256 N=1024 K=1024 --time-limit 600 --strategy tpe --seed 1
   mlirtune tune conv2d --budget 40 --db /tmp/tuning.db
   mlirtune tune matmul M=384 N=384 K=384 --budget 60 --starter-spec --update-spec mine.mlir
+  mlirtune tune matmul M=1024 N=1024 K=1024 --threads 0 --search-threads --budget 30
 
 How it works: the pipeline's schedule declares its knobs; constraints for the op kind and
 this CPU (register file, L1/L2 sizes, divisibility) give the search space. The baseline
@@ -118,6 +119,12 @@ def add_tune_parser(commands: Any) -> None:
         help="worker processes, N >= 1 (default: one per usable core, at least 2; with 1 the "
         "final race runs in one process instead of two)",
     )
+    cmd.add_argument(
+        "--search-threads",
+        action="store_true",
+        help="search the thread count too: 1 to --threads N, in powers of two and N (needs "
+        "--threads N with N >= 2); the spec entry then records the count that won",
+    )
     cmd.add_argument("--json", action="store_true", help="print one JSON object")
     cmd.add_argument(
         "--starter-spec",
@@ -177,6 +184,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         args.pipeline,
         settings=options.evaluator,
         memory_check=not args.show_space,
+        search_threads=args.search_threads,
     )
     if args.show_space:
         _print_space(problem.space)

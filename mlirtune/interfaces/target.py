@@ -42,6 +42,11 @@ class Target(ABC):
         `nvvm-attach-target`), with source "target"; a run cannot override them."""
         return {}
 
+    def accepts(self, slot: str, value: int | str) -> bool:
+        """Whether a config may set `slot`, one of `pipeline_values`, to `value`: by
+        default only to the target's own value (a tuned config restates every slot)."""
+        return self.pipeline_values().get(slot) == value
+
     def hardware_class(self) -> str:
         """A short stable name of the hardware class tuned configs carry over within (the
         same core design and cache hierarchy, e.g. "amd-zen4"); UNKNOWN_CLASS when the

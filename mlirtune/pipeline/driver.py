@@ -81,7 +81,7 @@ def resolve_values(
     """Fill every slot of `descriptor` from its sources, strongest last: the family
     defaults, the descriptor's own values, the selector (`flow: select`, unless a tuned
     config is given: that is complete), a tuned config, explicit values, and the slots the
-    target fills itself (which nothing overrides)."""
+    target fills itself, where those did not set a value it accepts."""
     lowering = Lowering(descriptor, roots)
     unknown = sorted(set(explicit or {}) - set(descriptor.params))
     if unknown:
@@ -91,8 +91,11 @@ def resolve_values(
             stage="pipeline",
         )
     owned = target.pipeline_values()
-    # A config may restate a target's value (a tuned config holds every slot), not change it.
-    clash = sorted(k for k, v in (explicit or {}).items() if k in owned and v != owned[k])
+    # A config may restate a target's value (a tuned config holds every slot), or take one
+    # the target accepts (fewer threads than it has), nothing else.
+    clash = sorted(
+        k for k, v in (explicit or {}).items() if k in owned and not target.accepts(k, v)
+    )
     if clash:
         raise UsageError(
             f"{', '.join(clash)}: set by the target ({target!r}), not by schedule parameters",
@@ -108,7 +111,10 @@ def resolve_values(
         # defaults: the selector does not fill the knobs it leaves out (e.g. a knob added
         # to the family after the entry was tuned).
         layers.append(("selector", FLOWS[descriptor.flow](descriptor, target, roots)))
-    layers += [("tuned", tuned or {}), ("explicit", explicit or {}), ("target", owned)]
+    layers += [("tuned", tuned or {}), ("explicit", explicit or {})]
+    chosen = {**(tuned or {}), **(explicit or {})}
+    kept = {k for k, v in chosen.items() if k in owned and target.accepts(k, v)}
+    layers.append(("target", {k: v for k, v in owned.items() if k not in kept}))
     for source, values in layers:
         for key, value in values.items():
             if value is not None and key in descriptor.params:

@@ -31,6 +31,8 @@ ACCUMULATORS = 16
 # LLVM's compile time grows with the block (a 64x64 f32 block compiles in ~0.1 s, 128x128
 # in ~0.5 s), for no gain once the block no longer fits in L1.
 OUTPUT_BLOCK_BYTES = 32 << 10
+# The base page: rows a page or more apart each take a TLB entry and alias in L1.
+PAGE_BYTES = 4096
 # A divisor of the loop within [LOW, 1.25] x the modelled tile size is preferred to it.
 LOW = 0.75
 

@@ -180,6 +180,18 @@ class HostCPU(Target):
         """THREADS: the cores the kernel's outer loops are spread over (lower_cpu.yaml)."""
         return {"THREADS": self.threads}
 
+    def has_bf16_dot(self) -> bool:
+        """Whether kernels for this target may use 512-bit AVX512-BF16 dot products
+        (vdpbf16ps, two bf16 products per f32 lane): the CPU flag, on a target lowered for
+        AVX-512 (not one overridden to a lower ISA)."""
+        return self.features.isa == "avx512" and "avx512_bf16" in self.features.flags
+
+    def accepts(self, slot: str, value: int | str) -> bool:
+        """A kernel may use fewer threads than the target has (`tune --search-threads`)."""
+        if slot == "THREADS":
+            return isinstance(value, int) and 1 <= value <= self.threads
+        return super().accepts(slot, value)
+
     def cpu_class(self) -> str:
         """The CPU class from cpuinfo's vendor, family and model: a name from CPU_CLASSES,
         else "<vendor>-f<family>-m<model>" (e.g. "intel-f6-m151"), or "unknown" when

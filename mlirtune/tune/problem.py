@@ -69,8 +69,10 @@ def generate(
     *,
     settings: EvaluatorSettings | None = None,
     memory_check: bool = True,
+    search_threads: bool = False,
 ) -> TuningProblem:
-    """Resolve the pipeline for `workload` on `target` and build its search space.
+    """Resolve the pipeline for `workload` on `target` and build its search space;
+    `search_threads` adds the thread count to it (`searchable_threads`).
 
     Unless `memory_check` is off (nothing will run, e.g. to show the space), a workload whose
     worker processes (`settings`: their count and memory cap) would not fit in the memory
@@ -80,7 +82,7 @@ def generate(
     lowering = plan_for(workload, target, pipeline)
     descriptor = lowering.descriptor
     family, op, slots = bound_family(lowering)
-    space = space_for(op, family.name, target)
+    space = space_for(op, family.name, target, searchable_threads(target) if search_threads else ())
     unbound = sorted(set(space.domains) - set(slots))
     if unbound:
         raise UsageError(
@@ -100,10 +102,26 @@ def generate(
                 "schedule": family.name,
                 "stages": [(s.kind, s.name, s.arguments) for s in descriptor.stages],
                 "defaults": descriptor.params,
+                # Only when searched, so keys of other runs stay as they were.
+                **({"threads": "searched"} if search_threads else {}),
             }
         ),
     )
     return TuningProblem(workload, target, pipeline, lowering, family, op, slots, space, key)
+
+
+def searchable_threads(target: Target) -> tuple[int, ...]:
+    """Thread counts a search may try on `target`: the powers of two below its thread count,
+    and that count (e.g. 1, 2, 4, 6 for 6)."""
+    ceiling = target.pipeline_values().get("THREADS")
+    if not isinstance(ceiling, int) or ceiling < 2:
+        raise UsageError(
+            f"searching the thread count needs a host target on 2 or more threads, not "
+            f"{target!r} (tune --threads N --search-threads)",
+            stage="tune",
+        )
+    powers = {1 << i for i in range(ceiling.bit_length()) if 1 << i < ceiling}
+    return tuple(sorted(powers | {ceiling}))
 
 
 def check_worker_memory(workload: Workload, settings: EvaluatorSettings) -> None:

@@ -1,6 +1,7 @@
 """Kernels on several cores: `HostCPU(threads=N)` / `--threads N` spread a contraction's outer
 block loop (an scf.forall) over MLIR's async runtime, with the same results as one thread."""
 
+import dataclasses
 import os
 
 import numpy as np
@@ -10,7 +11,10 @@ from mlir import ir
 from mlirtune.api import engine_for
 from mlirtune.cli import main
 from mlirtune.interfaces.errors import UsageError
-from mlirtune.targets.host_cpu import HostCPU
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.targets.host_cpu import HostCPU, detect_features
+from mlirtune.tune.problem import searchable_threads
+from mlirtune.tune.space_for import space_for
 from mlirtune.workloads import BatchMatmul, Conv2d, Elementwise, Matmul, Mlp, Softmax
 
 CORES = os.cpu_count() or 1
@@ -140,3 +144,37 @@ def test_engines_dropped_right_after_a_parallel_call_do_not_crash_later_calls():
         with workload.allocate(engine) as buffers:
             kernel.call(buffers)
         del kernel, engine
+
+
+def test_searched_thread_counts_are_powers_of_two_and_the_targets_count():
+    many_cores = dataclasses.replace(detect_features(), cores=8)
+    assert searchable_threads(HostCPU(many_cores, threads=6)) == (1, 2, 4, 6)
+    assert searchable_threads(HostCPU(many_cores, threads=8)) == (1, 2, 4, 8)
+    with pytest.raises(UsageError, match="2 or more threads"):
+        searchable_threads(HostCPU())
+
+
+def test_a_searched_thread_count_is_a_knob_whose_cost_shares_the_work():
+    target = HostCPU(dataclasses.replace(detect_features(), cores=4), threads=4)
+    op = OpInfo("matmul", {"M": 256, "N": 256, "K": 256}, ("f32",) * 3)
+    space = space_for(op, "contraction", target, threads=(1, 2, 4))
+    assert space.domains["THREADS"] == (1, 2, 4)
+    one = next(c for c in space.enumerate() if c["THREADS"] == 1)
+    assert space.cost({**one, "THREADS": 4}) == pytest.approx(space.cost(one) / 4)
+    assert "THREADS" not in space_for(op, "contraction", target).domains
+
+
+@needs_two_cores
+def test_a_config_may_use_fewer_threads_than_the_target_not_more():
+    engine = engine_for(HostCPU(threads=2), use_specs=False)
+    workload = Matmul(M=64, N=96, K=64)
+    plan = engine.plan(workload, {"THREADS": 1})
+    assert plan.values["THREADS"] == 1 and plan.sources["THREADS"] == "explicit"
+    assert engine.execute(workload, {"THREADS": 1}).verification.ok
+    with pytest.raises(UsageError, match="THREADS: set by the target"):
+        engine.plan(workload, {"THREADS": 3})
+
+
+def test_cli_searching_threads_needs_several(capsys):
+    code = main(["tune", "matmul", "M=16", "N=16", "K=16", "--search-threads", "--budget", "1"])
+    assert code == 2 and "2 or more threads" in capsys.readouterr().err

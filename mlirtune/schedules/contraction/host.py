@@ -8,8 +8,6 @@ the micro-kernel with the shared host model (mlirtune.schedules.cpu_model).
 
 from __future__ import annotations
 
-import dataclasses
-
 import z3
 
 from mlirtune.interfaces.dtype import element_bytes
@@ -20,12 +18,14 @@ from mlirtune.schedules.contraction.blocking import (
     packed_blocks_in_caches,
     whole_block,
 )
-from mlirtune.schedules.contraction.dot import DOT_LANES, DOT_PAIR, UNIT_DOT, UNIT_FMA
+from mlirtune.schedules.contraction.dot import DOT_PAIR, UNIT_DOT, UNIT_FMA
+from mlirtune.schedules.contraction.dot_host import dot_blocks, dot_constraints, pair_view
 from mlirtune.schedules.contraction.packed import PACK_AB, PACK_B, PACK_NONE
 from mlirtune.schedules.cpu_model import (
     ACCUMULATOR_CYCLES,
     L2_BROADCAST_CYCLES,
     OUTPUT_BLOCK_BYTES,
+    PAGE_BYTES,
     TILE_CYCLES,
     Traffic,
     ceil_div,
@@ -57,7 +57,6 @@ SKINNY_K_BLOCK = 8
 # own TLB entry and they alias in L1, so streaming such a block costs about this many times
 # its bytes (measured: 2048^3 f32 runs at 0.32x numpy unpacked, 0.9x packed).
 STRIDED_PANEL_PENALTY = 3.0
-PAGE_BYTES = 4096
 
 
 def contraction_sizes(op: OpInfo) -> tuple[int, int, int, int, int, int]:
@@ -74,56 +73,9 @@ def contraction_sizes(op: OpInfo) -> tuple[int, int, int, int, int, int]:
 
 
 def select(op: OpInfo, cpu: HostCPU) -> Config:
-    """The dot-product path where the host and shape allow it (`_dot_blocks`), else the
+    """The dot-product path where the host and shape allow it (`dot_blocks`), else the
     FMA path (`_fma_select`)."""
-    return _dot_blocks(op, cpu) or {**_fma_select(op, cpu), "UNIT": UNIT_FMA}
-
-
-def has_bf16_dot(cpu: HostCPU) -> bool:
-    """Whether the target executes 512-bit AVX512-BF16 dot products (vdpbf16ps): the flag,
-    on a target lowered for AVX-512 (not one overridden to a lower ISA)."""
-    return cpu.features.isa == "avx512" and "avx512_bf16" in cpu.features.flags
-
-
-def pair_view(op: OpInfo) -> OpInfo:
-    """`op` as the dot path sees it: K/2 steps over bf16 pairs, each 4 bytes like an f32, so
-    the FMA path's blocking model and cost model apply unchanged."""
-    dims = {**op.dims, "K": op.dims["K"] // DOT_PAIR}
-    return dataclasses.replace(op, dims=dims, dtypes=("f32",) * len(op.dtypes))
-
-
-def _dot_blocks(op: OpInfo, cpu: HostCPU) -> Config | None:
-    """Goto/BLIS blocks for the dot path (dot.py) on a bf16 matmul, from the blocking model
-    of the pair view; None where the host has no bf16 dot products or the shape has no
-    whole blocks (odd K, N not in 16-column vectors)."""
-    m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
-    if op.kind != "matmul" or op.element_type != "bf16" or not has_bf16_dot(cpu) or k % DOT_PAIR:
-        return None
-    mr, nr = register_tile(cpu, m, n, "f32")
-    if nr % DOT_LANES:
-        return None
-    bounds = blis_blocking(cpu.features, mr, nr, 4, m)
-    # B's pairs are packed per column block, in rows of NC pairs: a micro-panel's rows are
-    # NC*4 bytes apart. Rows of half a page keep them spread over L1's sets and a few to a
-    # page; that bound, far under the model's, sets NC (measured: NC=512 ran 1.1x faster
-    # than NC=2048 at 2048^3, and than NC=256 at 128x4096x4096).
-    nc_bound = min(n // cpu.threads, PAGE_BYTES // 2 // 4)
-    mc, nc, pairs = (
-        whole_block(m, bounds.mc, mr),
-        whole_block(n, nc_bound, nr),
-        whole_block(k // DOT_PAIR, bounds.kc, 1),
-    )
-    if mc is None or nc is None or pairs is None:
-        return None
-    return {
-        "MC": mc,
-        "NC": nc,
-        "KC": DOT_PAIR * pairs,
-        "MR": mr,
-        "NR": nr,
-        "PACK": PACK_NONE,
-        "UNIT": UNIT_DOT,
-    }
+    return dot_blocks(op, cpu) or {**_fma_select(op, cpu), "UNIT": UNIT_FMA}
 
 
 def _fma_select(op: OpInfo, cpu: HostCPU) -> Config:
@@ -303,45 +255,7 @@ def constraints(
             "and a rolled K step, so other values would repeat its kernel",
             z3.Or(pack == PACK_NONE, z3.And(ku == 1, knobs["ORDER"] == 1)),
         ),
-        *_dot_constraints(op, cpu, knobs),
-    ]
-
-
-def _dot_constraints(op: OpInfo, cpu: HostCPU, knobs: KnobVariables) -> list[Constraint]:
-    """The dot path's conditions (dot.dot_unusable), and the host feature it needs."""
-    m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
-    mc, nc, kc, mr, nr, unit = (knobs[name] for name in ("MC", "NC", "KC", "MR", "NR", "UNIT"))
-    fma = unit == UNIT_FMA
-    usable = op.kind == "matmul" and op.element_type == "bf16" and has_bf16_dot(cpu)
-    return [
-        Constraint(
-            "dot_needs_avx512_bf16",
-            f"UNIT == {UNIT_FMA} or a bf16 matmul on a host with avx512_bf16: the dot path's "
-            "vdpbf16ps exists only there",
-            z3.Or(fma, z3.BoolVal(usable)),
-        ),
-        Constraint(
-            "dot_needs_k_pairs",
-            f"UNIT == {UNIT_FMA} or K ({k}) and KC even: each dot product takes a pair of K",
-            z3.Or(fma, z3.And(z3.BoolVal(k % DOT_PAIR == 0), kc % DOT_PAIR == 0)),
-        ),
-        Constraint(
-            "dot_needs_whole_vectors",
-            f"UNIT == {UNIT_FMA} or NR % {DOT_LANES} == 0: one dot product fills 16 columns",
-            z3.Or(fma, nr % DOT_LANES == 0),
-        ),
-        Constraint(
-            "dot_needs_whole_blocks",
-            f"UNIT == {UNIT_FMA}, or MC, NC and KC divide {m}, {n} and {k} and MR and NR "
-            "divide MC and NC: the dot path's loops have no partial tiles",
-            z3.Or(fma, z3.And(m % mc == 0, n % nc == 0, k % kc == 0, mc % mr == 0, nc % nr == 0)),
-        ),
-        Constraint(
-            "dot_repeats_nothing",
-            f"UNIT == {UNIT_FMA} or (PACK == 0, KU == 1 and ORDER == 1): the dot path packs B "
-            "its own way and has its own loop order, so other values would repeat its kernel",
-            z3.Or(fma, z3.And(knobs["PACK"] == PACK_NONE, knobs["KU"] == 1, knobs["ORDER"] == 1)),
-        ),
+        *dot_constraints(op, cpu, knobs),
     ]
 
 

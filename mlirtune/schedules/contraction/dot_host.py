@@ -1,0 +1,97 @@
+"""The contraction family's dot-product path on the host CPU: when the target takes it, its
+blocks and its constraints. The schedule is dot.py's; the cost is the FMA path's on the
+pair view (host.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import z3
+
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.schedule import Config, Constraint, KnobVariables
+from mlirtune.schedules.contraction.blocking import blis_blocking, whole_block
+from mlirtune.schedules.contraction.dot import DOT_LANES, DOT_PAIR, UNIT_DOT, UNIT_FMA
+from mlirtune.schedules.contraction.packed import PACK_NONE
+from mlirtune.schedules.cpu_model import PAGE_BYTES, register_tile
+from mlirtune.targets.host_cpu import HostCPU
+
+
+def pair_view(op: OpInfo) -> OpInfo:
+    """`op` as the dot path sees it: K/2 steps over bf16 pairs, each 4 bytes like an f32, so
+    the FMA path's blocking model and cost model apply unchanged."""
+    dims = {**op.dims, "K": op.dims["K"] // DOT_PAIR}
+    return dataclasses.replace(op, dims=dims, dtypes=("f32",) * len(op.dtypes))
+
+
+def dot_blocks(op: OpInfo, cpu: HostCPU) -> Config | None:
+    """Goto/BLIS blocks for the dot path (dot.py) on a bf16 matmul, from the blocking model
+    of the pair view; None where the host has no bf16 dot products or the shape has no
+    whole blocks (odd K, N not in 16-column vectors)."""
+    m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
+    if op.kind != "matmul" or op.element_type != "bf16" or not cpu.has_bf16_dot() or k % DOT_PAIR:
+        return None
+    mr, nr = register_tile(cpu, m, n, "f32")
+    if nr % DOT_LANES:
+        return None
+    bounds = blis_blocking(cpu.features, mr, nr, 4, m)
+    # B's pairs are packed per column block, in rows of NC pairs: a micro-panel's rows are
+    # NC*4 bytes apart. Rows of half a page keep them spread over L1's sets and a few to a
+    # page; that bound, far under the model's, sets NC (measured: NC=512 ran 1.1x faster
+    # than NC=2048 at 2048^3, and than NC=256 at 128x4096x4096).
+    nc_bound = min(n // cpu.threads, PAGE_BYTES // 2 // 4)
+    mc, nc, pairs = (
+        whole_block(m, bounds.mc, mr),
+        whole_block(n, nc_bound, nr),
+        whole_block(k // DOT_PAIR, bounds.kc, 1),
+    )
+    if mc is None or nc is None or pairs is None:
+        return None
+    return {
+        "MC": mc,
+        "NC": nc,
+        "KC": DOT_PAIR * pairs,
+        "MR": mr,
+        "NR": nr,
+        "PACK": PACK_NONE,
+        "UNIT": UNIT_DOT,
+    }
+
+
+def dot_constraints(op: OpInfo, cpu: HostCPU, knobs: KnobVariables) -> list[Constraint]:
+    """The dot path's conditions (dot.dot_unusable), and the host feature it needs."""
+    m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
+    mc, nc, kc, mr, nr, unit = (knobs[name] for name in ("MC", "NC", "KC", "MR", "NR", "UNIT"))
+    fma = unit == UNIT_FMA
+    usable = op.kind == "matmul" and op.element_type == "bf16" and cpu.has_bf16_dot()
+    return [
+        Constraint(
+            "dot_needs_avx512_bf16",
+            f"UNIT == {UNIT_FMA} or a bf16 matmul on a host with avx512_bf16: the dot path's "
+            "vdpbf16ps exists only there",
+            z3.Or(fma, z3.BoolVal(usable)),
+        ),
+        Constraint(
+            "dot_needs_k_pairs",
+            f"UNIT == {UNIT_FMA} or K ({k}) and KC even: each dot product takes a pair of K",
+            z3.Or(fma, z3.And(z3.BoolVal(k % DOT_PAIR == 0), kc % DOT_PAIR == 0)),
+        ),
+        Constraint(
+            "dot_needs_whole_vectors",
+            f"UNIT == {UNIT_FMA} or NR % {DOT_LANES} == 0: one dot product fills 16 columns",
+            z3.Or(fma, nr % DOT_LANES == 0),
+        ),
+        Constraint(
+            "dot_needs_whole_blocks",
+            f"UNIT == {UNIT_FMA}, or MC, NC and KC divide {m}, {n} and {k} and MR and NR "
+            "divide MC and NC: the dot path's loops have no partial tiles",
+            z3.Or(fma, z3.And(m % mc == 0, n % nc == 0, k % kc == 0, mc % mr == 0, nc % nr == 0)),
+        ),
+        Constraint(
+            "dot_repeats_nothing",
+            f"UNIT == {UNIT_FMA} or (PACK == 0, KU == 1 and ORDER == 1): the dot path packs B "
+            "its own way and has its own loop order, so other values would repeat its kernel",
+            z3.Or(fma, z3.And(knobs["PACK"] == PACK_NONE, knobs["KU"] == 1, knobs["ORDER"] == 1)),
+        ),
+    ]
