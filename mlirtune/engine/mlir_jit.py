@@ -25,9 +25,11 @@ from mlirtune.interfaces.errors import MlirtuneError, VerificationError
 from mlirtune.interfaces.lowering import Descriptor, Lowering
 from mlirtune.interfaces.workload import Workload
 from mlirtune.ir.context import new_context
+from mlirtune.ir.inspect import uses_amx_tiles
 from mlirtune.memory import check_memory
 from mlirtune.pipeline import run_pipeline
 from mlirtune.runtime import Buffer, HostRuntime, Runtime
+from mlirtune.runtime.tile_state import amx_refusal
 from mlirtune.specs.specset import SpecSet
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.toolchain import runner_library
@@ -145,6 +147,14 @@ class MlirJitEngine(DescriptorEngine):
             parallel = lowering.values.get("THREADS", 1) > 1  # loops run as async tasks
             if parallel:
                 _load_async_runtime()
+            if uses_amx_tiles(module):
+                refusal = amx_refusal()  # asked once; a tile op without the grant faults
+                if refusal:
+                    raise MlirtuneError(
+                        f"{refusal}: this kernel uses AMX tiles (e.g. UNIT=2 of the "
+                        "contraction schedule), which this process may not",
+                        stage="jit",
+                    )
             try:
                 engine = ExecutionEngine(module, opt_level=self.opt_level, shared_libs=libraries)
                 # Code is materialised lazily; look the entry points up now so that

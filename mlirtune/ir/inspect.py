@@ -7,6 +7,9 @@ from mlir.dialects import func
 
 from mlirtune.interfaces.errors import UsageError
 
+# Prefixes of LLVM's AMX intrinsics (tile loads, stores, products, zeroing).
+AMX_INTRINSICS = ("llvm.x86.tile", "llvm.x86.tdp")
+
 
 def find_function(module: ir.Module, name: str, source: str = "payload") -> func.FuncOp:
     """The top-level func.func called `name`; a UsageError lists the ones that exist."""
@@ -20,3 +23,18 @@ def find_function(module: ir.Module, name: str, source: str = "payload") -> func
         f"{source}: entry function @{name} not found; it defines {', '.join(names) or 'none'}",
         stage="inspect",
     )
+
+
+def uses_amx_tiles(module: ir.Module) -> bool:
+    """Whether the lowered (LLVM dialect) module calls AMX tile intrinsics, whose first use
+    faults unless the OS granted this process tile state (mlirtune.runtime.tile_state)."""
+    found = False
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        nonlocal found
+        if op.name == "llvm.call_intrinsic":
+            found = ir.StringAttr(op.attributes["intrin"]).value.startswith(AMX_INTRINSICS)
+        return ir.WalkResult.INTERRUPT if found else ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return found

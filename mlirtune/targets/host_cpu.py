@@ -15,12 +15,14 @@ import functools
 import os
 import platform
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.target import UNKNOWN_CLASS, Target
+from mlirtune.runtime.tile_state import amx_refusal
 
 # (vector bits, vector registers) per ISA level on x86-64; "generic" is a 128-bit baseline.
 ISA_VECTORS = {"avx512": (512, 32), "avx2": (256, 16), "sse": (128, 16), "generic": (128, 16)}
@@ -186,6 +188,18 @@ class HostCPU(Target):
         AVX-512 (not one overridden to a lower ISA)."""
         return self.features.isa == "avx512" and "avx512_bf16" in self.features.flags
 
+    def has_amx(self) -> bool:
+        """Whether kernels for this target may use AMX bf16 tiles: the CPU flags, on a
+        target lowered for AVX-512, and Linux's grant of tile state to this process (asked
+        once; a refusal warns, and bf16 kernels take dot products or FMA instead)."""
+        flags = {"amx_tile", "amx_bf16"}
+        if self.features.isa != "avx512" or not flags <= self.features.flags:
+            return False
+        refusal = amx_refusal()
+        if refusal:
+            _warn_once(f"{refusal}; bf16 kernels do without AMX tiles")
+        return refusal is None
+
     def accepts(self, slot: str, value: int | str) -> bool:
         """A kernel may use fewer threads than the target has (`tune --search-threads`)."""
         if slot == "THREADS":
@@ -322,3 +336,8 @@ def _number(text: str) -> float:
         return float(text)
     except ValueError:
         return 0.0
+
+
+@functools.cache
+def _warn_once(message: str) -> None:
+    warnings.warn(message, stacklevel=3)

@@ -1,5 +1,7 @@
-"""The contraction family's bf16 dot-product path (UNIT=1): which targets take it, what it
-lowers to, and its numerics against an f32 reference."""
+"""The contraction family's bf16 pair paths: AVX512-BF16 dot products (UNIT=1) and AMX
+tiles (UNIT=2). Which targets take them, what they lower to, and the dot path's numerics
+against an f32 reference. The AMX path is checked at the IR level only: no AMX execution
+test yet, as this project has not run it on an AMX host."""
 
 from __future__ import annotations
 
@@ -11,9 +13,13 @@ import pytest
 from mlir import ir
 
 from mlirtune.api import engine_for
+from mlirtune.engine import mlir_jit
+from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.schedules.contraction.dot import UNIT_DOT, UNIT_FMA
+from mlirtune.ir.inspect import uses_amx_tiles
+from mlirtune.schedules.contraction.dot import UNIT_AMX, UNIT_DOT, UNIT_FMA
 from mlirtune.schedules.registry import FAMILIES
+from mlirtune.targets import host_cpu
 from mlirtune.targets.host_cpu import CpuFeatures, HostCPU, detect_features
 from mlirtune.workloads import Matmul, Mlp
 
@@ -32,16 +38,19 @@ BASE = CpuFeatures(
     ghz=2.0,
 )
 BF16_DOT = BASE.flags | {"avx512_bf16"}
+AMX = BF16_DOT | {"amx_bf16", "amx_tile"}
 # Feature sets a host may have, and the micro-kernel instructions a bf16 matmul gets there.
 PATHS = {
     "avx512": (BASE, UNIT_FMA),
     "avx512_bf16": (dataclasses.replace(BASE, flags=BF16_DOT), UNIT_DOT),
-    # AMX hosts also have AVX512-BF16; tiles are not built, so they take dot products.
-    "amx": (dataclasses.replace(BASE, flags=BF16_DOT | {"amx_bf16", "amx_tile"}), UNIT_DOT),
+    # AMX hosts also have AVX512-BF16; tiles are not selected (not yet run on such a host).
+    "amx": (dataclasses.replace(BASE, flags=AMX), UNIT_DOT),
     # A target lowered below AVX-512 has no 512-bit dot products, whatever the flags say.
     "avx2_bf16_flag": (dataclasses.replace(BASE, isa="avx2", flags=BF16_DOT), UNIT_FMA),
 }
 DOT_INTRINSIC = "llvm.x86.avx512bf16.dpbf16ps.512"
+TILE_PRODUCT = "llvm.x86.tdpbf16ps.internal"
+AMX_BLOCKS = {"MC": 32, "NC": 32, "KC": 64, "MR": 16, "NR": 16, "UNIT": UNIT_AMX}
 HOST_HAS_BF16_DOT = "avx512_bf16" in detect_features().flags
 needs_bf16_dot = pytest.mark.skipif(
     not HOST_HAS_BF16_DOT, reason="this host lacks avx512_bf16 (AVX512-BF16 dot products)"
@@ -54,7 +63,8 @@ def matmul_op(m: int, n: int, k: int, dtype: str = "bf16", kind: str = "matmul")
 
 
 @pytest.mark.parametrize("feature_set", PATHS)
-def test_the_target_features_choose_the_path(feature_set):
+def test_the_target_features_choose_the_path(feature_set, monkeypatch):
+    monkeypatch.setattr(host_cpu, "amx_refusal", lambda: None)  # as an AMX host's OS would
     features, unit = PATHS[feature_set]
     target = HostCPU(features)
     op = matmul_op(512, 512, 512)
@@ -93,20 +103,54 @@ def test_constraints_reject_dot_products_the_target_lacks():
     assert {"dot_needs_whole_vectors", "dot_needs_k_pairs"} <= set(broken)
 
 
-@pytest.mark.jit
-def test_the_dot_path_lowers_to_avx512_bf16_dot_products_on_any_host():
-    """IR-level check, run on every host: lowering executes nothing."""
-    engine = engine_for(HostCPU(PATHS["avx512_bf16"][0]), use_specs=False)
-    module = engine.lower_payload(Matmul(M=64, N=64, K=64, dtype="bf16"))
-    intrinsics: set[str] = set()
+def intrinsics(features: CpuFeatures, parameters: dict[str, int] | None = None) -> set[str]:
+    """The LLVM intrinsics a bf16 matmul lowers to for a target with `features`: an IR-level
+    check that runs on every host, since lowering executes nothing."""
+    engine = engine_for(HostCPU(features), use_specs=False)
+    module = engine.lower_payload(Matmul(M=64, N=64, K=64, dtype="bf16"), parameters)
+    found: set[str] = set()
 
     def collect(op: ir.Operation) -> ir.WalkResult:
         if op.name == "llvm.call_intrinsic":
-            intrinsics.add(ir.StringAttr(op.attributes["intrin"]).value)
+            found.add(ir.StringAttr(op.attributes["intrin"]).value)
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(collect)
-    assert DOT_INTRINSIC in intrinsics
+    assert uses_amx_tiles(module) == (TILE_PRODUCT in found)
+    return found
+
+
+@pytest.mark.jit
+def test_the_dot_path_lowers_to_avx512_bf16_dot_products_on_any_host():
+    assert DOT_INTRINSIC in intrinsics(PATHS["avx512_bf16"][0])
+    assert DOT_INTRINSIC not in intrinsics(BASE)
+
+
+@pytest.mark.jit
+def test_the_amx_path_lowers_to_tile_products_on_any_host():
+    found = intrinsics(dataclasses.replace(BASE, flags=AMX), AMX_BLOCKS)
+    assert TILE_PRODUCT in found and DOT_INTRINSIC not in found
+
+
+@pytest.mark.jit
+def test_an_amx_kernel_without_the_os_grant_is_refused_before_it_runs(monkeypatch):
+    monkeypatch.setattr(mlir_jit, "amx_refusal", lambda: "refused in this test")
+    engine = engine_for(HostCPU(), use_specs=False)
+    with pytest.raises(MlirtuneError, match="refused in this test: this kernel uses AMX") as e:
+        engine.compile(Matmul(M=64, N=64, K=64, dtype="bf16"), AMX_BLOCKS)
+    assert e.value.stage == "jit"
+
+
+def test_the_tuner_searches_amx_tiles_only_where_the_os_grants_them(monkeypatch):
+    op = matmul_op(256, 256, 256)
+    target = HostCPU(dataclasses.replace(BASE, flags=AMX))
+    config = {**AMX_BLOCKS, "MC": 64, "NC": 256, "KC": 256, "PACK": 0, "KU": 1, "ORDER": 1}
+    monkeypatch.setattr(host_cpu, "amx_refusal", lambda: None)
+    assert CONTRACTION.violations(op, target, config) == []
+    assert "amx_needs_whole_tiles" in CONTRACTION.violations(op, target, {**config, "MR": 8})
+    monkeypatch.setattr(host_cpu, "amx_refusal", lambda: "refused for the tuner test")
+    with pytest.warns(UserWarning, match="refused for the tuner test; bf16 kernels do without"):
+        assert "amx_needs_amx_tiles" in CONTRACTION.violations(op, target, config)
 
 
 def outputs(workload, parameters, threads: int = 1) -> tuple[np.ndarray, bool]:

@@ -12,7 +12,7 @@ from mlir import ir
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, Domains, Knob, KnobVariables
 from mlirtune.schedules.contraction import host
-from mlirtune.schedules.contraction.dot import UNIT_DOT, UNIT_FMA, dot_schedule
+from mlirtune.schedules.contraction.dot import UNIT_AMX, UNIT_DOT, UNIT_FMA, dot_schedule
 from mlirtune.schedules.contraction.packed import PACK_AB, PACK_B, PACK_NONE, packed_schedule
 from mlirtune.schedules.contraction.transform import contraction_schedule
 from mlirtune.schedules.cpu_model import HostFamily
@@ -92,13 +92,15 @@ class Contraction(HostFamily):
             minimum=PACK_NONE,
         ),
         # bf16 matmul roots only (dot.py): 0 converts bf16 to f32 for FMA micro-kernels, 1
-        # multiplies bf16 pairs with AVX512-BF16 dot products (the target's features decide).
+        # multiplies bf16 pairs with AVX512-BF16 dot products, 2 with AMX tiles (the
+        # target's features decide).
         Knob(
             "UNIT",
-            "micro-kernel instructions: 0 = f32 FMA, 1 = AVX512-BF16 dot products (bf16)",
+            "micro-kernel instructions: 0 = f32 FMA, 1 = AVX512-BF16 dot products, 2 = AMX "
+            "tiles (bf16)",
             UNIT_FMA,
             lambda op, lanes: (
-                (UNIT_FMA, UNIT_DOT)
+                (UNIT_FMA, UNIT_DOT, UNIT_AMX)
                 if op.kind == "matmul" and op.element_type == "bf16"
                 else (UNIT_FMA,)
             ),
@@ -108,7 +110,7 @@ class Contraction(HostFamily):
     )
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
-        if parameters.get("UNIT", UNIT_FMA) == UNIT_DOT:
+        if parameters.get("UNIT", UNIT_FMA) != UNIT_FMA:
             return dot_schedule(op, parameters)
         if parameters.get("PACK", PACK_NONE) != PACK_NONE:
             return packed_schedule(op, parameters)

@@ -1,4 +1,4 @@
-"""The contraction family's bf16 dot-product path: AVX512-BF16 `vdpbf16ps` micro-kernels.
+"""The contraction family's bf16 paths on pairs of K: AVX512-BF16 dot products, AMX tiles.
 
 One `vdpbf16ps` multiplies 16 pairs of bf16 values and adds each pair's two products to
 one f32 lane: C[m, n:n+16] += A[m, k] * B[k, n:n+16] + A[m, k+1] * B[k+1, n:n+16], with
@@ -8,6 +8,9 @@ becomes B_vnni[K/2, N, 2], packed once per NC column block inside the timed call
 cache and register tiles are those of the packed FMA path (packed.py); each register
 tile's K step is unrolled into MR x NR/16 contractions of one row and 16 columns, which
 the x86vector patterns turn into a broadcast of A's pair and one dot product each.
+
+The AMX path (UNIT=2) shares the packing and the cache tiles; its register tile is one
+16 x 16 AMX tile of C, and its K step 16 pairs: one `tdpbf16ps` each.
 """
 
 from __future__ import annotations
@@ -26,26 +29,36 @@ from mlirtune.schedules.builder import ScheduleBuilder
 
 # f32 lanes of one vdpbf16ps (a 512-bit register), and the K values it pairs.
 DOT_LANES, DOT_PAIR = 16, 2
-# UNIT knob values: f32 FMA micro-kernels (bf16 operands converted), or bf16 dot products.
-UNIT_FMA, UNIT_DOT = 0, 1
+# UNIT knob values: f32 FMA micro-kernels (bf16 operands converted), bf16 dot products, or
+# AMX tile products.
+UNIT_FMA, UNIT_DOT, UNIT_AMX = 0, 1, 2
+# An AMX bf16 tile product: C[16, 16] f32 += A[16 rows, 16 pairs] . B_vnni[16 pairs, 16].
+AMX_TILE, AMX_PAIRS = 16, 16
 # K pairs (rows of B_vnni) each vectorised packing copy moves.
 PACK_ROWS = 8
 
 
 def dot_unusable(op: OpInfo, parameters: Config) -> str | None:
-    """Why `parameters` cannot take the dot path on `op` (None: they can). The same
-    conditions are the family's `dot_*` constraints."""
+    """Why `parameters` cannot take their pair path (dot products or AMX tiles) on `op`
+    (None: they can). The same conditions are the family's `dot_*` and `amx_*` constraints."""
     p = parameters
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
     if op.kind != "matmul" or op.element_type != "bf16":
         return (
-            f"dot_needs_bf16_matmul: UNIT={UNIT_DOT} takes bf16 matmul roots, not "
+            f"dot_needs_bf16_matmul: UNIT={p.get('UNIT')} takes bf16 matmul roots, not "
             f"{op.kind} of {op.element_type}"
         )
     if k % DOT_PAIR or p["KC"] % DOT_PAIR:
         return f"dot_needs_k_pairs: K={k} and KC={p['KC']} must be even"
     if p["NR"] % DOT_LANES:
         return f"dot_needs_whole_vectors: NR={p['NR']} must be a multiple of {DOT_LANES}"
+    amx_tile = p["MR"] == p["NR"] == AMX_TILE and p["KC"] % (DOT_PAIR * AMX_PAIRS) == 0
+    if p.get("UNIT") == UNIT_AMX and not amx_tile:
+        return (
+            f"amx_needs_whole_tiles: UNIT={UNIT_AMX} takes MR = NR = {AMX_TILE} and KC a "
+            f"multiple of {DOT_PAIR * AMX_PAIRS} (got MR={p['MR']}, NR={p['NR']}, "
+            f"KC={p['KC']})"
+        )
     if m % p["MC"] or n % p["NC"] or k % p["KC"] or p["MC"] % p["MR"] or p["NC"] % p["NR"]:
         return (
             f"dot_needs_whole_blocks: MC, NC and KC must divide M={m}, N={n} and K={k}, and "
@@ -105,11 +118,18 @@ def dot_schedule(op: OpInfo, parameters: Config) -> ir.Module:
             contraction = structured.TileUsingForOp(
                 contraction, sizes=[mr, nr, 0, 0], interchange=[1, 0, 2, 3]
             ).tiled_linalg_op
-        contraction, _ = s.tile(contraction, [0, 0, 1, 0], step="k_step")
-        # One dot product per row and 16 columns of the register tile, unrolled.
-        _, lanes = s.tile(contraction, [1, DOT_LANES, 0, 0], step="dot_tile")
-        s.unroll(lanes[1], nr // DOT_LANES, step="unroll_columns")
-        s.unroll(lanes[0], mr, step="unroll_rows")
+        amx = p.get("UNIT") == UNIT_AMX
+        if amx:
+            # A 16 x 16 register tile, 16 pairs of K at a time: one VNNI vector.contract that
+            # convert-vector-to-amx (lower_cpu.yaml) turns into tile loads, a tile product
+            # and a tile store, C's tile loaded from and stored to memory.
+            s.tile(contraction, [0, 0, AMX_PAIRS, 0], step="tile_k_steps")
+        else:
+            contraction, _ = s.tile(contraction, [0, 0, 1, 0], step="k_step")
+            # One dot product per row and 16 columns of the register tile, unrolled.
+            _, lanes = s.tile(contraction, [1, DOT_LANES, 0, 0], step="dot_tile")
+            s.unroll(lanes[1], nr // DOT_LANES, step="unroll_columns")
+            s.unroll(lanes[0], mr, step="unroll_rows")
         rows = math.gcd(op.dims["K"] // DOT_PAIR, PACK_ROWS)
         b_pack, _ = s.tile(b_pack, [rows, DOT_LANES], step="tile_b_pack")
         function = s.match(s.root, ["func.func"], step="match_function")
@@ -118,14 +138,15 @@ def dot_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         with s.at("vectorize_b_pack"):
             structured.VectorizeOp(b_pack, vector_sizes=[rows, DOT_LANES, DOT_PAIR])
         s.vectorize_linalg(function)
-        with s.at("dot_products"):
-            patterns = transform.ApplyPatternsOp(function)
-            with ir.InsertionPoint(patterns.patterns):
-                ir.Operation.create(
-                    "transform.apply_patterns.x86vector.vector_contract_to_packed_type_dot_product"
-                )
-        s.drop_leading_unit_dims(function)
-        s.hoist_invariant_subsets(function)
+        if not amx:
+            with s.at("dot_products"):
+                patterns = transform.ApplyPatternsOp(function)
+                with ir.InsertionPoint(patterns.patterns):
+                    ir.Operation.create(
+                        "transform.apply_patterns.x86vector.vector_contract_to_packed_type_dot_product"
+                    )
+            s.drop_leading_unit_dims(function)
+            s.hoist_invariant_subsets(function)
         # The B pack's transposes become shuffles; transfers stay n-D here, to be flattened
         # after bufferization (lower_cpu.yaml: flatten-narrow-transfers).
         s.apply_patterns(

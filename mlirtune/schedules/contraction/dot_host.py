@@ -1,6 +1,10 @@
-"""The contraction family's dot-product path on the host CPU: when the target takes it, its
-blocks and its constraints. The schedule is dot.py's; the cost is the FMA path's on the
-pair view (host.py).
+"""The contraction family's pair paths on the host CPU (AVX512-BF16 dot products, AMX
+tiles): when the target takes them, their blocks and their constraints. The schedules are
+dot.py's; the cost is the FMA path's on the pair view (host.py).
+
+The selector takes dot products where the target has them. AMX tiles are searched by the
+tuner and taken on request (`UNIT=2`), not selected: this project has compiled them but not
+yet run them on an AMX host.
 """
 
 from __future__ import annotations
@@ -12,7 +16,15 @@ import z3
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, KnobVariables
 from mlirtune.schedules.contraction.blocking import blis_blocking, whole_block
-from mlirtune.schedules.contraction.dot import DOT_LANES, DOT_PAIR, UNIT_DOT, UNIT_FMA
+from mlirtune.schedules.contraction.dot import (
+    AMX_PAIRS,
+    AMX_TILE,
+    DOT_LANES,
+    DOT_PAIR,
+    UNIT_AMX,
+    UNIT_DOT,
+    UNIT_FMA,
+)
 from mlirtune.schedules.contraction.packed import PACK_NONE
 from mlirtune.schedules.cpu_model import PAGE_BYTES, register_tile
 from mlirtune.targets.host_cpu import HostCPU
@@ -60,17 +72,30 @@ def dot_blocks(op: OpInfo, cpu: HostCPU) -> Config | None:
 
 
 def dot_constraints(op: OpInfo, cpu: HostCPU, knobs: KnobVariables) -> list[Constraint]:
-    """The dot path's conditions (dot.dot_unusable), and the host feature it needs."""
+    """The pair paths' conditions (dot.dot_unusable), and the host features they need."""
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
     mc, nc, kc, mr, nr, unit = (knobs[name] for name in ("MC", "NC", "KC", "MR", "NR", "UNIT"))
     fma = unit == UNIT_FMA
-    usable = op.kind == "matmul" and op.element_type == "bf16" and cpu.has_bf16_dot()
+    bf16_matmul = op.kind == "matmul" and op.element_type == "bf16"
+    amx_k = DOT_PAIR * AMX_PAIRS
     return [
         Constraint(
             "dot_needs_avx512_bf16",
-            f"UNIT == {UNIT_FMA} or a bf16 matmul on a host with avx512_bf16: the dot path's "
+            f"UNIT != {UNIT_DOT} or a bf16 matmul on a host with avx512_bf16: the dot path's "
             "vdpbf16ps exists only there",
-            z3.Or(fma, z3.BoolVal(usable)),
+            z3.Or(unit != UNIT_DOT, z3.BoolVal(bf16_matmul and cpu.has_bf16_dot())),
+        ),
+        Constraint(
+            "amx_needs_amx_tiles",
+            f"UNIT != {UNIT_AMX} or a bf16 matmul on a host with AMX-BF16 whose OS grants "
+            "tile state",
+            z3.Or(unit != UNIT_AMX, z3.BoolVal(bf16_matmul and cpu.has_amx())),
+        ),
+        Constraint(
+            "amx_needs_whole_tiles",
+            f"UNIT != {UNIT_AMX} or (MR == NR == {AMX_TILE} and KC % {amx_k} == 0): one tile "
+            f"product is {AMX_TILE} x {AMX_TILE} by {AMX_PAIRS} pairs of K",
+            z3.Or(unit != UNIT_AMX, z3.And(mr == AMX_TILE, nr == AMX_TILE, kc % amx_k == 0)),
         ),
         Constraint(
             "dot_needs_k_pairs",

@@ -18,7 +18,7 @@ from mlirtune.schedules.contraction.blocking import (
     packed_blocks_in_caches,
     whole_block,
 )
-from mlirtune.schedules.contraction.dot import DOT_PAIR, UNIT_DOT, UNIT_FMA
+from mlirtune.schedules.contraction.dot import DOT_PAIR, UNIT_AMX, UNIT_FMA
 from mlirtune.schedules.contraction.dot_host import dot_blocks, dot_constraints, pair_view
 from mlirtune.schedules.contraction.packed import PACK_AB, PACK_B, PACK_NONE
 from mlirtune.schedules.cpu_model import (
@@ -53,6 +53,10 @@ SKINNY_ROWS = 8
 # hardware prefetchers follow (measured 1.4x numpy for 1x11008x4096 f32, against 0.35x for
 # 2048-deep blocks of 64 columns).
 SKINNY_K_BLOCK = 8
+# Pair products per cycle of AMX tiles against dot products: a tile product (16 x 16 x 16
+# pairs, 4096 of them) in about 16 cycles, against two 16-lane vdpbf16ps a cycle (32). An
+# estimate from instruction rates, not measured by this project.
+AMX_SPEEDUP = 8.0
 # Unpacked B rows N elements apart, each a page or more: every row of a micro-panel is its
 # own TLB entry and they alias in L1, so streaming such a block costs about this many times
 # its bytes (measured: 2048^3 f32 runs at 0.32x numpy unpacked, 0.9x packed).
@@ -168,8 +172,8 @@ def constraints(
     )
     v = vectors(nr, lanes)
     half_l1 = f.l1d_bytes // 2
-    # Packed B panels (PACK > 0) or B packed in pairs (the dot path): blocked by the model.
-    blocked = z3.Or(pack != PACK_NONE, unit == UNIT_DOT)
+    # Packed B panels (PACK > 0) or B packed in pairs (the dot and AMX paths): blocked by the model.
+    blocked = z3.Or(pack != PACK_NONE, unit != UNIT_FMA)
     return [
         whole_vectors("NR", n, knobs, lanes),
         *outer_product("MR", "NR", knobs, domains, lanes, f.vector_registers),
@@ -196,14 +200,14 @@ def constraints(
         ),
         Constraint(
             "b_block_in_l2",
-            f"PACK > 0, UNIT == {UNIT_DOT} or KC*NC*{size_in} <= {f.l2_bytes}: the unpacked "
+            f"PACK > 0, UNIT > {UNIT_FMA} or KC*NC*{size_in} <= {f.l2_bytes}: the unpacked "
             "B block, re-read by every row of register tiles, stays in L2",
             z3.Or(blocked, kc * nc * size_in <= f.l2_bytes),
         ),
         *packed_blocks_in_caches(cpu, size_in, knobs, blocked),
         Constraint(
             "output_block",
-            f"PACK > 0, UNIT == {UNIT_DOT}, or MC*NC*{size_out} <= {OUTPUT_BLOCK_BYTES}, or "
+            f"PACK > 0, UNIT > {UNIT_FMA}, or MC*NC*{size_out} <= {OUTPUT_BLOCK_BYTES}, or "
             f"MC == {m} and "
             f"NC == {n} with the output and an M x KC and KC x N panel in L2 "
             f"({f.l2_bytes} bytes): the unpacked path fuses the fill into output blocks, and "
@@ -272,11 +276,12 @@ def cost(op: OpInfo, cpu: HostCPU, config: Config) -> float:
     K tile from wherever the output block lives. Each register tile and cache block
     costs fixed loop and set-up cycles, which penalises tiny tiles.
     """
-    if config.get("UNIT", UNIT_FMA) == UNIT_DOT:
+    unit = config.get("UNIT", UNIT_FMA)
+    if unit != UNIT_FMA:
         # A dot product over a bf16 pair costs what an FMA over an f32 does, on B packed
-        # once (into pairs) and read from there.
+        # once (into pairs) and read from there; an AMX tile product, AMX_SPEEDUP times less.
         pairs = {**config, "KC": config["KC"] // DOT_PAIR, "PACK": PACK_B, "UNIT": UNIT_FMA}
-        return cost(pair_view(op), cpu, pairs)
+        return cost(pair_view(op), cpu, pairs) / (AMX_SPEEDUP if unit == UNIT_AMX else 1)
     batch, m, n, k, size_in, size_out = contraction_sizes(op)
     lanes = cpu.lanes(op.element_type)
     mc, nc, kc = min(config["MC"], m), min(config["NC"], n), min(config["KC"], k)
