@@ -1,4 +1,5 @@
-"""Command-line interface: mlirtune list | pipelines | run | bench | opt | tune | db | specs."""
+"""Command-line interface: mlirtune list | pipelines | run | bench | opt | tune | db | specs |
+suite | report."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ examples:
   mlirtune bench matmul M=512 N=512 K=512 --baseline numpy
   mlirtune tune matmul M=256 N=256 K=256 --budget 50
   mlirtune db list
+  mlirtune suite run smoke -o results.json
 
 `mlirtune COMMAND --help` explains a command, its defaults and examples.
 Exit codes: 0 success, 1 verification failed, 2 bad input or compilation error,
@@ -147,6 +149,7 @@ def _parser() -> argparse.ArgumentParser:
     from mlirtune.cli import kernel
     from mlirtune.cli.db import add_db_parser
     from mlirtune.cli.specs import add_specs_parser
+    from mlirtune.cli.suite import add_suite_parser
     from mlirtune.cli.tune import add_tune_parser
 
     parser = Parser(
@@ -155,6 +158,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"mlirtune {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     listing = add_command(commands, "list", "list workloads and their options", LIST_EPILOG, LIST)
     listing.set_defaults(handler=kernel.cmd_list)
@@ -203,4 +207,11 @@ def _parser() -> argparse.ArgumentParser:
     add_tune_parser(commands)
     add_db_parser(commands)
     add_specs_parser(commands)
+    add_suite_parser(commands)
     return parser
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    return metadata.version("mlirtune")

@@ -1,0 +1,104 @@
+"""A suite run's results file: a manifest of where and how it ran, and one result per entry.
+
+The file is JSON, rewritten whole (atomically) after every entry, so a killed run keeps what
+it measured and resumes from there. Samples are seconds per call, every one of them kept, so
+that `suite compare` and `report` can compute their own statistics.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mlirtune.interfaces.errors import UsageError
+
+FORMAT = "mlirtune-suite-results/1"
+# Entry statuses: measured and verified, failed (an error before or while measuring), or
+# measured but with a wrong result.
+OK, FAILED, WRONG = "ok", "failed", "wrong"
+
+
+@dataclass
+class Timing:
+    """One side's measurement: every sample (seconds per call) and its statistics."""
+
+    samples: list[float]
+    median_s: float
+    ci_low_s: float
+    ci_high_s: float
+    gflops: float | None
+
+
+@dataclass
+class EntryResult:
+    """One suite entry: its workload, what ran, the timings (ours and each baseline)."""
+
+    name: str
+    status: str
+    workload: dict[str, str | int | float | bool]
+    tags: list[str]
+    threads: int
+    error: str | None = None
+    parameters: dict[str, int] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+    flops: int = 0
+    bytes_moved: int = 0
+    ours: Timing | None = None
+    baselines: dict[str, Timing] = field(default_factory=dict)
+
+
+@dataclass
+class Manifest:
+    """Where and how a suite ran."""
+
+    suite: str
+    mlirtune_version: str
+    git_commit: str | None
+    toolchain: dict[str, str]
+    target: dict[str, str | int | list[str]]
+    peak_gflops: float
+    bandwidth_gbs: float
+    threads: int
+    command: list[str]
+    started: str
+    finished: str | None = None
+
+
+@dataclass
+class SuiteResults:
+    manifest: Manifest
+    entries: dict[str, EntryResult] = field(default_factory=dict)
+
+
+def save_results(results: SuiteResults, path: Path) -> None:
+    """Write `results` to `path` atomically: a kill leaves the previous file or this one."""
+    text = json.dumps({"format": FORMAT, **dataclasses.asdict(results)}, indent=1)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text)
+    os.replace(partial, path)
+
+
+def load_results(path: Path) -> SuiteResults:
+    """Read a results file, or a UsageError naming the file and what is wrong with it."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as error:
+        raise UsageError(f"{path}: {error.strerror or error}", stage="results") from None
+    except json.JSONDecodeError as error:
+        raise UsageError(f"{path}:{error.lineno}: not JSON: {error.msg}", stage="results") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise UsageError(f"{path}: not a suite results file ({FORMAT})", stage="results")
+    try:
+        entries = {name: _entry(value) for name, value in data["entries"].items()}
+        return SuiteResults(Manifest(**data["manifest"]), entries)
+    except (KeyError, TypeError) as error:
+        raise UsageError(f"{path}: malformed results: {error}", stage="results") from None
+
+
+def _entry(value: dict) -> EntryResult:
+    ours = Timing(**value["ours"]) if value.get("ours") else None
+    baselines = {name: Timing(**t) for name, t in value.get("baselines", {}).items()}
+    return EntryResult(**{**value, "ours": ours, "baselines": baselines})

@@ -1,0 +1,169 @@
+"""`suite run`: time every selected entry of a suite, with its baselines, into a results file.
+
+Each entry is verified, then timed; an entry that fails is recorded with its error and the run
+goes on. The results file is rewritten after every entry, so a killed run keeps what it
+measured, and running the same command again resumes: entries already in the file are not
+run again unless `rerun`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+
+from mlirtune.api import engine_for
+from mlirtune.bench.baseline import measure_numpy, measure_torch_matmul, torch_available
+from mlirtune.interfaces.bench import BenchOptions, BenchResult
+from mlirtune.interfaces.errors import MlirtuneError, UsageError
+from mlirtune.interfaces.workload import Workload
+from mlirtune.peak import measured_bandwidth_gbs, measured_peak_gflops
+from mlirtune.suite.definition import Suite, SuiteEntry
+from mlirtune.suite.results import (
+    FAILED,
+    OK,
+    WRONG,
+    EntryResult,
+    Manifest,
+    SuiteResults,
+    Timing,
+    load_results,
+    save_results,
+)
+from mlirtune.targets.host_cpu import HostCPU
+from mlirtune.toolchain import toolchain_versions
+
+# Called before each entry with (entry, position, count), e.g. to move a progress bar.
+Progress = Callable[[SuiteEntry, int, int], None]
+
+
+def run_suite(
+    suite: Suite,
+    output: Path,
+    entries: list[SuiteEntry],
+    *,
+    rerun: bool = False,
+    command: list[str] | None = None,
+    progress: Progress | None = None,
+) -> SuiteResults:
+    """Run `entries` of `suite` into `output`, resuming the results already there."""
+    results = _resume(suite, output) if output.exists() else None
+    if results is None:
+        results = SuiteResults(_manifest(suite, command or []))
+    results.manifest.finished = None
+    todo = [e for e in entries if rerun or e.name not in results.entries]
+    for position, entry in enumerate(todo):
+        if progress:
+            progress(entry, position, len(todo))
+        results.entries[entry.name] = run_entry(entry)
+        save_results(results, output)
+    results.manifest.finished = _now()
+    save_results(results, output)
+    return results
+
+
+def run_entry(entry: SuiteEntry) -> EntryResult:
+    """Verify and time one entry and its baselines; a failure becomes the entry's status."""
+    base = {"name": entry.name, "tags": list(entry.tags), "threads": entry.threads}
+    try:
+        workload = entry.build()
+        base["workload"] = workload.describe()
+        target = HostCPU(threads=entry.threads)
+        specs = None
+        if entry.specs:
+            from mlirtune.specs.specset import SpecSet
+
+            specs = SpecSet.for_target(target, list(entry.specs))
+        engine = engine_for(target, entry.pipeline, specs=specs, use_specs=not entry.no_specs)
+        options = BenchOptions(max_time_s=entry.max_time)
+        verification = engine.execute(workload, entry.params or None).verification
+        if not verification.ok and not verification.skipped:
+            return EntryResult(status=WRONG, error=verification.summary(), **base)
+        ours = engine.benchmark(workload, entry.params or None, options=options)
+        baselines = {
+            name: _baseline(name, workload, options, entry.threads) for name in entry.baselines
+        }
+    except MlirtuneError as error:
+        base.setdefault("workload", {"name": entry.workload or str(entry.payload)})
+        return EntryResult(status=FAILED, error=str(error), **base)
+    complexity = ours.complexity
+    return EntryResult(
+        status=OK,
+        parameters=dict(ours.parameters),
+        sources=dict(ours.extra.get("parameter_sources", {})),
+        flops=complexity.flops,
+        bytes_moved=complexity.bytes_read + complexity.bytes_written,
+        ours=timing(ours),
+        baselines={name: t for name, t in baselines.items() if t is not None},
+        **base,
+    )
+
+
+def timing(result: BenchResult) -> Timing:
+    return Timing(
+        samples=list(result.samples),
+        median_s=result.stats.median,
+        ci_low_s=result.stats.ci_low,
+        ci_high_s=result.stats.ci_high,
+        gflops=result.gflops,
+    )
+
+
+def _baseline(name: str, workload: Workload, options: BenchOptions, threads: int) -> Timing | None:
+    """A baseline's timing; None where it does not apply (no torch, or no numpy form)."""
+    if name == "torch":
+        if not torch_available():
+            return None
+        try:
+            return timing(measure_torch_matmul(workload, options, threads=threads))
+        except UsageError:  # PyTorch times plain matmuls only
+            return None
+    try:
+        return timing(measure_numpy(workload, options, threads=threads))
+    except UsageError:  # a workload without a numpy form
+        return None
+
+
+def _resume(suite: Suite, output: Path) -> SuiteResults:
+    results = load_results(output)
+    if results.manifest.suite != suite.name:
+        raise UsageError(
+            f"{output} holds results of suite {results.manifest.suite!r}, not {suite.name!r}: "
+            "give another -o",
+            stage="suite",
+        )
+    return results
+
+
+def _manifest(suite: Suite, command: list[str]) -> Manifest:
+    target = HostCPU()
+    return Manifest(
+        suite=suite.name,
+        mlirtune_version=metadata.version("mlirtune"),
+        git_commit=_git_commit(),
+        toolchain=toolchain_versions(),
+        target=dict(target.fingerprint()),
+        peak_gflops=measured_peak_gflops(target),
+        bandwidth_gbs=measured_bandwidth_gbs(target),
+        threads=max((1, *(e.threads for e in suite.entries))),
+        command=command,
+        started=_now(),
+    )
+
+
+def _git_commit() -> str | None:
+    """The commit of the checkout mlirtune runs from, or None when it is not one."""
+    here = Path(__file__).resolve().parent
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
