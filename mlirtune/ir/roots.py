@@ -41,9 +41,12 @@ def find_roots(module: ir.Module) -> list[tuple[ir.Operation, OpInfo]]:
             )
         if elementwise:
             op = elementwise[-1]
-            roots.append(
-                (op, OpInfo("elementwise", _rows_cols(loop_sizes(op)), _dtypes(op), op.name))
+            loops = loop_sizes(op)
+            # The rank tells the schedule how many loops to tile (a 1-D op has no rows).
+            info = OpInfo(
+                "elementwise", _rows_cols(loops), _dtypes(op), op.name, {"rank": len(loops)}
             )
+            roots.append((op, info))
     return roots
 
 

@@ -31,7 +31,8 @@ class Elementwise(VectorTileFamily):
     )
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
-        shape = [op.dims["ROWS"], op.dims["COLS"]]
+        rows = [op.dims["ROWS"]] if op.attributes.get("rank", 2) > 1 else []
+        shape = [*rows, op.dims["COLS"]]
         return elementwise_schedule(anchor_op="linalg.generic", shape=shape, parameters=parameters)
 
     def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
