@@ -12,6 +12,7 @@ from collections.abc import Callable
 from mlir import ir
 
 from mlirtune.interfaces.errors import UsageError
+from mlirtune.ir.expand_exp import expand_exp
 from mlirtune.ir.flatten_transfers import flatten_narrow_transfers
 from mlirtune.ir.gpu import prepare_kernels
 
@@ -20,6 +21,7 @@ Step = Callable[[ir.Module], None]
 STEPS: dict[str, Step] = {
     "prepare-gpu-kernels": prepare_kernels,
     "flatten-narrow-transfers": flatten_narrow_transfers,
+    "expand-exp": expand_exp,
 }
 
 

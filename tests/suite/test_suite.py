@@ -15,6 +15,7 @@ from mlirtune.suite.compare import FAILED, IMPROVED, MISSING, REGRESSED, UNCHANG
 from mlirtune.suite.definition import load_suite
 from mlirtune.suite.results import OK, EntryResult, Manifest, SuiteResults, Timing, load_results
 from mlirtune.suite.runner import run_suite
+from tests.payloads import MATMUL_16x8x32
 
 TINY = """
 name: tiny
@@ -177,3 +178,15 @@ def test_compare_exits_1_on_a_regression_or_failure(tmp_path, capsys):
     )
     assert code == 1 and "| b | failed |" in capsys.readouterr().out
     assert main(["suite", "compare", str(paths["base"]), str(tmp_path / "none.json")]) == 2
+
+
+@pytest.mark.jit
+def test_payload_entries_run_from_files_next_to_the_suite(tmp_path):
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "mm.mlir").write_text(MATMUL_16x8x32)
+    text = "entries:\n  - {name: mm, payload: kernels/mm.mlir, entry: mm, max_time: 0.01}\n"
+    suite = load_suite(suite_file(tmp_path, text))
+    (entry,) = suite.entries
+    assert entry.payload == tmp_path / "kernels" / "mm.mlir"
+    result = run_suite(suite, tmp_path / "out.json", [entry]).entries["mm"]
+    assert result.status == OK and result.ours and result.ours.samples
