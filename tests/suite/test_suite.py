@@ -4,6 +4,10 @@ verdicts and exit codes on crafted sample sets."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -190,3 +194,28 @@ def test_payload_entries_run_from_files_next_to_the_suite(tmp_path):
     assert entry.payload == tmp_path / "kernels" / "mm.mlir"
     result = run_suite(suite, tmp_path / "out.json", [entry]).entries["mm"]
     assert result.status == OK and result.ours and result.ours.samples
+
+
+@pytest.mark.subprocess
+def test_a_run_killed_by_a_signal_keeps_its_entries_and_resumes(tmp_path):
+    entries = "\n".join(
+        f"  - {{name: mm-{size}, workload: matmul, options: {{M: {size}, N: 32, K: 32}}}}"
+        for size in range(16, 96, 8)
+    )
+    path = suite_file(tmp_path, f"defaults: {{max_time: 0.05}}\nentries:\n{entries}\n")
+    output = tmp_path / "results.json"
+    command = [sys.executable, "-m", "mlirtune", "suite", "run", path, "-o", str(output)]
+    run = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and run.poll() is None:
+        if output.exists() and len(load_results(output).entries) >= 2:
+            break
+        time.sleep(0.05)
+    run.send_signal(signal.SIGKILL)
+    run.wait()
+    kept = load_results(output).entries  # the file is whole: never a half-written one
+    assert 2 <= len(kept) < 10
+    assert main(["suite", "run", path, "-o", str(output)]) == 0
+    resumed = load_results(output)
+    assert len(resumed.entries) == 10 and resumed.manifest.finished
+    assert all(resumed.entries[name].ours.samples == kept[name].ours.samples for name in kept)
