@@ -22,21 +22,11 @@ from mlirtune.schedules.registry import FAMILIES
 from mlirtune.targets import host_cpu
 from mlirtune.targets.host_cpu import CpuFeatures, HostCPU, detect_features
 from mlirtune.workloads import Matmul, Mlp
+from tests.targets.test_targets_host import AVX512
 
 CONTRACTION = FAMILIES["contraction"]
-BASE = CpuFeatures(
-    arch="x86_64",
-    model="test avx512",
-    isa="avx512",
-    flags=frozenset({"avx512f", "avx2", "fma"}),
-    vector_bits=512,
-    vector_registers=32,
-    l1d_bytes=32 << 10,
-    l2_bytes=1 << 20,
-    l3_bytes=32 << 20,
-    cores=2,
-    ghz=2.0,
-)
+# The AVX-512 test host of the selector tests, without bf16 dot products or AMX.
+BASE = AVX512
 BF16_DOT = BASE.flags | {"avx512_bf16"}
 AMX = BF16_DOT | {"amx_bf16", "amx_tile"}
 # Feature sets a host may have, and the micro-kernel instructions a bf16 matmul gets there.
