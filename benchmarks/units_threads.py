@@ -23,7 +23,7 @@ import os
 import statistics
 
 from mlirtune.api import engine_for
-from mlirtune.bench.baseline import measure_numpy, measure_torch_matmul, torch_available
+from mlirtune.bench.baseline import measure_numpy, measure_torch, torch_available
 from mlirtune.interfaces.bench import BenchOptions
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads import Conv2d, Elementwise, Matmul, Softmax
@@ -107,7 +107,7 @@ def bf16_against_torch(engine, options: BenchOptions, rounds: int) -> None:
         for _ in range(rounds):
             ours.append(engine.benchmark(workload, options=options).median_s)
             if torch:
-                theirs.append(measure_torch_matmul(workload, options).median_s)
+                theirs.append(measure_torch(workload, options).median_s)
         flops = workload.get_complexity().flops
         rate = flops / statistics.median(ours) / 1e9
         if theirs:

@@ -37,30 +37,40 @@ def measure_numpy(
 
 
 def torch_available() -> bool:
-    """Whether PyTorch is installed (the `bench` extra), for the bf16 comparator."""
+    """Whether PyTorch is installed (the `bench` extra): the bf16 and CPU-operator comparator."""
     return importlib.util.find_spec("torch") is not None
 
 
-def measure_torch_matmul(
-    workload: Workload, options: BenchOptions | None = None, threads: int = 1
-) -> BenchResult:
-    """Time PyTorch's CPU matmul (oneDNN; AMX or AVX512-BF16 where the host has them) on a
-    matmul workload's inputs in their own dtype, with `threads` threads. Its bf16 product
-    is rounded to bf16, where ours stays f32."""
+def torch_tensor(array: np.ndarray):
+    """A PyTorch CPU tensor sharing `array`'s memory (bf16 arrays through a uint16 view,
+    since torch.from_numpy has no bfloat16); for workloads' `torch_baseline` closures."""
     import torch
 
-    if workload.name != "matmul" or workload.options["bias"] or workload.options["relu"]:
-        raise UsageError(f"{workload.name}: PyTorch times plain matmuls only", stage="baseline")
-    a, b = (
-        torch.from_numpy(x.view(np.uint16)).view(torch.bfloat16)
-        if x.dtype == ml_dtypes.bfloat16
-        else torch.from_numpy(x)
-        for x in workload.inputs[:2]
-    )
+    if array.dtype == ml_dtypes.bfloat16:
+        return torch.from_numpy(array.view(np.uint16)).view(torch.bfloat16)
+    return torch.from_numpy(array)
+
+
+def measure_torch(
+    workload: Workload, options: BenchOptions | None = None, threads: int = 1
+) -> BenchResult:
+    """Time the workload's PyTorch eager baseline (oneDNN kernels; AMX or AVX512-BF16 where
+    the host has them) with `threads` intra-op threads, by the same sampling rules as
+    kernels. A UsageError where PyTorch is missing or the workload has no PyTorch form."""
+    if not torch_available():
+        raise UsageError(
+            "PyTorch is not installed: pip install 'mlirtune[bench]'", stage="baseline"
+        )
+    run = workload.torch_baseline()
+    if run is None:
+        raise UsageError(f"{workload.name} has no PyTorch baseline", stage="baseline")
+    import torch
+
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        return _measure(lambda: torch.matmul(a, b), workload, options)
+        with torch.inference_mode():
+            return _measure(run, workload, options)
     finally:
         torch.set_num_threads(previous)
 

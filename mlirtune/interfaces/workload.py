@@ -173,6 +173,11 @@ class Workload(ABC):
         """A closure computing the same result with numpy, for side-by-side timing (None
         when there is no meaningful baseline)."""
 
+    def torch_baseline(self) -> Callable[[], object] | None:
+        """A closure computing the same result with PyTorch eager on the CPU (imported
+        inside it: PyTorch is optional), for side-by-side timing; None where there is none."""
+        return None
+
     # --- memory estimates (mlirtune.memory checks them against the budget) ---------------
 
     @abstractmethod

@@ -51,24 +51,33 @@ def _element_type(value_type: ir.Type) -> ir.Type:
     return value_type.element_type if isinstance(value_type, ir.VectorType) else value_type
 
 
+def splat(value: float, of: ir.Type) -> ir.Value:
+    """A constant of type `of` (a float or integer scalar, or a vector of them) holding
+    `value` in every lane."""
+    element = _element_type(of)
+    attr = (
+        ir.FloatAttr.get(element, value)
+        if isinstance(element, ir.FloatType)
+        else ir.IntegerAttr.get(element, int(value))
+    )
+    if isinstance(of, ir.VectorType):
+        attr = ir.DenseElementsAttr.get_splat(of, attr)
+    return arith.ConstantOp(of, attr).result
+
+
+def same_shape(value_type: ir.Type, element: ir.Type) -> ir.Type:
+    """`element`, or a vector of it shaped like `value_type` when that is a vector."""
+    if isinstance(value_type, ir.VectorType):
+        return ir.VectorType.get(value_type.shape, element)
+    return element
+
+
 def _exp(x: ir.Value) -> ir.Value:
     f32 = x.type
-    i32 = (
-        ir.VectorType.get(f32.shape, ir.IntegerType.get_signless(32))
-        if isinstance(f32, ir.VectorType)
-        else ir.IntegerType.get_signless(32)
-    )
+    i32 = same_shape(f32, ir.IntegerType.get_signless(32))
 
     def const(value: float, of: ir.Type = f32) -> ir.Value:
-        element = _element_type(of)
-        attr = (
-            ir.FloatAttr.get(element, value)
-            if isinstance(element, ir.FloatType)
-            else ir.IntegerAttr.get(element, int(value))
-        )
-        if isinstance(of, ir.VectorType):
-            attr = ir.DenseElementsAttr.get_splat(of, attr)
-        return arith.ConstantOp(of, attr).result
+        return splat(value, of)
 
     clamped = arith.minimumf(arith.maximumf(x, const(MIN_LOG)), const(MAX_LOG))
     n = math.roundeven(arith.mulf(clamped, const(LOG2E)))

@@ -13,6 +13,7 @@ from mlir import ir
 
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.ir.expand_exp import expand_exp
+from mlirtune.ir.expand_math import expand_math
 from mlirtune.ir.flatten_transfers import flatten_narrow_transfers
 from mlirtune.ir.gpu import prepare_kernels
 
@@ -21,6 +22,7 @@ Step = Callable[[ir.Module], None]
 STEPS: dict[str, Step] = {
     "prepare-gpu-kernels": prepare_kernels,
     "flatten-narrow-transfers": flatten_narrow_transfers,
+    "expand-math": expand_math,
     "expand-exp": expand_exp,
 }
 

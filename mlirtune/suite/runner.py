@@ -15,7 +15,7 @@ from importlib import metadata
 from pathlib import Path
 
 from mlirtune.api import engine_for
-from mlirtune.bench.baseline import measure_numpy, measure_torch_matmul, torch_available
+from mlirtune.bench.baseline import measure_numpy, measure_torch
 from mlirtune.interfaces.bench import BenchOptions, BenchResult
 from mlirtune.interfaces.errors import MlirtuneError, UsageError
 from mlirtune.interfaces.workload import Workload
@@ -113,16 +113,10 @@ def timing(result: BenchResult) -> Timing:
 
 def _baseline(name: str, workload: Workload, options: BenchOptions, threads: int) -> Timing | None:
     """A baseline's timing; None where it does not apply (no torch, or no numpy form)."""
-    if name == "torch":
-        if not torch_available():
-            return None
-        try:
-            return timing(measure_torch_matmul(workload, options, threads=threads))
-        except UsageError:  # PyTorch times plain matmuls only
-            return None
+    measure = measure_torch if name == "torch" else measure_numpy
     try:
-        return timing(measure_numpy(workload, options, threads=threads))
-    except UsageError:  # a workload without a numpy form
+        return timing(measure(workload, options, threads=threads))
+    except UsageError:  # PyTorch missing, or the workload has no form in it
         return None
 
 

@@ -58,6 +58,12 @@ class BatchMatmul(PayloadWorkload):
         out = np.empty((self.dims[0], self.dims[1], self.dims[2]), dtype=a.dtype)
         return lambda: np.matmul(a, b, out=out)
 
+    def torch_baseline(self):
+        import torch
+
+        a, b = (torch.from_numpy(x) for x in self.inputs)
+        return lambda: torch.bmm(a, b)
+
     def reference_scratch_bytes(self) -> int:
         return 8 * sum(a.elements for a in self.arguments() if not a.is_output)
 

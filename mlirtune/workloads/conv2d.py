@@ -99,6 +99,16 @@ class Conv2d(PayloadWorkload):
         image, kernel = self.inputs
         return lambda: self._taps(image, kernel)
 
+    def torch_baseline(self):
+        """PyTorch's conv2d on the same bytes: NHWC and HWCF viewed as channels-last NCHW
+        and FCHW tensors, which oneDNN takes without a copy."""
+        import torch
+
+        image = torch.from_numpy(self.inputs[0]).permute(0, 3, 1, 2)
+        kernel = torch.from_numpy(self.inputs[1]).permute(3, 2, 0, 1)
+        stride, dilation = self.options["stride"], self.options["dilation"]
+        return lambda: torch.nn.functional.conv2d(image, kernel, stride=stride, dilation=dilation)
+
     def _taps(self, image: np.ndarray, kernel: np.ndarray) -> np.ndarray:
         """The convolution as one BLAS-backed tensordot per filter tap, in the inputs' dtype."""
         n, oh, ow, f, kh_size, kw_size, _ = self.loop_sizes

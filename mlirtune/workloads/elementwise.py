@@ -1,8 +1,9 @@
-"""A chain of element-wise ops (add, mul, relu) over 2-D tensors, fused into one linalg.generic.
+"""A chain of element-wise ops over 2-D tensors, fused into one linalg.generic.
 
 The chain starts from X; each `add` or `mul` consumes the next extra input (Y0, Y1, ...), and
-`relu` consumes none, so `ops="add,mul,relu"` computes relu((X + Y0) * Y1). The payload has no
-contraction or reduction, so the library schedules its one generic with `elementwise`.
+an activation (relu, gelu, sigmoid, ...: mlirtune.workloads.activations) consumes none, so
+`ops="add,mul,relu"` computes relu((X + Y0) * Y1) and `ops=gelu` is GELU alone. The payload
+has no contraction or reduction, so the library schedules its one generic with `elementwise`.
 """
 
 from __future__ import annotations
@@ -15,19 +16,22 @@ from mlir.dialects import arith
 
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
+from mlirtune.workloads.activations import ACTIVATIONS, torch_function
 from mlirtune.workloads.base import FLOAT_DTYPE_PARAM, SEED_PARAM, PayloadWorkload
 from mlirtune.workloads.payload import build_payload, generic, identity_map
 
 # Ops that consume one extra input tensor, and those that consume none.
 BINARY_OPS = ("add", "mul")
-UNARY_OPS = ("relu",)
+UNARY_OPS = tuple(ACTIVATIONS)
 
 
 def parse_chain(text: str, owner: str = "elementwise") -> tuple[str, ...]:
     """Split `text` ("add,relu") into op names, rejecting an empty chain or an unknown op."""
     ops = tuple(op.strip() for op in text.split(","))
     if not text.strip() or any(not op for op in ops):
-        raise UsageError(f"{owner}: ops={text!r} needs a comma-separated list of add, mul, relu")
+        raise UsageError(
+            f"{owner}: ops={text!r} needs a comma-separated list of ops, e.g. add,relu"
+        )
     known = (*BINARY_OPS, *UNARY_OPS)
     for op in ops:
         if op not in known:
@@ -41,11 +45,11 @@ class Elementwise(PayloadWorkload):
     """out[M,N] = the `ops` chain applied to X and the extra inputs Y0, Y1, ... in one pass."""
 
     name = "elementwise"
-    description = "fused chain of add/mul/relu over [M, N]"
+    description = "fused chain of add, mul and activations (relu, gelu, ...) over [M, N]"
     parameters = (
         Param("M", int, 1024, "rows"),
         Param("N", int, 1024, "columns"),
-        Param("ops", str, "add,relu", "comma-separated chain of add, mul, relu"),
+        Param("ops", str, "add,relu", "comma-separated chain: add, mul, " + ", ".join(UNARY_OPS)),
         FLOAT_DTYPE_PARAM,
         SEED_PARAM,
     )
@@ -70,8 +74,6 @@ class Elementwise(PayloadWorkload):
         return [*inputs, ArgSpec("out", self.shape, self.dtype, is_output=True)]
 
     def payload_module(self) -> ir.Module:
-        element_type = self.dtype.mlir()
-
         def scalar_chain(x: ir.Value, *rest: ir.Value) -> ir.Value:
             *operands, _ = rest  # the last block argument is the (unused) output element
             operands = iter(operands)
@@ -81,7 +83,7 @@ class Elementwise(PayloadWorkload):
                 elif op == "mul":
                     x = arith.mulf(x, next(operands))
                 else:
-                    x = arith.maximumf(x, arith.constant(element_type, 0.0))
+                    x = ACTIVATIONS[op].build(x)
             return x
 
         def body(inputs, inits):
@@ -99,10 +101,12 @@ class Elementwise(PayloadWorkload):
             elif op == "mul":
                 x = x * next(operands)
             else:
-                x = np.maximum(x, 0.0)
+                x = ACTIVATIONS[op].reference(x)
         return [x]
 
     def numpy_baseline(self):
+        if "gelu" in self.ops:
+            return None  # numpy has no erf
         x, *others = self.inputs
         out = np.empty_like(x)
 
@@ -113,8 +117,30 @@ class Elementwise(PayloadWorkload):
                     value = np.add(value, next(operands), out=out)
                 elif op == "mul":
                     value = np.multiply(value, next(operands), out=out)
-                else:
+                elif op == "relu":
                     value = np.maximum(value, 0, out=out)
+                else:
+                    value = ACTIVATIONS[op].reference(value)  # numpy ops in x's dtype
+            return value
+
+        return run
+
+    def torch_baseline(self):
+        import torch
+
+        x, *others = (torch.from_numpy(a) for a in self.inputs)
+        out = torch.empty_like(x)
+        activations = {op: torch_function(ACTIVATIONS[op]) for op in self.ops if op in UNARY_OPS}
+
+        def run():
+            value, operands = x, iter(others)
+            for op in self.ops:
+                if op == "add":
+                    value = torch.add(value, next(operands), out=out)
+                elif op == "mul":
+                    value = torch.mul(value, next(operands), out=out)
+                else:
+                    value = activations[op](value)
             return value
 
         return run
@@ -125,4 +151,5 @@ class Elementwise(PayloadWorkload):
     def get_complexity(self) -> Complexity:
         m, n = self.shape
         read = sum(a.nbytes for a in self.arguments() if not a.is_output)
-        return Complexity(len(self.ops) * m * n, read, m * n * self.dtype.itemsize)
+        flops = sum(ACTIVATIONS[op].flops if op in ACTIVATIONS else 1 for op in self.ops)
+        return Complexity(flops * m * n, read, m * n * self.dtype.itemsize)

@@ -111,6 +111,12 @@ class Softmax(PayloadWorkload):
 
         return run
 
+    def torch_baseline(self):
+        import torch
+
+        x = torch.from_numpy(self.inputs[0])
+        return lambda: torch.softmax(x, dim=1)
+
     def reference_scratch_bytes(self) -> int:
         # x as float64, x - max and its exp are alive together; two float64 row vectors.
         m, n = self.shape
