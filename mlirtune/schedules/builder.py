@@ -196,11 +196,13 @@ class ScheduleBuilder:
         with self.at("vectorize"):
             return structured.VectorizeChildrenAndApplyPatternsOp(function).result
 
-    def vectorize_linalg(self, function: ir.Value) -> None:
+    def vectorize_linalg(self, function: ir.Value, *, reductions_to_contract: bool = True) -> None:
         """Vectorize the (static-shaped) linalg ops of the function, then fold transfers into
         the slices around them. Unlike `vectorize_function`, tensor.insert_slice ops stay as
         they are: vectorizing a cache tile's insert_slice would copy the whole tile through
-        one large vector value, slow to compile and a needless copy at run time."""
+        one large vector value, slow to compile and a needless copy at run time.
+        `reductions_to_contract` turns multiply-and-sum reductions into vector.contract (the
+        contraction micro-kernels want that; element-wise sums of products do not)."""
         with self.at("vectorize"):
             linalg_ops = structured.MatchOp(
                 transform.AnyOpType.get(),
@@ -208,10 +210,11 @@ class ScheduleBuilder:
                 interface=structured.MatchInterfaceEnum.LinalgOp,
             ).result
             structured.VectorizeOp(linalg_ops)
+        contract = [tvector.apply_patterns_vector_reduction_to_contract] * reductions_to_contract
         self.apply_patterns(
             function,
             "fold_transfers",
-            tvector.apply_patterns_vector_reduction_to_contract,
+            *contract,
             tvector.apply_patterns_vector_transfer_permutation_patterns,
             tvector.apply_patterns_vector_fold_arith_extension,
             tvector.apply_patterns_vector_sink_ops,

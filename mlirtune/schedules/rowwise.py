@@ -88,7 +88,9 @@ def rowwise_schedule(
             for loop_handle in (*col_loops, reduction_loops):
                 s.peel(loop_handle, step="peel_columns")
         s.canonicalize(function)  # static sizes for the peeled column tiles
-        function = s.vectorize_function(function)
+        # Not vectorize_function: it would copy each finished row tile into the output
+        # through one vector the size of the tile (which LLVM cannot even hold past 2^23 bits).
+        s.vectorize_linalg(function, reductions_to_contract=False)
         s.hoist_invariant_subsets(function)
         s.lower_row_reductions(function)
     return s.module

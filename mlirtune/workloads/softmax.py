@@ -1,8 +1,9 @@
-"""Row-wise softmax over the last dim of an [M, N] input, as four linalg.generic ops.
+"""Row-wise softmax (or log-softmax) over the last dim of an [M, N] input, as linalg.generic ops.
 
-The payload is the numerically stable form: row max, exp(x - max), row sum, divide. Its root is
-the row-max reduction, so the library schedules it with `rowwise` (schedules/reduction.py):
-the two reductions and the exp are producers of the final divide, and a row tile fuses all four.
+The payload is the numerically stable form: row max, exp(x - max), row sum, divide; with
+`log`, the row max, the row sum of exp(x - max), then x - max - log(sum). Its root is the
+row-max reduction, so the library schedules it with `rowwise` (schedules/rowwise.py): the
+reductions and the exp are producers of the final op, and a row tile fuses them all.
 """
 
 from __future__ import annotations
@@ -33,10 +34,11 @@ class Softmax(PayloadWorkload):
     """out[i, :] = exp(X[i, :] - max X[i, :]) / sum exp(X[i, :] - max X[i, :])."""
 
     name = "softmax"
-    description = "row-wise softmax over the last dim of [M, N]"
+    description = "row-wise softmax (or log-softmax) over the last dim of [M, N]"
     parameters = (
         Param("M", int, 512, "rows"),
         Param("N", int, 1024, "columns (the softmax dim)"),
+        Param("log", bool, False, "log-softmax: x - max - log(sum exp(x - max))"),
         FLOAT_DTYPE_PARAM,
         SEED_PARAM,
     )
@@ -80,6 +82,16 @@ class Softmax(PayloadWorkload):
                 ROW_REDUCTION,
                 arith.addf,
             )
+            if self.options["log"]:
+                return [
+                    generic(
+                        [x, row_max, row_sum],
+                        inits[0],
+                        [full, row, row, full],
+                        PARALLEL,
+                        lambda v, top, total, _: arith.subf(arith.subf(v, top), math.log(total)),
+                    )
+                ]
             return [
                 generic(
                     [exps, row_sum],
@@ -94,19 +106,25 @@ class Softmax(PayloadWorkload):
 
     def reference(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         x = inputs[0].astype(np.float64)
-        e = np.exp(x - x.max(axis=1, keepdims=True))
+        shifted = x - x.max(axis=1, keepdims=True)
+        e = np.exp(shifted)
+        if self.options["log"]:
+            return [shifted - np.log(e.sum(axis=1, keepdims=True))]
         return [e / e.sum(axis=1, keepdims=True)]
 
     def numpy_baseline(self):
         x = self.inputs[0]
         out = np.empty_like(x)
         row = np.empty((x.shape[0], 1), dtype=x.dtype)
+        exps = np.empty_like(x) if self.options["log"] else out
 
         def run():
             np.max(x, axis=1, keepdims=True, out=row)
             np.subtract(x, row, out=out)
-            np.exp(out, out=out)
-            np.sum(out, axis=1, keepdims=True, out=row)
+            np.exp(out, out=exps)
+            np.sum(exps, axis=1, keepdims=True, out=row)
+            if self.options["log"]:
+                return np.subtract(out, np.log(row, out=row), out=out)
             return np.divide(out, row, out=out)
 
         return run
@@ -115,6 +133,8 @@ class Softmax(PayloadWorkload):
         import torch
 
         x = torch.from_numpy(self.inputs[0])
+        if self.options["log"]:
+            return lambda: torch.log_softmax(x, dim=1)
         return lambda: torch.softmax(x, dim=1)
 
     def reference_scratch_bytes(self) -> int:
@@ -124,7 +144,7 @@ class Softmax(PayloadWorkload):
 
     def baseline_bytes(self) -> int:
         m, n = self.shape
-        return self.dtype.itemsize * (m * n + m)
+        return self.dtype.itemsize * ((2 if self.options["log"] else 1) * m * n + m)
 
     def get_complexity(self) -> Complexity:
         m, n = self.shape
