@@ -22,7 +22,15 @@ class DType:
 
     def mlir(self) -> ir.Type:
         """The MLIR element type; needs an active context."""
+        if self.name == "i64":
+            return ir.IntegerType.get_signless(64)
         return {"f32": ir.F32Type.get, "f64": ir.F64Type.get, "bf16": ir.BF16Type.get}[self.name]()
+
+    @property
+    def unwritten(self) -> float | int:
+        """The value outputs start as, so that a kernel that skips one fails verification:
+        NaN, or -1 for integers (indices), which have no NaN."""
+        return -1 if np.issubdtype(self.numpy, np.integer) else np.nan
 
     @property
     def itemsize(self) -> int:
@@ -33,11 +41,14 @@ DTYPES: dict[str, DType] = {
     "f32": DType("f32", np.float32, rtol=1e-4, atol_per_term=1e-6),
     "f64": DType("f64", np.float64, rtol=1e-10, atol_per_term=1e-13),
     "bf16": DType("bf16", ml_dtypes.bfloat16, rtol=2e-2, atol_per_term=4e-3),
+    # Indices (argmax, argmin): exact.
+    "i64": DType("i64", np.int64, rtol=0.0, atol_per_term=0.0),
 }
+FLOAT_DTYPES = ("f32", "f64", "bf16")
 
 
 # Bytes per element of the element types root ops carry (f16 has no DType of its own yet).
-ELEMENT_BYTES = {"f64": 8, "f32": 4, "bf16": 2, "f16": 2}
+ELEMENT_BYTES = {"f64": 8, "i64": 8, "f32": 4, "bf16": 2, "f16": 2}
 
 
 def element_bytes(name: str) -> int:

@@ -55,8 +55,8 @@ class Complexity:
     bytes_written: int
 
 
-# Integer options that are not sizes and may be zero.
-NON_SIZE_INTS = {"seed"}
+# Integer options that are not sizes and may be zero or negative (an axis from the end).
+NON_SIZE_INTS = {"seed", "axis"}
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,8 @@ def describe(op: ir.Operation) -> OpInfo | None:
     loops = loop_sizes(op)
     if loops is None:
         return None
+    if op.name.startswith("linalg.pooling_"):
+        return _pooling(op, loops, dtypes)
     conv = linalg.infer_convolution_dimensions(op)
     if conv is not None and len(conv.output_image) == 2 and len(conv.filter_loop) == 2:
         (n,), (oh, ow), (f,), (kh, kw), (c,) = (
@@ -98,10 +100,83 @@ def describe(op: ir.Operation) -> OpInfo | None:
                 "batch_matmul", {"B": loops[contraction.batch[0]], **dims}, dtypes, op.name
             )
         if not contraction.batch:
-            return OpInfo("matmul", dims, dtypes, op.name)
+            return OpInfo("matmul", dims, dtypes, op.name, _layout(op, contraction))
     if _has_reduction(op):
+        reduced = _reduction_loops(op)
+        if len(reduced) == 1 and reduced[0] != len(loops) - 1:
+            # One reduced loop with parallel loops inside it (a sum over a middle axis):
+            # the reduction steps over whole rows of the inner loops, not along a row.
+            (r,) = reduced
+            dims = {"OUTER": _product(loops[:r]), "R": loops[r], "INNER": _product(loops[r + 1 :])}
+            # Two outputs: an arg reduction (value and index, see workloads/reduce.py).
+            segments = "operandSegmentSizes"  # [inputs, outputs] of a DPS op
+            outputs = list(ir.DenseI32ArrayAttr(op.attributes[segments]))[-1]
+            return OpInfo("axis_reduction", dims, dtypes, op.name, {"outputs": outputs})
         return OpInfo("reduction", _rows_cols(loops), dtypes, op.name)
     return None
+
+
+def _pooling(op: ir.Operation, loops: list[int], dtypes: tuple[str, ...]) -> OpInfo | None:
+    """A named pooling op (its batch and channel dims are both conv "batch" dims): loops
+    named N, C, OH, OW, KH, KW in the op's loop order (1-D: N, C, OW, KW; channels-last:
+    N, OW, C, KW). `then_pool` marks one whose result, reshaped, feeds another pooling op
+    (the (H, W) stage of a separable 3-D pool; the D stage follows it)."""
+    conv = linalg.infer_convolution_dimensions(op)
+    if conv is None or len(conv.batch) != 2 or len(conv.output_image) > 2:
+        return None
+    spatial = len(conv.output_image)
+    names = {d: name for d, name in zip(conv.batch, ("N", "C"), strict=True)}
+    names.update(zip(conv.output_image, ("OH", "OW")[-spatial:], strict=True))
+    names.update(zip(conv.filter_loop, ("KH", "KW")[-spatial:], strict=True))
+    dims = {names[d]: loops[d] for d in sorted(names)}
+    attrs = {
+        "stride": int(list(conv.strides)[-1]),
+        "dilation": int(list(conv.dilations)[-1]),
+        "spatial": spatial,
+        "then_pool": int(_feeds_pooling(op)),
+        "pad": _padding(op.operands[0]),
+    }
+    dims["IW"] = ir.ShapedType(op.operands[0].type).shape[-2 if "nwc" in op.name else -1]
+    return OpInfo("pooling", dims, dtypes, op.name, attrs)
+
+
+def _padding(value: ir.Value) -> int:
+    """The innermost dim's padding of `value` when a tensor.pad (seen through reshapes)
+    produces it, else 0: the rows a schedule copies into the padded buffer are that much
+    narrower than the pooled input."""
+    owner = value.owner
+    while isinstance(owner, ir.OpView) and owner.name in {"tensor.collapse_shape"}:
+        owner = owner.operands[0].owner
+    if isinstance(owner, ir.OpView) and owner.name == "tensor.pad":
+        return int(list(owner.attributes["static_low"])[-1])
+    return 0
+
+
+def _feeds_pooling(op: ir.Operation) -> bool:
+    """Whether `op`'s result reaches another pooling op through reshapes only."""
+    values = list(op.results)
+    while values:
+        for use in values.pop().uses:
+            user = use.owner
+            if user.name.startswith("linalg.pooling_"):
+                return True
+            if user.name in {"tensor.expand_shape", "tensor.collapse_shape"}:
+                values.extend(user.results)
+    return False
+
+
+def _layout(op: ir.Operation, contraction) -> dict[str, int]:
+    """Operands of a matmul stored transposed: `transpose_a` for A as [K, M] (its inner dim
+    is an M loop), `transpose_b` for B as [N, K] (its inner dim a K loop); empty for the
+    plain layout, so a plain matmul's description is unchanged."""
+    maps = [ir.AffineMapAttr(a).value for a in linalg.get_indexing_maps(op)]
+    inner = [m.results[-1] for m in maps[:2]]
+    layout = {}
+    if isinstance(inner[0], ir.AffineDimExpr) and inner[0].position in contraction.m:
+        layout["transpose_a"] = 1
+    if isinstance(inner[1], ir.AffineDimExpr) and inner[1].position in contraction.k:
+        layout["transpose_b"] = 1
+    return layout
 
 
 def _static(op: ir.Operation) -> bool:
@@ -135,6 +210,12 @@ def _has_reduction(op: ir.Operation) -> bool:
         return False
     reduction = ir.Attribute.parse("#linalg.iterator_type<reduction>")
     return any(a == reduction for a in ir.ArrayAttr(op.attributes["iterator_types"]))
+
+
+def _reduction_loops(op: ir.Operation) -> list[int]:
+    reduction = ir.Attribute.parse("#linalg.iterator_type<reduction>")
+    iterators = ir.ArrayAttr(op.attributes["iterator_types"])
+    return [i for i, a in enumerate(iterators) if a == reduction]
 
 
 def _rows_cols(loops: list[int]) -> dict[str, int]:

@@ -10,10 +10,12 @@ from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.lowering import Lowering
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import ScheduleFamily
+from mlirtune.schedules.axis_reduction import AXIS_REDUCTION_FAMILY
 from mlirtune.schedules.contraction import CONTRACTION
 from mlirtune.schedules.convolution import CONVOLUTION
 from mlirtune.schedules.elementwise import ELEMENTWISE
 from mlirtune.schedules.gpu_contraction import GPU_CONTRACTION
+from mlirtune.schedules.pooling import POOLING
 from mlirtune.schedules.rowwise import ROWWISE
 
 FAMILIES: dict[str, ScheduleFamily] = {
@@ -24,6 +26,8 @@ FAMILIES: dict[str, ScheduleFamily] = {
         ROWWISE,
         ELEMENTWISE,
         GPU_CONTRACTION,
+        AXIS_REDUCTION_FAMILY,
+        POOLING,
     )
 }
 

@@ -8,10 +8,14 @@ from mlirtune.workloads.batch_matmul import BatchMatmul
 from mlirtune.workloads.conv2d import Conv2d
 from mlirtune.workloads.elementwise import Elementwise
 from mlirtune.workloads.matmul import Matmul, Mlp
+from mlirtune.workloads.norm import Norm
+from mlirtune.workloads.pool import Pool
+from mlirtune.workloads.reduce import Reduce
 from mlirtune.workloads.softmax import Softmax
 
 WORKLOADS: dict[str, type[PayloadWorkload]] = {
-    cls.name: cls for cls in (Matmul, Mlp, BatchMatmul, Conv2d, Softmax, Elementwise)
+    cls.name: cls
+    for cls in (Matmul, Mlp, BatchMatmul, Conv2d, Softmax, Elementwise, Reduce, Norm, Pool)
 }
 
 
@@ -32,7 +36,10 @@ __all__ = [
     "Elementwise",
     "Matmul",
     "Mlp",
+    "Norm",
     "PayloadWorkload",
+    "Pool",
+    "Reduce",
     "Softmax",
     "workload_class",
 ]

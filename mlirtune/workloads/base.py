@@ -151,16 +151,18 @@ class PayloadWorkload(Workload):
 
     @contextmanager
     def allocate(self, engine: RunsOn) -> Iterator[list[Buffer]]:
-        """Allocate every argument on the engine's runtime; outputs start as NaN so a kernel
-        that skips writing them fails verification (filled from a broadcast NaN, so no
-        output-sized array is needed besides the buffer)."""
+        """Allocate every argument on the engine's runtime; outputs start as NaN (-1 for
+        integers) so a kernel that skips writing them fails verification (filled from a
+        broadcast value, so no output-sized array is needed besides the buffer)."""
         runtime = engine.runtime
         inputs = iter(self.inputs)
         buffers = []
         try:
             for spec in self.arguments():
                 initial = (
-                    np.broadcast_to(np.array(np.nan, dtype=spec.dtype.numpy), spec.shape)
+                    np.broadcast_to(
+                        np.array(spec.dtype.unwritten, dtype=spec.dtype.numpy), spec.shape
+                    )
                     if spec.is_output
                     else next(inputs)
                 )

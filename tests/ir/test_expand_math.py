@@ -51,7 +51,8 @@ def run(tmp_path, op: str, x: np.ndarray) -> np.ndarray:
 def test_expanded_ops_leave_no_log_or_erf():
     with ir.Context(), ir.Location.unknown():
         module = ir.Module.parse("""
-          func.func @f(%a: vector<16xf32>, %b: vector<2x2xf64>) -> (vector<16xf32>, vector<2x2xf64>) {
+          func.func @f(%a: vector<16xf32>, %b: vector<2x2xf64>)
+              -> (vector<16xf32>, vector<2x2xf64>) {
             %x = math.erf %a : vector<16xf32>
             %y = math.log %x : vector<16xf32>
             %z = math.log1p %y : vector<16xf32>

@@ -1,0 +1,206 @@
+"""The `axis_reduction` family: a reduction over a middle axis of an [OUTER, R, INNER] view.
+
+The reduced loop has parallel loops inside it, so its rows are contiguous runs of INNER
+elements. Each row of the OUTER loop is tiled over INNER by COLS columns (a row of vector
+accumulators); a sequential loop steps through R, R_STEP rows at a time, carrying those
+accumulators, so its body is plain vector adds (max, min, mul) of contiguous rows: no
+horizontal reduction at all. With THREADS > 1, OUTER tiles of OUTER rows are one scf.forall.
+Arg reductions (value and index outputs) step one row at a time: their unit dims are folded
+away so that the select-based update vectorizes as an element-wise op.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects.transform import structured
+from mlir.dialects.transform import vector as tvector
+
+from mlirtune.interfaces.dtype import element_bytes
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.schedule import Config, Constraint, Domains, Knob, KnobVariables
+from mlirtune.schedules.builder import ScheduleBuilder
+from mlirtune.schedules.cpu_model import (
+    LOAD_PORTS,
+    LOOP_CYCLES,
+    TILE_CYCLES,
+    HostFamily,
+    Traffic,
+    ceil_div,
+    fit,
+    seconds,
+    tile_extents,
+    vectors,
+    whole_vectors,
+)
+from mlirtune.schedules.knobs import divisors, powers_of_two, threads_knob, vector_columns
+from mlirtune.targets.host_cpu import HostCPU
+
+AXIS_REDUCTION = ("parallel", "reduction", "parallel")
+# Accumulator rows of 1 to 16 vectors (16: half of a 32-register file), or all of INNER.
+COLUMN_VECTORS = tuple(range(1, 17))
+
+
+def _columns(op: OpInfo, lanes: int) -> list[int]:
+    """COLS candidates: whole vectors, or the whole INNER loop when it is that short."""
+    inner = op.dims["INNER"]
+    whole = [inner] if inner <= COLUMN_VECTORS[-1] * lanes else []
+    return [*vector_columns("INNER", COLUMN_VECTORS)(op, lanes), *whole]
+
+
+class AxisReduction(HostFamily):
+    """Vector accumulators over INNER columns, carried through a sequential R loop."""
+
+    name = "axis_reduction"
+    description = "reduction over a middle axis: column accumulators stepped through R"
+    root_kinds = ("axis_reduction",)
+    knobs = (
+        Knob(
+            "OUTER",
+            "OUTER rows per parallel tile (with THREADS > 1; a divisor of OUTER)",
+            1,
+            divisors("OUTER", 1 << 16),
+        ),
+        Knob(
+            "COLS",
+            "INNER columns of vector accumulators",
+            64,
+            _columns,
+        ),
+        Knob("R_STEP", "rows of R per step of the sequential R loop", 4, powers_of_two("R", 16)),
+        threads_knob(),
+    )
+
+    def build(self, op: OpInfo, parameters: Config) -> ir.Module:
+        shape = (op.dims["OUTER"], op.dims["R"], op.dims["INNER"])
+        return axis_reduction_schedule(
+            shape=shape, parameters=parameters, outputs=op.attributes.get("outputs", 1)
+        )
+
+    def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
+        """COLS: as many column vectors as the register file holds with their accumulators
+        and a loaded row (see _registers_per_column); R_STEP: enough rows per step that a
+        step loads as many vectors as the register file holds, amortising loop control;
+        OUTER: the largest divisor of OUTER that gives every thread a tile (tiles that do
+        not divide OUTER run on one thread)."""
+        lanes = cpu.lanes(op.element_type)
+        inner, r, outer = op.dims["INNER"], op.dims["R"], op.dims["OUTER"]
+        registers = cpu.features.vector_registers
+        per_column = _registers_per_column(op)
+        cols = fit(inner, lanes * max(1, registers // per_column), step=min(lanes, inner), high=1.0)
+        if op.attributes.get("outputs", 1) > 1:
+            r_step = 1  # arg reductions step one row at a time (see the module docstring)
+        else:
+            r_step = fit(r, max(1, registers // ceil_div(cols, lanes)), high=1.0, pow2=True)
+        share = ceil_div(outer, cpu.threads)
+        outer_tile = max(d for d in range(1, share + 1) if outer % d == 0)
+        return {"OUTER": outer_tile, "COLS": cols, "R_STEP": r_step}
+
+    def constraints_on(
+        self, op: OpInfo, cpu: HostCPU, knobs: KnobVariables, domains: Domains
+    ) -> list[Constraint]:
+        lanes = cpu.lanes(op.element_type)
+        registers = cpu.features.vector_registers
+        per_column = _registers_per_column(op)
+        v = vectors(knobs["COLS"], lanes)
+        constraints = [
+            whole_vectors("COLS", op.dims["INNER"], knobs, lanes),
+            Constraint(
+                "register_budget",
+                f"{per_column}*ceil(COLS/{lanes}) <= {registers}: the accumulators (value, "
+                "and index for an arg reduction) and one loaded row fit the vector registers",
+                per_column * v <= registers,
+            ),
+            Constraint(
+                "step_size",
+                f"R_STEP*ceil(COLS/{lanes}) <= {4 * registers}: an unrolled step of the R "
+                "loop stays within a few register files of loads (code size)",
+                knobs["R_STEP"] * v <= 4 * registers,
+            ),
+        ]
+        if op.attributes.get("outputs", 1) > 1:
+            constraints.append(
+                Constraint(
+                    "arg_single_step",
+                    "R_STEP == 1: an arg reduction's value and index update one row at a time",
+                    knobs["R_STEP"] == 1,
+                )
+            )
+        return constraints
+
+    def cost_on(self, op: OpInfo, cpu: HostCPU, config: Config) -> float:
+        """Vector loads of the input (a partial vector costs a whole one) against the bytes
+        it moves, plus loop control per R step and set-up per column tile."""
+        lanes = cpu.lanes(op.element_type)
+        outer, r, inner = op.dims["OUTER"], op.dims["R"], op.dims["INNER"]
+        cols = tile_extents(inner, inner, min(config["COLS"], inner))
+        steps = tile_extents(r, r, min(config["R_STEP"], r))
+        loads = outer * r * sum(n * ceil_div(c, lanes) for c, n in cols.items())
+        tiles = outer * sum(cols.values())
+        control = tiles * (sum(steps.values()) * LOOP_CYCLES + TILE_CYCLES)
+        nbytes = outer * r * inner * element_bytes(op.element_type)
+        traffic = Traffic(cpu)
+        traffic.add(nbytes, nbytes)
+        return seconds(max(loads / LOAD_PORTS, traffic.cycles()) + control, cpu)
+
+
+AXIS_REDUCTION_FAMILY = AxisReduction()
+
+
+def _registers_per_column(op: OpInfo) -> int:
+    """Vector registers one column vector of the tile takes: its accumulator and the loaded
+    row, plus, for an arg reduction, int64 indices (8 / element bytes registers per vector
+    of elements)."""
+    if op.attributes.get("outputs", 1) > 1:
+        return 2 + 8 // element_bytes(op.element_type)
+    return 2
+
+
+def axis_reduction_schedule(
+    *, shape: tuple[int, int, int], parameters: Config, outputs: int = 1
+) -> ir.Module:
+    """Schedule the one [OUTER, R, INNER] -> [OUTER, INNER] reduction generic (with its fills)
+    whose result the payload writes (see the module docstring)."""
+    outer, r, inner = shape
+    outer_tile = min(parameters["OUTER"], outer)
+    cols = min(parameters["COLS"], inner)
+    r_step = 1 if outputs > 1 else min(parameters["R_STEP"], r)
+    parallel = parameters.get("THREADS", 1) > 1 and outer % outer_tile == 0 and outer > 1
+    with ScheduleBuilder("axis_reduction") as s:
+        if parallel:
+            s.fuse_with_loops(s.last_op(), [outer_tile, 0, 0], "parallel_outer", parallel=True)
+        function = s.match(s.root, ["func.func"], step="match_function")
+        reduction = s.match_generic(function, AXIS_REDUCTION, step="match_reduction")
+        # One OUTER row at a time, COLS columns of accumulators; the fills are fused.
+        _, (_, col_loop) = s.fuse_with_loops(reduction, [1, 0, cols], "tile_columns")
+        if inner % cols:
+            s.peel(col_loop, step="peel_columns")
+        reduction = s.match_generic(function, AXIS_REDUCTION, step="match_column_tiles")
+        _, (r_loop,) = s.tile(reduction, [0, r_step, 0], step="tile_r")
+        if r % r_step:
+            s.peel(r_loop, step="peel_r")
+        s.canonicalize(function)  # static sizes for the peeled tiles
+        if outputs > 1:
+            # [1, 1, COLS] tiles: without the unit dims the update is element-wise.
+            s.apply_patterns(
+                function,
+                "fold_unit_dims",
+                structured.apply_patterns_linalg_fold_unit_extent_dims_via_slices,
+            )
+        with s.at("vectorize"):
+            # Not ScheduleBuilder.vectorize_function: mean's sum of x * (1/R) must stay a
+            # multiply and a reduction, not become a vector.contract (no host lowering of
+            # it is element-wise).
+            function = structured.VectorizeChildrenAndApplyPatternsOp(
+                function, disable_multi_reduction_to_contract_patterns=True
+            ).result
+        s.hoist_invariant_subsets(function)
+        s.drop_leading_unit_dims(function)
+        # Each reduction over R_STEP rows becomes element-wise ops on those rows.
+        s.apply_patterns(
+            function,
+            "lower_column_reductions",
+            lambda: tvector.apply_patterns_vector_lower_multi_reduction(
+                lowering_strategy=tvector.VectorMultiReductionLowering.InnerParallel
+            ),
+        )
+    return s.module

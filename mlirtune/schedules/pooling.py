@@ -1,0 +1,213 @@
+"""The `pooling` family: channels-first max / sum pooling (linalg.pooling_ncw_* and
+pooling_nchw_*, and the separable 3-D form whose depth stage is a pooling_nwc_*).
+
+A padded input is materialised once: tensor.pad becomes a fill of the padded buffer and a
+linalg.copy of the input into it, both tiled into rows and vectorized. The output is tiled
+into C_TILE channels x one row x OW_TILE pixels along the innermost spatial dim (contiguous in
+NCHW), fusing the fill and, for average pooling, the pooled sums into the divide. A 2-D tile
+is split into one window row per step and decomposed into a 1-D pool, which MLIR's
+vectorizer unrolls over the window: strided windows become strided reads of the input row.
+The depth stage of a 3-D pool is tiled into COLS contiguous (h, w) outputs of one plane.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import transform
+from mlir.dialects.transform import structured
+
+from mlirtune.interfaces.dtype import element_bytes
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.schedule import Config, Constraint, Domains, Knob, KnobVariables
+from mlirtune.schedules.builder import ScheduleBuilder
+from mlirtune.schedules.cpu_model import (
+    LOAD_PORTS,
+    TILE_CYCLES,
+    HostFamily,
+    Traffic,
+    ceil_div,
+    fit,
+    seconds,
+    tile_extents,
+    vectors,
+    whole_vectors,
+)
+from mlirtune.schedules.knobs import powers_of_two, threads_knob, vector_columns
+from mlirtune.targets.host_cpu import HostCPU
+
+# Elements of a padded row filled or copied per vector step.
+ROW_CHUNK = 64
+
+
+def plane(op: OpInfo) -> int:
+    """Outputs of one (h, w) plane: the contiguous columns of a 3-D pool's depth stage."""
+    return op.dims.get("OH", 1) * op.dims["OW"]
+
+
+def depth_columns(op: OpInfo, lanes: int) -> list[int]:
+    """COLS candidates: whole vectors up to a plane, only where there is a depth stage."""
+    if not op.attributes.get("then_pool"):
+        return [64]
+    size = plane(op)
+    return [v * lanes for v in (1, 2, 4, 8) if v * lanes <= size] + ([size] if size < lanes else [])
+
+
+class Pooling(HostFamily):
+    """Vector tiles of C_TILE channel rows x OW_TILE outputs, each a max or sum over the
+    window unrolled into strided row reads."""
+
+    name = "pooling"
+    description = "channel x output-row tiles, window rows as 1-D pools, vectorized along W"
+    root_kinds = ("pooling",)
+    knobs = (
+        Knob(
+            "OW_TILE",
+            "outputs along the innermost spatial dim per tile",
+            16,
+            vector_columns("OW", (1, 2, 4)),
+        ),
+        Knob("C_TILE", "channels per tile", 1, powers_of_two("C", 8)),
+        Knob("COLS", "(h, w) outputs per tile of a 3-D pool's depth stage", 64, depth_columns),
+        threads_knob(),
+    )
+
+    def build(self, op: OpInfo, parameters: Config) -> ir.Module:
+        return pooling_schedule(op, parameters)
+
+    def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
+        """OW_TILE spans up to two vectors of a row (strided windows read stride x as much
+        input per output), one channel per tile (each channel is its own row, so more
+        channels only unroll more independent chains); COLS four vectors of a plane."""
+        lanes = cpu.lanes(op.element_type)
+        ow = op.dims["OW"]
+        ow_tile = fit(ow, 2 * lanes, step=min(lanes, ow))
+        cols = fit(plane(op), 4 * lanes, step=min(lanes, plane(op)))
+        return {"OW_TILE": ow_tile, "C_TILE": 1, "COLS": cols}
+
+    def constraints_on(
+        self, op: OpInfo, cpu: HostCPU, knobs: KnobVariables, domains: Domains
+    ) -> list[Constraint]:
+        lanes = cpu.lanes(op.element_type)
+        budget = cpu.features.vector_registers // 2
+        constraints = [
+            whole_vectors("OW_TILE", op.dims["OW"], knobs, lanes),
+            Constraint(
+                "register_budget",
+                f"C_TILE*ceil(OW_TILE/{lanes}) <= {budget}: a tile's accumulators and the "
+                "input rows they read fit the vector registers",
+                knobs["C_TILE"] * vectors(knobs["OW_TILE"], lanes) <= budget,
+            ),
+        ]
+        if op.attributes.get("then_pool"):
+            constraints.append(whole_vectors("COLS", plane(op), knobs, lanes))
+        return constraints
+
+    def cost_on(self, op: OpInfo, cpu: HostCPU, config: Config) -> float:
+        """Roofline of the window's vector loads (a partial vector costs a whole one, a
+        strided read `stride` vectors) against the bytes read and written, plus set-up
+        cycles per tile."""
+        d = op.dims
+        lanes = cpu.lanes(op.element_type)
+        size = element_bytes(op.element_type)
+        ow_tile, c_tile = min(config["OW_TILE"], d["OW"]), min(config["C_TILE"], d["C"])
+        cols = tile_extents(d["OW"], d["OW"], ow_tile)
+        rows = d["N"] * d["C"] * d.get("OH", 1)
+        window = d.get("KH", 1) * d["KW"]
+        stride = op.attributes.get("stride", 1)
+        loads = sum(n * ceil_div(c, lanes) for c, n in cols.items()) * rows * window * stride
+        tiles = sum(cols.values()) * ceil_div(d["N"] * d["C"], c_tile) * d.get("OH", 1)
+        nbytes = rows * (d["IW"] * d.get("KH", 1) + d["OW"]) * size
+        traffic = Traffic(cpu)
+        traffic.add(nbytes, nbytes)
+        return seconds(max(loads / LOAD_PORTS, traffic.cycles()) + tiles * TILE_CYCLES, cpu)
+
+
+POOLING = Pooling()
+
+
+def pooling_schedule(op: OpInfo, parameters: Config, name: str = "pooling") -> ir.Module:
+    """Schedule a pooling payload whose first pooling root is `op` (see the module doc)."""
+    d, p = op.dims, parameters
+    spatial, then_pool = op.attributes["spatial"], op.attributes.get("then_pool", 0)
+    average = op.op_name.endswith("_sum")
+    ow_tile, c_tile = min(p["OW_TILE"], d["OW"]), min(p["C_TILE"], d["C"])
+    threads = p.get("THREADS", 1)
+    with ScheduleBuilder(name) as s:
+        function = s.match(s.root, ["func.func"], step="match_function")
+        if op.attributes.get("pad"):
+            rank = 2 + spatial + then_pool
+            _materialize_padding(s, function, rank, d["IW"], op.attributes["pad"])
+        # The image stage: the pool itself, or the divide it feeds (2-D and 1-D averages).
+        anchor_name = "linalg.generic" if average and not then_pool else op.op_name
+        windows = 0 if anchor_name == "linalg.generic" else spatial
+        rows = [1] * (spatial - 1)  # one output row (OH) per tile
+        sizes = [1, c_tile, *rows, ow_tile] + [0] * windows
+        anchor = s.match(s.root, [anchor_name], step="match_image_stage")
+        _tile_output(s, anchor, anchor_name, sizes, [d["C"], *rows, d["OW"]], threads)
+        if then_pool:
+            # The depth stage: [N*C, OD, OH*OW], pooled over OD along contiguous (h, w).
+            depth_name = op.op_name.replace("nchw", "nwc")
+            depth_anchor = "linalg.generic" if average else depth_name
+            cols = min(p["COLS"], plane(op))
+            sizes = [1, 1, cols] + ([0] if depth_anchor == depth_name else [])
+            anchor = s.match(s.root, [depth_anchor], step="match_depth_stage")
+            _tile_output(s, anchor, depth_anchor, sizes, [1, plane(op)], threads)
+        function = s.match(s.root, ["func.func"], step="match_function_tiled")
+        s.canonicalize(function, step="static_tile_shapes")
+        if spatial == 2:
+            pools = s.match(function, [op.op_name], step="match_2d_tiles")
+            pools, _ = s.tile(pools, [0, 0, 0, 0, 1, 0], step="window_rows")
+            with s.at("decompose_to_1d"):
+                structured.DecomposeOp(pools)
+        # Linalg ops only: the insert_slice putting the copied rows into the padded buffer
+        # stays one, so that bufferization writes the rows in place.
+        s.vectorize_linalg(function)
+        s.drop_leading_unit_dims(function)
+        s.hoist_invariant_subsets(function)
+    return s.module
+
+
+def _tile_output(
+    s: ScheduleBuilder,
+    anchor: ir.Value,
+    anchor_name: str,
+    sizes: list[int],
+    extents: list[int],
+    threads: int,
+) -> None:
+    """Tile `anchor` by `sizes` (its producers fused) and peel the partial tiles of the
+    loops after the first (`extents`: their sizes). With threads, the leading loops whose
+    tiles divide them become one scf.forall first."""
+    tiled = [size for size in sizes if size]
+    if threads > 1:
+        outer = 1 + (extents[0] % sizes[1] == 0)  # N, and C when its tiles are whole
+        parallel = sizes[:outer] + [0] * (len(sizes) - outer)
+        s.fuse_with_loops(anchor, parallel, step="parallel_tiles", parallel=True)
+        anchor = s.match(s.root, [anchor_name], step="match_parallel_tiles")
+        sizes = [0] * outer + sizes[outer:]
+        extents = extents[outer - 1 :]
+        tiled = tiled[outer:]
+    _, loops = s.fuse_with_loops(anchor, sizes, step="output_tiles")
+    # Innermost first, so an outer peel clones the peeled inner loops too.
+    pairs = list(zip(extents, tiled[-len(extents) :], loops[-len(extents) :], strict=True))
+    for extent, size, loop_handle in reversed(pairs):
+        if extent % size:
+            s.peel(loop_handle, step="peel_partial_tiles")
+
+
+def _materialize_padding(
+    s: ScheduleBuilder, function: ir.Value, rank: int, width: int, pad: int
+) -> None:
+    """tensor.pad -> a fill of the padded buffer and a linalg.copy of the input into it
+    (both of rank `rank`), each tiled into rows of at most ROW_CHUNK elements, so they
+    vectorize row by row; `width` is the padded row, `pad` its padding on each side."""
+    s.apply_patterns(function, "decompose_pad", structured.apply_patterns_linalg_decompose_pad)
+    insert = s.match(function, ["tensor.insert_slice"], step="match_padded_copy")
+    fill = s.producer(insert, 1, step="match_padding_fill")
+    with s.at("copy_into_padding"):
+        copy = structured.InsertSliceToCopyOp(transform.AnyOpType.get(), insert).transformed
+    for target, row in ((fill, width), (copy, width - 2 * pad)):
+        chunk = min(ROW_CHUNK, row)
+        _, loops = s.tile(target, [1] * (rank - 1) + [chunk], step="padding_rows")
+        if row % chunk:
+            s.peel(loops[-1], step="peel_padding_row")
