@@ -75,5 +75,7 @@ def elementwise_schedule(
         function = s.match(s.root, ["func.func"], step="match_function")
         s.canonicalize(function)  # folds the peeled tiles' sizes into static shapes
         function = s.vectorize_function(function)
-        s.lower_vectors(function)
+        # Folding is left to the lowering passes: with a broadcast operand (a row vector),
+        # broadcast lowering and canonicalization rewrite each other forever.
+        s.lower_vectors(function, canonicalize=False)
     return s.module

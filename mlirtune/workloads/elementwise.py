@@ -2,7 +2,9 @@
 
 The chain starts from X; each `add` or `mul` consumes the next extra input (Y0, Y1, ...), and
 an activation (relu, gelu, sigmoid, ...: mlirtune.workloads.activations) consumes none, so
-`ops="add,mul,relu"` computes relu((X + Y0) * Y1) and `ops=gelu` is GELU alone. The payload
+`ops="add,mul,relu"` computes relu((X + Y0) * Y1) and `ops=gelu` is GELU alone. `scale`
+multiplies by a scalar input (shape []), `scale_rows` multiplies row i by Y[i] (shape [M]),
+which is diag(Y) @ X without the matmul. The payload
 has no contraction or reduction, so the library schedules its one generic with `elementwise`.
 """
 
@@ -18,11 +20,18 @@ from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
 from mlirtune.workloads.activations import ACTIVATIONS, torch_function
 from mlirtune.workloads.base import FLOAT_DTYPE_PARAM, SEED_PARAM, PayloadWorkload
-from mlirtune.workloads.payload import build_payload, generic, identity_map
+from mlirtune.workloads.payload import build_payload, generic, identity_map, projection_map
 
-# Ops that consume one extra input tensor, and those that consume none.
-BINARY_OPS = ("add", "mul")
+# Ops that multiply or add one extra input, with the dims of [M, N] that input has; and the
+# ops that consume none.
+BINARY_OPS: dict[str, tuple[int, ...]] = {
+    "add": (0, 1),
+    "mul": (0, 1),
+    "scale": (),
+    "scale_rows": (0,),
+}
 UNARY_OPS = tuple(ACTIVATIONS)
+KNOWN_OPS = (*BINARY_OPS, *UNARY_OPS)
 
 
 def parse_chain(text: str, owner: str = "elementwise") -> tuple[str, ...]:
@@ -32,11 +41,10 @@ def parse_chain(text: str, owner: str = "elementwise") -> tuple[str, ...]:
         raise UsageError(
             f"{owner}: ops={text!r} needs a comma-separated list of ops, e.g. add,relu"
         )
-    known = (*BINARY_OPS, *UNARY_OPS)
     for op in ops:
-        if op not in known:
+        if op not in KNOWN_OPS:
             raise UsageError(
-                f"{owner}: unknown op {op!r} in ops={text!r}; known: {', '.join(known)}"
+                f"{owner}: unknown op {op!r} in ops={text!r}; known: {', '.join(KNOWN_OPS)}"
             )
     return ops
 
@@ -49,7 +57,7 @@ class Elementwise(PayloadWorkload):
     parameters = (
         Param("M", int, 1024, "rows"),
         Param("N", int, 1024, "columns"),
-        Param("ops", str, "add,relu", "comma-separated chain: add, mul, " + ", ".join(UNARY_OPS)),
+        Param("ops", str, "add,relu", "comma-separated chain of " + ", ".join(KNOWN_OPS)),
         FLOAT_DTYPE_PARAM,
         SEED_PARAM,
     )
@@ -65,12 +73,16 @@ class Elementwise(PayloadWorkload):
         return self.options["M"], self.options["N"]
 
     @property
-    def extra_inputs(self) -> int:
-        return sum(op in BINARY_OPS for op in self.ops)
+    def operand_dims(self) -> list[tuple[int, ...]]:
+        """The dims of [M, N] each extra input has, in chain order."""
+        return [BINARY_OPS[op] for op in self.ops if op in BINARY_OPS]
 
     def arguments(self) -> list[ArgSpec]:
         inputs = [ArgSpec("X", self.shape, self.dtype)]
-        inputs += [ArgSpec(f"Y{i}", self.shape, self.dtype) for i in range(self.extra_inputs)]
+        inputs += [
+            ArgSpec(f"Y{i}", tuple(self.shape[d] for d in dims), self.dtype)
+            for i, dims in enumerate(self.operand_dims)
+        ]
         return [*inputs, ArgSpec("out", self.shape, self.dtype, is_output=True)]
 
     def payload_module(self) -> ir.Module:
@@ -80,25 +92,26 @@ class Elementwise(PayloadWorkload):
             for op in self.ops:
                 if op == "add":
                     x = arith.addf(x, next(operands))
-                elif op == "mul":
+                elif op in BINARY_OPS:
                     x = arith.mulf(x, next(operands))
                 else:
                     x = ACTIVATIONS[op].build(x)
             return x
 
         def body(inputs, inits):
-            maps = [identity_map(2)] * (len(inputs) + 1)
+            maps = [projection_map(2, dims) for dims in self.operand_dims]
+            maps = [identity_map(2), *maps, identity_map(2)]
             return [generic(inputs, inits[0], maps, ["parallel"] * 2, scalar_chain)]
 
         return build_payload(self.arguments(), body)
 
     def reference(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
-        x, *others = (a.astype(np.float64) for a in inputs)
+        x, *others = self._broadcastable([a.astype(np.float64) for a in inputs])
         operands = iter(others)
         for op in self.ops:
             if op == "add":
                 x = x + next(operands)
-            elif op == "mul":
+            elif op in BINARY_OPS:
                 x = x * next(operands)
             else:
                 x = ACTIVATIONS[op].reference(x)
@@ -107,7 +120,7 @@ class Elementwise(PayloadWorkload):
     def numpy_baseline(self):
         if "gelu" in self.ops:
             return None  # numpy has no erf
-        x, *others = self.inputs
+        x, *others = self._broadcastable(self.inputs)
         out = np.empty_like(x)
 
         def run():
@@ -115,7 +128,7 @@ class Elementwise(PayloadWorkload):
             for op in self.ops:
                 if op == "add":
                     value = np.add(value, next(operands), out=out)
-                elif op == "mul":
+                elif op in BINARY_OPS:
                     value = np.multiply(value, next(operands), out=out)
                 elif op == "relu":
                     value = np.maximum(value, 0, out=out)
@@ -128,7 +141,7 @@ class Elementwise(PayloadWorkload):
     def torch_baseline(self):
         import torch
 
-        x, *others = (torch.from_numpy(a) for a in self.inputs)
+        x, *others = (torch.from_numpy(a) for a in self._broadcastable(self.inputs))
         out = torch.empty_like(x)
         activations = {op: torch_function(ACTIVATIONS[op]) for op in self.ops if op in UNARY_OPS}
 
@@ -137,13 +150,23 @@ class Elementwise(PayloadWorkload):
             for op in self.ops:
                 if op == "add":
                     value = torch.add(value, next(operands), out=out)
-                elif op == "mul":
+                elif op in BINARY_OPS:
                     value = torch.mul(value, next(operands), out=out)
                 else:
                     value = activations[op](value)
             return value
 
         return run
+
+    def _broadcastable(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        """X and the extra inputs, each viewed with size-1 dims where it is broadcast (a
+        row vector as [M, 1]), as numpy and PyTorch broadcast them against X."""
+        x, *others = arrays
+        views = [
+            y.reshape([self.shape[d] if d in dims else 1 for d in range(2)])
+            for y, dims in zip(others, self.operand_dims, strict=True)
+        ]
+        return [x, *views]
 
     def baseline_bytes(self) -> int:
         return self.arguments()[-1].nbytes

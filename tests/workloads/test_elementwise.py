@@ -19,6 +19,9 @@ from tests.payloads import build_schedule
         {"M": 9, "N": 65, "ops": "mul", "dtype": "f64"},
         {"M": 5, "N": 3, "ops": "relu", "dtype": "f64"},
         {"M": 1, "N": 1, "ops": "relu,add"},
+        {"M": 7, "N": 100, "ops": "scale"},
+        {"M": 9, "N": 33, "ops": "add,scale_rows,relu,scale"},
+        {"M": 1, "N": 1, "ops": "scale_rows", "dtype": "f64"},
     ],
 )
 def test_elementwise_verifies(engine, options):
@@ -120,3 +123,12 @@ def test_from_strings_parses_the_chain():
 def test_bad_schedule_parameter_is_rejected():
     with pytest.raises(UsageError, match="XX"):
         build_schedule(Elementwise(M=4, N=4), {"XX": 2})
+
+
+def test_broadcast_operands_have_their_own_shapes():
+    workload = Elementwise(M=3, N=4, ops="scale,add,scale_rows")
+    assert [a.shape for a in workload.arguments()] == [(3, 4), (), (3, 4), (3,), (3, 4)]
+    x, s, y, rows = workload.inputs
+    expected = (x.astype(np.float64) * s + y) * rows[:, None]
+    np.testing.assert_allclose(workload.reference_outputs[0], expected)
+    np.testing.assert_allclose(workload.numpy_baseline()(), expected, rtol=1e-6)
