@@ -29,8 +29,9 @@ examples:
 
 A suite is a YAML file of entries (a built-in workload with options, or --payload-style
 `payload` and `entry`), each with optional pipeline, params, specs, threads, baselines
-(numpy, torch) and tags; `smoke`, `gemm` and `cpu-ops` are shipped and named without a
-path. `suite run` keeps every sample in its output and resumes it after a kill.
+(numpy, torch) and tags; `smoke`, `gemm`, `cpu-ops` and `kernelbench-l1` (KernelBench's
+level-1 problems against PyTorch) are shipped and named without a path. `suite run` keeps
+every sample in its output and resumes it after a kill.
 """
 RUN = (
     "Verify and time every entry of a suite (with its baselines) into a results file: every "
@@ -59,9 +60,11 @@ examples:
 
 def add_suite_parser(commands: Any) -> None:
     """Register `suite` (run, compare) and `report` on the `mlirtune` command parser."""
+    from mlirtune.suite.definition import shipped_names
+
     add = add_command_group(commands, "suite", "run and compare benchmark suites", EPILOG)
     run = add("run", "time a suite's entries into a results file", cmd_run, RUN, EPILOG)
-    run.add_argument("suite", help="a suite file, or a shipped suite: smoke, gemm, cpu-ops")
+    run.add_argument("suite", help=f"a suite file, or a shipped suite: {shipped_names()}")
     run.add_argument("-o", "--output", type=Path, required=True, help="results file (JSON)")
     run.add_argument("--tags", help="run only entries with any of these tags (comma-separated)")
     run.add_argument("--filter", metavar="REGEX", help="run only entries whose name matches")
