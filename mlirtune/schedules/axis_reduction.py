@@ -186,13 +186,9 @@ def axis_reduction_schedule(
                 "fold_unit_dims",
                 structured.apply_patterns_linalg_fold_unit_extent_dims_via_slices,
             )
-        with s.at("vectorize"):
-            # Not ScheduleBuilder.vectorize_function: mean's sum of x * (1/R) must stay a
-            # multiply and a reduction, not become a vector.contract (no host lowering of
-            # it is element-wise).
-            function = structured.VectorizeChildrenAndApplyPatternsOp(
-                function, disable_multi_reduction_to_contract_patterns=True
-            ).result
+        # mean's sum of x * (1/R) must stay a multiply and a reduction, not become a
+        # vector.contract (no host lowering of it is element-wise).
+        function = s.vectorize_function(function, reductions_to_contract=False)
         s.hoist_invariant_subsets(function)
         s.drop_leading_unit_dims(function)
         # Each reduction over R_STEP rows becomes element-wise ops on those rows.

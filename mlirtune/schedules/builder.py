@@ -191,10 +191,36 @@ class ScheduleBuilder:
             op = structured.FuseIntoContainingOp(producer, loop_handle)
         return op.fused_op
 
-    def vectorize_function(self, function: ir.Value) -> ir.Value:
-        """Vectorize every static-shaped linalg op in the function and fold what follows."""
+    def materialize_padding(
+        self, function: ir.Value, rank: int, width: int, pad: int, chunk: int = 64
+    ) -> None:
+        """tensor.pad -> a fill of the padded buffer and a linalg.copy of the input into it
+        (both of rank `rank`), each tiled into rows of at most `chunk` elements so that they
+        vectorize row by row; `width` is the padded row, `pad` its padding on each side.
+        The insert_slice of the copied rows stays one, so bufferization writes them in place."""
+        self.apply_patterns(
+            function, "decompose_pad", structured.apply_patterns_linalg_decompose_pad
+        )
+        insert = self.match(function, ["tensor.insert_slice"], step="match_padded_copy")
+        fill = self.producer(insert, 1, step="match_padding_fill")
+        with self.at("copy_into_padding"):
+            copy = structured.InsertSliceToCopyOp(transform.AnyOpType.get(), insert).transformed
+        for target, row in ((fill, width), (copy, width - 2 * pad)):
+            size = min(chunk, row)
+            _, loops = self.tile(target, [1] * (rank - 1) + [size], step="padding_rows")
+            if row % size:
+                self.peel(loops[-1], step="peel_padding_row")
+
+    def vectorize_function(
+        self, function: ir.Value, *, reductions_to_contract: bool = True
+    ) -> ir.Value:
+        """Vectorize every static-shaped linalg op in the function and fold what follows.
+        `reductions_to_contract=False` keeps a sum of products a multiply and a reduction
+        (see `vectorize_linalg`)."""
         with self.at("vectorize"):
-            return structured.VectorizeChildrenAndApplyPatternsOp(function).result
+            return structured.VectorizeChildrenAndApplyPatternsOp(
+                function, disable_multi_reduction_to_contract_patterns=not reductions_to_contract
+            ).result
 
     def vectorize_linalg(self, function: ir.Value, *, reductions_to_contract: bool = True) -> None:
         """Vectorize the (static-shaped) linalg ops of the function, then fold transfers into
