@@ -234,6 +234,13 @@ ENGINE_CASES = [
     ("softmax", {"M": 256, "N": 512}),
     ("elementwise", {"M": 256, "N": 512, "ops": "add,mul,relu"}),
     ("conv2d", {"N": 2, "H": 40, "W": 40, "C": 32, "F": 64, "stride": 2}),
+    ("softmax", {"M": 256, "N": 512, "log": True}),
+    ("elementwise", {"M": 256, "N": 512, "ops": "scale_rows,silu"}),
+    ("norm", {"M": 256, "N": 512, "kind": "layer", "affine": True}),
+    ("reduce", {"shape": "8,64,96", "axis": 1, "op": "mean"}),
+    ("reduce", {"shape": "8,64,96", "axis": 1, "op": "argmax"}),
+    ("pool", {"kind": "avg", "N": 2, "C": 8, "spatial": "40,40", "kernel": 3, "padding": 1}),
+    ("loss", {"M": 256, "N": 512, "kind": "kl_div"}),
 ]
 
 

@@ -14,6 +14,7 @@ from mlirtune.schedules.axis_reduction import AXIS_REDUCTION_FAMILY
 from mlirtune.schedules.contraction import CONTRACTION
 from mlirtune.schedules.convolution import CONVOLUTION
 from mlirtune.schedules.elementwise import ELEMENTWISE
+from mlirtune.schedules.full_reduction import FULL_REDUCTION
 from mlirtune.schedules.gpu_contraction import GPU_CONTRACTION
 from mlirtune.schedules.pooling import POOLING
 from mlirtune.schedules.rowwise import ROWWISE
@@ -28,6 +29,7 @@ FAMILIES: dict[str, ScheduleFamily] = {
         GPU_CONTRACTION,
         AXIS_REDUCTION_FAMILY,
         POOLING,
+        FULL_REDUCTION,
     )
 }
 

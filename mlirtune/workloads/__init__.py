@@ -7,6 +7,7 @@ from mlirtune.workloads.base import PayloadWorkload
 from mlirtune.workloads.batch_matmul import BatchMatmul
 from mlirtune.workloads.conv2d import Conv2d
 from mlirtune.workloads.elementwise import Elementwise
+from mlirtune.workloads.loss import Loss
 from mlirtune.workloads.matmul import Matmul, Mlp
 from mlirtune.workloads.norm import Norm
 from mlirtune.workloads.pool import Pool
@@ -15,7 +16,18 @@ from mlirtune.workloads.softmax import Softmax
 
 WORKLOADS: dict[str, type[PayloadWorkload]] = {
     cls.name: cls
-    for cls in (Matmul, Mlp, BatchMatmul, Conv2d, Softmax, Elementwise, Reduce, Norm, Pool)
+    for cls in (
+        Matmul,
+        Mlp,
+        BatchMatmul,
+        Conv2d,
+        Softmax,
+        Elementwise,
+        Reduce,
+        Norm,
+        Pool,
+        Loss,
+    )
 }
 
 
@@ -34,6 +46,7 @@ __all__ = [
     "BatchMatmul",
     "Conv2d",
     "Elementwise",
+    "Loss",
     "Matmul",
     "Mlp",
     "Norm",

@@ -169,7 +169,10 @@ class Elementwise(PayloadWorkload):
         return [x, *views]
 
     def baseline_bytes(self) -> int:
-        return self.arguments()[-1].nbytes
+        # The output; an activation other than relu evaluates numpy expressions, a few
+        # temporaries of the output's size at a time.
+        temporaries = 4 if any(op in UNARY_OPS and op != "relu" for op in self.ops) else 0
+        return (1 + temporaries) * self.arguments()[-1].nbytes
 
     def get_complexity(self) -> Complexity:
         m, n = self.shape

@@ -174,6 +174,11 @@ class Norm(PayloadWorkload):
             return lambda: x / torch.sum(torch.abs(x), dim=1, keepdim=True)
         return lambda: x / torch.norm(x, p=2, dim=1, keepdim=True)
 
+    def baseline_bytes(self) -> int:
+        # The numpy expressions keep up to four arrays of x's size alive (centred values,
+        # their squares, the quotient and the result).
+        return 4 * self.shape[0] * self.shape[1] * self.dtype.itemsize
+
     def reference_scratch_bytes(self) -> int:
         # x as float64 and two temporaries of its size (centred values, their squares).
         return 8 * 3 * self.shape[0] * self.shape[1]

@@ -105,8 +105,8 @@ class Softmax(PayloadWorkload):
         return build_payload(self.arguments(), body)
 
     def reference(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
-        x = inputs[0].astype(np.float64)
-        shifted = x - x.max(axis=1, keepdims=True)
+        shifted = inputs[0].astype(np.float64)
+        shifted -= shifted.max(axis=1, keepdims=True)
         e = np.exp(shifted)
         if self.options["log"]:
             return [shifted - np.log(e.sum(axis=1, keepdims=True))]
