@@ -22,6 +22,7 @@ from mlir import ir
 
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.workload import ArgSpec, Workload
+from mlirtune.verify import CHUNK_ELEMENTS
 
 BUDGET_VARIABLE = "MLIRTUNE_MEMORY_BUDGET"
 
@@ -36,10 +37,10 @@ DEFAULT_FRACTION = 0.5
 # MLIR computes strides and byte sizes in int64: a larger argument cannot even be lowered.
 INT64_MAX = 2**63 - 1
 
-# Peak bytes of the verification temporaries per output element (mlirtune.verify.compare):
-# six float64 arrays (the output as float64, |error|, its NaN-cleaned copy, the excess over
-# the tolerance, the relative error and one intermediate) and one bool mask.
-VERIFY_BYTES_PER_ELEMENT = 6 * 8 + 1
+# Peak bytes of the verification temporaries per compared element (mlirtune.verify.compare,
+# which compares CHUNK_ELEMENTS at a time): five float64 arrays (the output and the
+# reference as float64, |error|, |reference|, the excess over the tolerance) and two masks.
+VERIFY_BYTES_PER_ELEMENT = 5 * 8 + 2
 
 # Address space a tuning worker uses before any workload array: the interpreter, numpy and
 # its BLAS threads, the MLIR/LLVM libraries and JIT'd code (about 0.7 GiB measured after a
@@ -271,7 +272,8 @@ def estimate(workload: Workload, *, verify: bool = True, baseline: bool = False)
             output_elements = sum(a.elements for a in outputs)
             held.append(("float64 reference outputs", 8 * output_elements))
             temporaries["reference"] = workload.reference_scratch_bytes()
-            temporaries["verification"] = VERIFY_BYTES_PER_ELEMENT * output_elements
+            compared = min(max((a.elements for a in outputs), default=0), CHUNK_ELEMENTS)
+            temporaries["verification"] = VERIFY_BYTES_PER_ELEMENT * compared
     phase = max(temporaries, key=lambda name: temporaries[name])
     return MemoryEstimate((*held, (f"{phase} temporaries", temporaries[phase])))
 

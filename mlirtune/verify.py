@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -11,39 +12,82 @@ from mlirtune.interfaces.verification import VerificationResult
 if TYPE_CHECKING:
     from mlirtune.interfaces.workload import ArgSpec
 
+# Elements compared at a time: the float64 temporaries of a chunk stay near 200 MiB however
+# large the output (a 16384 x 16384 product would otherwise need 12 GiB to be checked).
+CHUNK_ELEMENTS = 1 << 22
+
+
+@dataclass
+class _Errors:
+    """The errors of one output, gathered chunk by chunk."""
+
+    excess: float = -np.inf  # the largest |out - ref| - tolerance
+    flat_index: int = 0  # where it is
+    max_abs: float = 0.0
+    max_rel: float | None = None  # None: no reference value is far from 0
+
+    def add(self, got: np.ndarray, want: np.ndarray, start: int, atol: float, rtol: float):
+        """Fold in one chunk (float64 arrays starting at flat index `start`), with four
+        temporaries of its size at most."""
+        error = got - want
+        np.abs(error, out=error)
+        error[np.isnan(error)] = np.inf  # NaN means "never written"
+        magnitude = np.abs(want)
+        excess = magnitude * rtol
+        excess += atol
+        np.subtract(error, excess, out=excess)
+        worst = int(np.argmax(excess))
+        if excess[worst] > self.excess:
+            self.excess, self.flat_index = float(excess[worst]), start + worst
+        del excess
+        self.max_abs = max(self.max_abs, float(error.max()))
+        # Relative error means something only where the reference is not ~0.
+        meaningful = magnitude > atol
+        if meaningful.any():
+            relative = np.divide(error, magnitude, out=magnitude, where=meaningful)
+            rel = float(np.max(relative, where=meaningful, initial=0.0))
+            self.max_rel = rel if self.max_rel is None else max(self.max_rel, rel)
+
 
 def compare(
     outputs: list[tuple[ArgSpec, np.ndarray]],
     references: list[np.ndarray],
     accumulation_length: int,
 ) -> VerificationResult:
-    """Check each output against its reference: |out - ref| <= atol + rtol * |ref|."""
+    """Check each output against its reference: |out - ref| <= atol + rtol * |ref|, in
+    chunks of CHUNK_ELEMENTS."""
     worst = VerificationResult(ok=True)
     worst_excess = -np.inf
     failures = []
     for (spec, actual), expected in zip(outputs, references, strict=True):
-        got = np.asarray(actual, dtype=np.float64)
-        want = np.asarray(expected, dtype=np.float64)
-        if got.shape != want.shape:
+        got_all, want_all = np.asarray(actual), np.asarray(expected)
+        if got_all.shape != want_all.shape:
             return VerificationResult(
-                ok=False, detail=f"{spec.name}: shape {got.shape} != reference {want.shape}"
+                ok=False, detail=f"{spec.name}: shape {got_all.shape} != reference {want_all.shape}"
             )
+        if got_all.size == 0:
+            continue
         atol = spec.dtype.atol_per_term * max(1, accumulation_length) ** 0.5 * 10
-        abs_err = np.abs(got - want)
-        abs_err = np.where(np.isnan(abs_err), np.inf, abs_err)  # NaN means "never written"
-        excess = abs_err - (atol + spec.dtype.rtol * np.abs(want))
-        index = np.unravel_index(int(np.argmax(excess)), excess.shape) if excess.size else ()
-        # Relative error means something only where the reference is not ~0.
-        meaningful = np.abs(want) > atol
-        rel_err = abs_err[meaningful] / np.abs(want[meaningful])
-        if excess.size and excess[index] > 0:
+        errors = _Errors()
+        got_flat, want_flat = got_all.reshape(-1), want_all.reshape(-1)
+        for start in range(0, got_flat.size, CHUNK_ELEMENTS):
+            stop = start + CHUNK_ELEMENTS
+            errors.add(
+                got_flat[start:stop].astype(np.float64),
+                want_flat[start:stop].astype(np.float64, copy=False),
+                start,
+                atol,
+                spec.dtype.rtol,
+            )
+        if errors.excess > 0:
             failures.append(spec.name)
-        if excess.size and excess[index] > worst_excess:
-            worst_excess = excess[index]
+        if errors.excess > worst_excess:
+            worst_excess = errors.excess
+            index = np.unravel_index(errors.flat_index, got_all.shape)
             worst = VerificationResult(
                 ok=True,
-                max_abs_error=float(abs_err.max()),
-                max_rel_error=float(rel_err.max()) if rel_err.size else None,
+                max_abs_error=errors.max_abs,
+                max_rel_error=errors.max_rel,
                 worst_output=spec.name,
                 worst_index=tuple(int(i) for i in index),
             )
