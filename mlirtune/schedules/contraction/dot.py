@@ -38,6 +38,11 @@ AMX_TILE, AMX_PAIRS = 16, 16
 PACK_ROWS = 8
 
 
+def transposed(op: OpInfo) -> list[str]:
+    """The operands of `op` stored transposed (roots.py's `transpose_a` / `transpose_b`)."""
+    return [name for name in ("A", "B") if op.attributes.get(f"transpose_{name.lower()}")]
+
+
 def dot_unusable(op: OpInfo, parameters: Config) -> str | None:
     """Why `parameters` cannot take their pair path (dot products or AMX tiles) on `op`
     (None: they can). The same conditions are the family's `dot_*` and `amx_*` constraints."""
@@ -47,6 +52,11 @@ def dot_unusable(op: OpInfo, parameters: Config) -> str | None:
         return (
             f"dot_needs_bf16_matmul: UNIT={p.get('UNIT')} takes bf16 matmul roots, not "
             f"{op.kind} of {op.element_type}"
+        )
+    if transposed(op):
+        return (
+            f"dot_needs_plain_layout: UNIT={p.get('UNIT')} packs K pairs of A [M, K] and "
+            f"B [K, N] only, not operands stored transposed ({', '.join(transposed(op))})"
         )
     if k % DOT_PAIR or p["KC"] % DOT_PAIR:
         return f"dot_needs_k_pairs: K={k} and KC={p['KC']} must be even"

@@ -24,6 +24,7 @@ from mlirtune.schedules.contraction.dot import (
     UNIT_AMX,
     UNIT_DOT,
     UNIT_FMA,
+    transposed,
 )
 from mlirtune.schedules.contraction.packed import PACK_NONE
 from mlirtune.schedules.cpu_model import PAGE_BYTES, register_tile
@@ -43,6 +44,8 @@ def dot_blocks(op: OpInfo, cpu: HostCPU) -> Config | None:
     whole blocks (odd K, N not in 16-column vectors)."""
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
     if op.kind != "matmul" or op.element_type != "bf16" or not cpu.has_bf16_dot() or k % DOT_PAIR:
+        return None
+    if transposed(op):  # the pair packing takes the plain layout only (dot_needs_plain_layout)
         return None
     mr, nr = register_tile(cpu, m, n, "f32")
     if nr % DOT_LANES:
@@ -77,6 +80,7 @@ def dot_constraints(op: OpInfo, cpu: HostCPU, knobs: KnobVariables) -> list[Cons
     mc, nc, kc, mr, nr, unit = (knobs[name] for name in ("MC", "NC", "KC", "MR", "NR", "UNIT"))
     fma = unit == UNIT_FMA
     bf16_matmul = op.kind == "matmul" and op.element_type == "bf16"
+    layout = transposed(op)
     amx_k = DOT_PAIR * AMX_PAIRS
     return [
         Constraint(
@@ -96,6 +100,13 @@ def dot_constraints(op: OpInfo, cpu: HostCPU, knobs: KnobVariables) -> list[Cons
             f"UNIT != {UNIT_AMX} or (MR == NR == {AMX_TILE} and KC % {amx_k} == 0): one tile "
             f"product is {AMX_TILE} x {AMX_TILE} by {AMX_PAIRS} pairs of K",
             z3.Or(unit != UNIT_AMX, z3.And(mr == AMX_TILE, nr == AMX_TILE, kc % amx_k == 0)),
+        ),
+        Constraint(
+            "dot_needs_plain_layout",
+            f"UNIT == {UNIT_FMA} or neither operand stored transposed (here: "
+            f"{', '.join(layout) or 'none'}): the pair paths pack K pairs of A [M, K] and "
+            "B [K, N] only",
+            z3.Or(fma, z3.BoolVal(not layout)),
         ),
         Constraint(
             "dot_needs_k_pairs",

@@ -59,6 +59,15 @@ def unpackable(op: OpInfo, parameters: Config) -> str | None:
     return None
 
 
+def _panel_dims(op: OpInfo, name: str, rows: int, width: int) -> tuple[list[int], list[int]]:
+    """Tile sizes and vector sizes of one copy of operand `name`'s padded panel: `rows` of
+    K by the panel's `width` (MR or NR), in the order the operand stores them. K is the
+    outer dim of B [K, N] and of A stored as [K, M], the inner one of A [M, K] and of B
+    stored as [N, K]."""
+    k_outer = (name == "b") != bool(op.attributes.get(f"transpose_{name}"))
+    return ([rows, 0], [rows, width]) if k_outer else ([0, rows], [width, rows])
+
+
 def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
     """Schedule for an annotated matmul root `op` whose M, N and K the cache tiles divide
     (see `unpackable`)."""
@@ -97,6 +106,8 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
             "b": sum(loops[name] for name in ("MR", "NR", "MC")) if loops["NR"] else 0,
             "a": sum(loops[name] for name in ("MR", "NR")) if pack_a and loops["MR"] else 0,
         }
+        # B stored [N, K] is packed transposed (hoist_pad's `transpose`): see below.
+        transposes = {"a": None, "b": [1, 0] if op.attributes.get("transpose_b") else None}
         contraction = s.match_root(s.root, op.kind, step="match_register_tile")
         with s.at("pad"):
             padded = structured.PadOp(
@@ -110,26 +121,42 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
             if hoists[name]:
                 pad = s.producer(padded, operand, step=f"match_pack_{name}")
                 with s.at(f"pack_{name}"):
-                    structured.HoistPadOp(any_op, pad, hoists[name])
+                    structured.HoistPadOp(any_op, pad, hoists[name], transpose=transposes[name])
+        rows = math.gcd(kc, COPY_ROWS)
+        if transposes["b"] and hoists["b"]:
+            # B stored [N, K]: the packing nest transposes each [NR, KC] panel into the
+            # [KC, NR] layout of the plain path, a few K rows at a time (as the copies
+            # below), so the micro-kernel reads rows of NR contiguous elements; its
+            # transpose back, fused into the K step, is one [1, NR] row.
+            flips = s.match(s.root, ["linalg.transpose"], step="match_transposes")
+            with s.at("split_transposes"):
+                packing, _ = transform.SplitHandleOp([any_op, any_op], flips).results
+            s.tile(packing, [rows, 0], step="tile_pack_transpose")
         contraction = s.match_root(s.root, op.kind, step="match_micro_kernel")
-        s.tile(contraction, [0, 0, 1], step="k_step")
+        if transposes["b"]:
+            s.fuse(contraction, [0, 0, 1], step="k_step")
+        else:
+            s.tile(contraction, [0, 0, 1], step="k_step")
         function = s.match(s.root, ["func.func"], step="match_function_again")
         s.canonicalize(function, step="fold_unit_pads")
         # The packing copies, B's first (it is hoisted further out), a few K rows at a time:
         # whole-panel vectors would unroll into KC rows of code per panel.
-        rows = math.gcd(kc, COPY_ROWS)
+        # A panel is copied in its operand's stored layout (`_panel_dims`): K is B's rows
+        # and A's columns, or the other way round for an operand stored transposed.
         copies = [
-            (name, tile) for name, tile in (("b", [rows, 0]), ("a", [0, rows])) if hoists[name]
+            (name, _panel_dims(op, name, rows, mr if name == "a" else nr))
+            for name in ("b", "a")
+            if hoists[name]
         ]
         if copies:
             pads = s.match(s.root, ["tensor.pad"], step="match_packing_copies")
             handles = transform.SplitHandleOp([any_op] * len(copies), pads).results
-            for handle, (name, tile) in zip(handles, copies, strict=True):
+            for handle, (name, (tile, sizes)) in zip(handles, copies, strict=True):
                 tiled, _ = s.tile(handle, tile, step=f"tile_pack_{name}")
-                sizes = [rows, nr] if name == "b" else [mr, rows]
                 with s.at(f"vectorize_pack_{name}"):
                     structured.VectorizeOp(tiled, vector_sizes=sizes)
         s.vectorize_linalg(function)
         s.hoist_invariant_subsets(function)
-        s.lower_vectors(function)
+        # One-column register tiles: see contraction_schedule (transform.py).
+        s.lower_vectors(function, canonicalize=nr != 1)
     return s.module

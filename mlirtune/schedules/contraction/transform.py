@@ -132,5 +132,9 @@ def contraction_schedule(op: OpInfo, parameters: dict[str, int]) -> ir.Module:
             # row) would make lower_vectors loop forever or crash: drop them first.
             s.drop_leading_unit_dims(function)
         s.hoist_invariant_subsets(function)
-        s.lower_vectors(function)
+        # Register tiles of one column: an epilogue on linalg.index (a triangle mask) has
+        # [MR, 1] index vectors there, whose broadcasts the broadcast lowering and
+        # canonicalization rewrite back and forth until memory runs out; the lowering
+        # passes after the schedule fold them instead.
+        s.lower_vectors(function, canonicalize=1 not in _register_extents(n, nc, nr))
     return s.module
