@@ -71,6 +71,8 @@ def describe(op: ir.Operation) -> OpInfo | None:
         return None
     if op.name.startswith("linalg.pooling_"):
         return _pooling(op, loops, dtypes)
+    if op.name == "linalg.depthwise_conv_2d_nchw_chw":
+        return _depthwise(op, loops, dtypes)
     conv = linalg.infer_convolution_dimensions(op)
     if conv is not None and len(conv.output_image) == 2 and len(conv.filter_loop) == 2:
         (n,), (oh, ow), (f,), (kh, kw), (c,) = (
@@ -90,6 +92,8 @@ def describe(op: ir.Operation) -> OpInfo | None:
             "stride": int(next(iter(conv.strides))),
             "dilation": int(next(iter(conv.dilations))),
         }
+        if op.name == "linalg.conv_2d_nchw_fchw":
+            attrs.update(_channels_first(op, conv))
         return OpInfo("conv2d", dims, dtypes, op.name, attrs)
     contraction = linalg.infer_contraction_dimensions(op)
     if contraction is not None and len(contraction.m) == 1 and len(contraction.n) == 1:
@@ -135,9 +139,43 @@ def _pooling(op: ir.Operation, loops: list[int], dtypes: tuple[str, ...]) -> OpI
         "spatial": spatial,
         "then_pool": int(_feeds_pooling(op)),
         "pad": _padding(op.operands[0]),
+        "padded": int(getattr(op.operands[0].owner, "name", "") == "tensor.pad"),
     }
     dims["IW"] = ir.ShapedType(op.operands[0].type).shape[-2 if "nwc" in op.name else -1]
     return OpInfo("pooling", dims, dtypes, op.name, attrs)
+
+
+def _depthwise(op: ir.Operation, loops: list[int], dtypes: tuple[str, ...]) -> OpInfo:
+    """A channels-first depthwise conv: loops N, OH, OW, C, KH, KW in the op's order, IW the
+    (padded) input row; stride and dilation per dim, `pad` the input row's padding."""
+    dims = dict(zip(("N", "OH", "OW", "C", "KH", "KW"), loops, strict=True))
+    dims["IW"] = ir.ShapedType(op.operands[0].type).shape[-1]
+    conv = linalg.infer_convolution_dimensions(op)
+    (stride_h, stride_w), (dilation_h, dilation_w) = list(conv.strides), list(conv.dilations)
+    attrs = {
+        "stride_h": int(stride_h),
+        "stride": int(stride_w),
+        "dilation_h": int(dilation_h),
+        "dilation": int(dilation_w),
+        "pad": _padding(op.operands[0]),
+        "padded": int(getattr(op.operands[0].owner, "name", "") == "tensor.pad"),
+    }
+    return OpInfo("depthwise", dims, dtypes, op.name, attrs)
+
+
+def _channels_first(op: ir.Operation, conv) -> dict[str, int]:
+    """What a channels-first (NCHW / FCHW) conv's schedule needs besides the NHWC names:
+    `nchw` (its loops are N, F, OH, OW, C, KH, KW), the stride and dilation along the
+    contiguous W, its input row `IW`, that row's zero padding `pad` on each side, and
+    `padded` when a tensor.pad (along any dim) produces the input."""
+    return {
+        "nchw": 1,
+        "stride_w": int(list(conv.strides)[-1]),
+        "dilation_w": int(list(conv.dilations)[-1]),
+        "IW": ir.ShapedType(op.operands[0].type).shape[-1],
+        "pad": _padding(op.operands[0]),
+        "padded": int(getattr(op.operands[0].owner, "name", "") == "tensor.pad"),
+    }
 
 
 def _padding(value: ir.Value) -> int:

@@ -1,19 +1,19 @@
 """The `pooling` family: channels-first max / sum pooling (linalg.pooling_ncw_* and
 pooling_nchw_*, and the separable 3-D form whose depth stage is a pooling_nwc_*).
 
-A padded input is materialised once: tensor.pad becomes a fill of the padded buffer and a
-linalg.copy of the input into it, both tiled into rows and vectorized. The output is tiled
-into C_TILE channels x one row x OW_TILE pixels along the innermost spatial dim (contiguous in
-NCHW), fusing the fill and, for average pooling, the pooled sums into the divide. A 2-D tile
-is split into one window row per step and decomposed into a 1-D pool, which MLIR's
-vectorizer unrolls over the window: strided windows become strided reads of the input row.
-The depth stage of a 3-D pool is tiled into COLS contiguous (h, w) outputs of one plane.
+A padded input is materialised once (ScheduleBuilder.materialize_padding): tensor.pad becomes
+a fill of the padded buffer and a linalg.copy of the input into it, both tiled into rows and
+vectorized. The output is tiled into C_TILE channels x one row x OW_TILE pixels along the
+innermost spatial dim (contiguous in NCHW), fusing the fill and, for average pooling, the
+pooled sums into the divide. A 2-D tile is split into one window row per step and decomposed
+into a 1-D pool, which MLIR's vectorizer unrolls over the window: strided windows become
+strided reads of the input row. The depth stage of a 3-D pool is tiled into COLS contiguous
+(h, w) outputs of one plane.
 """
 
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import transform
 from mlir.dialects.transform import structured
 
 from mlirtune.interfaces.dtype import element_bytes
@@ -136,7 +136,7 @@ def pooling_schedule(op: OpInfo, parameters: Config, name: str = "pooling") -> i
         function = s.match(s.root, ["func.func"], step="match_function")
         if op.attributes.get("pad"):
             rank = 2 + spatial + then_pool
-            _materialize_padding(s, function, rank, d["IW"], op.attributes["pad"])
+            s.materialize_padding(function, rank, d["IW"], op.attributes["pad"], ROW_CHUNK)
         # The image stage: the pool itself, or the divide it feeds (2-D and 1-D averages).
         anchor_name = "linalg.generic" if average and not then_pool else op.op_name
         windows = 0 if anchor_name == "linalg.generic" else spatial
@@ -193,21 +193,3 @@ def _tile_output(
     for extent, size, loop_handle in reversed(pairs):
         if extent % size:
             s.peel(loop_handle, step="peel_partial_tiles")
-
-
-def _materialize_padding(
-    s: ScheduleBuilder, function: ir.Value, rank: int, width: int, pad: int
-) -> None:
-    """tensor.pad -> a fill of the padded buffer and a linalg.copy of the input into it
-    (both of rank `rank`), each tiled into rows of at most ROW_CHUNK elements, so they
-    vectorize row by row; `width` is the padded row, `pad` its padding on each side."""
-    s.apply_patterns(function, "decompose_pad", structured.apply_patterns_linalg_decompose_pad)
-    insert = s.match(function, ["tensor.insert_slice"], step="match_padded_copy")
-    fill = s.producer(insert, 1, step="match_padding_fill")
-    with s.at("copy_into_padding"):
-        copy = structured.InsertSliceToCopyOp(transform.AnyOpType.get(), insert).transformed
-    for target, row in ((fill, width), (copy, width - 2 * pad)):
-        chunk = min(ROW_CHUNK, row)
-        _, loops = s.tile(target, [1] * (rank - 1) + [chunk], step="padding_rows")
-        if row % chunk:
-            s.peel(loops[-1], step="peel_padding_row")

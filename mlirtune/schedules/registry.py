@@ -13,6 +13,7 @@ from mlirtune.interfaces.schedule import ScheduleFamily
 from mlirtune.schedules.axis_reduction import AXIS_REDUCTION_FAMILY
 from mlirtune.schedules.contraction import CONTRACTION
 from mlirtune.schedules.convolution import CONVOLUTION
+from mlirtune.schedules.depthwise import DEPTHWISE
 from mlirtune.schedules.elementwise import ELEMENTWISE
 from mlirtune.schedules.full_reduction import FULL_REDUCTION
 from mlirtune.schedules.gpu_contraction import GPU_CONTRACTION
@@ -29,6 +30,7 @@ FAMILIES: dict[str, ScheduleFamily] = {
         GPU_CONTRACTION,
         AXIS_REDUCTION_FAMILY,
         POOLING,
+        DEPTHWISE,
         FULL_REDUCTION,
     )
 }

@@ -6,6 +6,7 @@ from mlirtune.interfaces.errors import UsageError
 from mlirtune.workloads.base import PayloadWorkload
 from mlirtune.workloads.batch_matmul import BatchMatmul
 from mlirtune.workloads.conv2d import Conv2d
+from mlirtune.workloads.depthwise import Depthwise
 from mlirtune.workloads.elementwise import Elementwise
 from mlirtune.workloads.loss import Loss
 from mlirtune.workloads.matmul import Matmul, Mlp
@@ -27,6 +28,7 @@ WORKLOADS: dict[str, type[PayloadWorkload]] = {
         Norm,
         Pool,
         Loss,
+        Depthwise,
     )
 }
 
@@ -45,6 +47,7 @@ __all__ = [
     "WORKLOADS",
     "BatchMatmul",
     "Conv2d",
+    "Depthwise",
     "Elementwise",
     "Loss",
     "Matmul",
