@@ -1,4 +1,5 @@
-"""The `convolution` family: 2-D convolutions in NHWC / HWCF layout (linalg.conv_2d_nhwc_hwcf).
+"""The `convolution` family: 2-D convolutions in NHWC / HWCF layout (linalg.conv_2d_nhwc_hwcf)
+and in PyTorch's NCHW / FCHW layout (linalg.conv_2d_nchw_fchw, see `channels_first_schedule`).
 
 The output is tiled into one image row of OW_TILE x F_TILE outputs (fusing the zero fill), and
 the filter window is walked one (kh, kw) tap and C_TILE channels at a time. A tile with unit
@@ -12,7 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mlir import ir
+from mlir.dialects import transform
 from mlir.dialects.transform import structured
+from mlir.dialects.transform import tensor as ttensor
+from mlir.dialects.transform import vector as tvector
 
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
@@ -34,18 +38,50 @@ from mlirtune.schedules.cpu_model import (
     vectors,
     whole_vectors,
 )
-from mlirtune.schedules.knobs import divisors, register_rows, threads_knob, vector_columns
+from mlirtune.schedules.knobs import (
+    Derivation,
+    divisors,
+    register_rows,
+    threads_knob,
+    vector_columns,
+)
 from mlirtune.targets.host_cpu import HostCPU
 
 CONV_OP = "linalg.conv_2d_nhwc_hwcf"
+NCHW_OP = "linalg.conv_2d_nchw_fchw"
 # FMAs one filter step (C_TILE channels of one tap) may unroll into.
 STEP_FMAS = 64
+# nchw register rows (output channels), each one vector of output pixels.
+NCHW_ROWS = 8
 
 
 def f_tile_default(op: OpInfo) -> int:
     """F_TILE spans 128 bytes (two AVX-512 registers), so the OW_TILE x F_TILE accumulators
-    fit the register file for f32 and f64 alike."""
+    fit the register file for f32 and f64 alike; nchw: NCHW_ROWS register rows."""
+    if op.attributes.get("nchw"):
+        return NCHW_ROWS
     return 128 // element_bytes(op.element_type)
+
+
+def ow_tile_default(op: OpInfo) -> int:
+    """Eight pixel rows; nchw: one 64-byte vector of the contiguous output row."""
+    return 64 // element_bytes(op.element_type) if op.attributes.get("nchw") else 8
+
+
+def by_layout(nhwc: Derivation, nchw: Derivation) -> Derivation:
+    """A knob's candidates by the conv's layout (nchw swaps the register rows and columns)."""
+    return lambda op, lanes: (nchw if op.attributes.get("nchw") else nhwc)(op, lanes)
+
+
+def unit_taps(op: OpInfo) -> bool:
+    """An nchw conv scheduled one filter tap and one channel at a time (unit stride along
+    W): each step is out[f, ow] += K[f] * I[ow], broadcast filter x contiguous input row."""
+    return bool(op.attributes.get("nchw")) and op.attributes.get("stride_w", 1) == 1
+
+
+def c_tiles(op: OpInfo, lanes: int) -> list[int]:
+    """Divisors of C up to 16; only 1 for unit-tap nchw steps."""
+    return [1] if unit_taps(op) else divisors("C", 16)(op, lanes)
 
 
 class Convolution(HostFamily):
@@ -56,18 +92,25 @@ class Convolution(HostFamily):
     description = "output-row tiles, per-tap 1-D decomposition, vectorized outer products"
     root_kinds = ("conv2d",)
     knobs = (
-        Knob("OW_TILE", "output pixels of a row per register tile", 8, register_rows("OW")),
+        Knob(
+            "OW_TILE",
+            "output pixels of a row per register tile (nchw: the vector columns)",
+            ow_tile_default,
+            by_layout(register_rows("OW"), vector_columns("OW", (1, 2, 4))),
+        ),
         Knob(
             "F_TILE",
-            "output channels per register tile",
+            "output channels per register tile (nchw: the register rows)",
             f_tile_default,
-            vector_columns("F", (1, 2, 4)),
+            by_layout(vector_columns("F", (1, 2, 4)), register_rows("F")),
         ),
-        Knob("C_TILE", "input channels per filter-loop step", 1, divisors("C", 16)),
+        Knob("C_TILE", "input channels per filter-loop step", 1, c_tiles),
         threads_knob(),
     )
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
+        if op.attributes.get("nchw"):
+            return channels_first_schedule(op, parameters)
         return convolution_schedule(loop_sizes=list(op.dims.values()), parameters=parameters)
 
     def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
@@ -76,6 +119,15 @@ class Convolution(HostFamily):
         up to the vector width, so each step's unrolled FMAs stay within one L1 line of
         input channels per pixel."""
         dims = op.dims
+        if op.attributes.get("nchw"):
+            # F_TILE rows x one vector of the contiguous output row (measured best on
+            # KernelBench shapes: more rows or columns spill or stall).
+            lanes = cpu.lanes(op.element_type)
+            return {
+                "OW_TILE": min(lanes, dims["OW"]),
+                "F_TILE": min(NCHW_ROWS, dims["F"]),
+                "C_TILE": 1,
+            }
         ow_tile, f_tile = register_tile(cpu, dims["OW"], dims["F"], op.element_type)
         line_elements = 64 // element_bytes(op.element_type)
         c_tile = fit(dims["C"], min(4, line_elements), high=1.0)
@@ -87,6 +139,16 @@ class Convolution(HostFamily):
         f = cpu.features
         lanes = cpu.lanes(op.element_type)
         d = op.dims
+        if op.attributes.get("nchw"):
+            return [
+                whole_vectors("OW_TILE", d["OW"], knobs, lanes),
+                *outer_product("F_TILE", "OW_TILE", knobs, domains, lanes, f.vector_registers),
+                Constraint(
+                    "c_tile_divides_c",
+                    f"{d['C']} % C_TILE == 0: whole channel steps, no peeled remainder",
+                    d["C"] % knobs["C_TILE"] == 0,
+                ),
+            ]
         v = vectors(knobs["F_TILE"], lanes)
         return [
             whole_vectors("F_TILE", d["F"], knobs, lanes),
@@ -117,6 +179,8 @@ class Convolution(HostFamily):
         c_tile = min(config["C_TILE"], d["C"])
         cols = tile_extents(d["OW"], d["OW"], ow_tile)
         chans = tile_extents(d["F"], d["F"], f_tile)
+        if op.attributes.get("nchw"):  # rows of output channels, columns of pixels
+            cols, chans = chans, cols
         images = d["N"] * d["OH"]
         steps = d["KH"] * d["KW"] * d["C"]
         tiles = [(r, c, rn * cn) for r, rn in cols.items() for c, cn in chans.items()]
@@ -174,3 +238,80 @@ def convolution_schedule(
         s.hoist_invariant_subsets(function)
         s.lower_vectors(function)
     return s.module
+
+
+def channels_first_schedule(op: OpInfo, parameters: Config, name: str = "convolution") -> ir.Module:
+    """Schedule a `linalg.conv_2d_nchw_fchw` (loops N, F, OH, OW, C, KH, KW). A padded input
+    is materialised first (fill + row copies). The output is tiled into F_TILE channels x
+    one row x OW_TILE contiguous pixels, the fill fused. With unit stride along W, each
+    filter step is one tap of one channel: generalized, its unit loops folded, it is
+    out[f, ow] += K[f] * I[ow], a broadcast filter value times a contiguous input row, and
+    the accumulators stay in registers across the C, KH, KW loops. Strided convs take
+    C_TILE channels and one filter row per step, decomposed into MLIR's vectorized 1-D conv
+    (which transposes its tiles to vectorize along F)."""
+    d, p = op.dims, parameters
+    ow_tile, f_tile, c_tile = (
+        min(p[k], d[x]) for k, x in (("OW_TILE", "OW"), ("F_TILE", "F"), ("C_TILE", "C"))
+    )
+    taps = unit_taps(op)
+    c_tile = 1 if taps else c_tile
+    with ScheduleBuilder(name) as s:
+        function = s.match(s.root, ["func.func"], step="match_function")
+        if op.attributes.get("padded"):
+            s.materialize_padding(function, 4, op.attributes["IW"], op.attributes["pad"])
+        conv = s.match(s.root, [NCHW_OP], step="match_conv")
+        if p.get("THREADS", 1) > 1:
+            s.fuse_with_loops(conv, [1, 0, 1, 0, 0, 0, 0], step="parallel_rows", parallel=True)
+            conv = s.match(s.root, [NCHW_OP], step="match_conv_rows")
+        _, loops = s.fuse_with_loops(conv, [1, f_tile, 1, ow_tile, 0, 0, 0], step="output_tile")
+        if d["OW"] % ow_tile:  # innermost first, so the F peel clones both halves
+            s.peel(loops[-1], step="peel_ow")
+        if d["F"] % f_tile:
+            s.peel(loops[-3], step="peel_f")
+        function = s.match(s.root, ["func.func"], step="match_function_tiled")
+        s.canonicalize(function, step="static_tile_shapes")
+        conv = s.match(s.root, [NCHW_OP], step="match_conv_tiles")
+        sizes = [0, 0, 0, 0, c_tile, 1, int(taps)]
+        conv, filter_loops = s.tile(conv, sizes, step="filter_tile")
+        if d["C"] % c_tile:
+            s.peel(filter_loops[0], step="peel_c")
+        function = s.match(s.root, ["func.func"], step="match_function_again")
+        s.canonicalize(function, step="static_channel_tiles")
+        conv = s.match(s.root, [NCHW_OP], step="match_conv_steps")
+        if taps:
+            with s.at("generalize"):
+                structured.GeneralizeOp(conv)
+            s.apply_patterns(
+                function,
+                "drop_unit_loops",
+                structured.apply_patterns_linalg_fold_unit_extent_dims_via_slices,
+            )
+            _vectorize_taps(s, function)
+        else:
+            with s.at("decompose_to_1d"):
+                structured.DecomposeOp(conv)
+            s.vectorize_linalg(function)
+        s.drop_leading_unit_dims(function)
+        s.hoist_invariant_subsets(function)
+        if taps:
+            # Canonicalizing here as well crashes the pattern driver (see lower_vectors).
+            s.lower_vectors(function, canonicalize=False)
+    return s.module
+
+
+def _vectorize_taps(s: ScheduleBuilder, function: ir.Value) -> None:
+    """Vectorize the per-tap matmuls and fold the slices into their transfers, leaving the
+    accumulator's read and write with the same (non-minor) permutation map, so that they
+    hoist out of the filter loops as a pair."""
+    with s.at("vectorize"):
+        linalg_ops = structured.MatchOp(
+            transform.AnyOpType.get(), function, interface=structured.MatchInterfaceEnum.LinalgOp
+        ).result
+        structured.VectorizeOp(linalg_ops)
+    s.apply_patterns(
+        function,
+        "fold_transfers",
+        tvector.apply_patterns_vector_fold_arith_extension,
+        tvector.apply_patterns_vector_sink_ops,
+        ttensor.apply_patterns_tensor_fold_tensor_subset_ops_into_vector_transfers,
+    )

@@ -1,12 +1,15 @@
-"""2-D convolution in NHWC / HWCF / NHWF layout, with stride and dilation, no padding."""
+"""2-D convolution with stride, dilation and zero padding, in two layouts: NHWC input, HWCF
+filter, NHWF output (linalg.conv_2d_nhwc_hwcf), or PyTorch's NCHW input, FCHW filter, NCHW
+output (linalg.conv_2d_nchw_fchw, as torch.nn.Conv2d; H=1, KH=1 is a Conv1d)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from mlir import ir
-from mlir.dialects import linalg
+from mlir.dialects import arith, linalg, tensor
 
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
@@ -14,18 +17,21 @@ from mlirtune.workloads.base import FLOAT_DTYPE_PARAM, SEED_PARAM, PayloadWorklo
 from mlirtune.workloads.payload import build_payload, zero_filled
 
 # bf16 would need an f32 accumulator and a matching tolerance; only full-precision types here.
+LAYOUTS = ("nhwc", "nchw")
+Pair = tuple[int, int]
 
 
-def output_size(size: int, kernel: int, stride: int, dilation: int) -> int:
-    """Output extent of a valid (unpadded) convolution along one spatial dim."""
-    return (size - dilation * (kernel - 1) - 1) // stride + 1
+def output_size(size: int, kernel: int, stride: int, dilation: int, padding: int = 0) -> int:
+    """Output extent of a convolution along one spatial dim."""
+    return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
 
 
 class Conv2d(PayloadWorkload):
-    """O[n,oh,ow,f] = sum over kh,kw,c of I[n, oh*s + kh*d, ow*s + kw*d, c] * K[kh,kw,c,f]."""
+    """O[n,oh,ow,f] = sum over kh,kw,c of I[n, oh*sh + kh*dh - ph, ow*sw + kw*dw - pw, c] *
+    K[kh,kw,c,f] (zero outside the input); the same with NCHW / FCHW / NCHW for nchw."""
 
     name = "conv2d"
-    description = "2-D convolution, NHWC input, HWCF filter, NHWF output"
+    description = "2-D convolution, NHWC/HWCF/NHWF or (layout=nchw) NCHW/FCHW/NCHW"
     parameters = (
         Param("N", int, 1, "batch size"),
         Param("H", int, 58, "input height"),
@@ -34,94 +40,159 @@ class Conv2d(PayloadWorkload):
         Param("F", int, 64, "output channels (filters)"),
         Param("KH", int, 3, "filter height"),
         Param("KW", int, 3, "filter width"),
-        Param("stride", int, 1, "stride along H and W"),
-        Param("dilation", int, 1, "dilation along H and W"),
+        Param("stride", str, 1, "stride along H and W: one int, or SH,SW"),
+        Param("dilation", str, 1, "dilation along H and W: one int, or DH,DW"),
+        Param("padding", str, 0, "zero padding on both sides: one int, or PH,PW (nchw only)"),
+        Param("layout", str, "nhwc", "nhwc (HWCF filter) or nchw (PyTorch's, FCHW)", LAYOUTS),
         FLOAT_DTYPE_PARAM,
         SEED_PARAM,
     )
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
+        o = self.options
+        self.stride = self._pair("stride", minimum=1)
+        self.dilation = self._pair("dilation", minimum=1)
+        self.padding = self._pair("padding", minimum=0)
+        if any(self.padding) and o["layout"] != "nchw":
+            raise self._error(f"padding={o['padding']!r} needs layout=nchw")
         oh, ow = self.output_hw
         if oh < 1 or ow < 1:
-            o = self.options
-            raise UsageError(
-                f"{self.name}: empty output {oh}x{ow} for H={o['H']} W={o['W']} "
-                f"KH={o['KH']} KW={o['KW']} stride={o['stride']} dilation={o['dilation']}; "
-                "need H >= dilation*(KH-1)+1 and W >= dilation*(KW-1)+1",
-                stage="workload",
+            raise self._error(
+                f"empty output {oh}x{ow} for H={o['H']} W={o['W']} KH={o['KH']} KW={o['KW']} "
+                f"stride={o['stride']} dilation={o['dilation']} padding={o['padding']}; need "
+                "H + 2*padding >= dilation*(KH-1)+1 and W + 2*padding >= dilation*(KW-1)+1"
             )
 
+    def _error(self, message: str) -> UsageError:
+        return UsageError(f"{self.name}: {message}", stage="workload")
+
+    def _pair(self, key: str, *, minimum: int) -> Pair:
+        """Parse option `key` (an int or "H,W") into an (h, w) pair; store it canonically
+        (one int when both agree, as before per-dim values existed)."""
+        text = str(self.options[key])
+        try:
+            values = tuple(int(part) for part in text.split(","))
+        except ValueError:
+            raise self._error(f"{key}={text!r} is not an integer or a pair H,W") from None
+        if len(values) not in (1, 2):
+            raise self._error(f"{key}={text!r} needs one value or two (H,W)")
+        if min(values) < minimum:
+            raise self._error(f"{key}={text!r}: every value must be at least {minimum}")
+        h, w = values * (3 - len(values))
+        self.options[key] = h if h == w else f"{h},{w}"
+        return h, w
+
     @property
-    def output_hw(self) -> tuple[int, int]:
+    def nchw(self) -> bool:
+        return self.options["layout"] == "nchw"
+
+    @property
+    def output_hw(self) -> Pair:
         o = self.options
-        return (
-            output_size(o["H"], o["KH"], o["stride"], o["dilation"]),
-            output_size(o["W"], o["KW"], o["stride"], o["dilation"]),
+        h, w = (
+            output_size(o[size], o[k], s, d, p)
+            for size, k, s, d, p in zip(
+                ("H", "W"), ("KH", "KW"), self.stride, self.dilation, self.padding, strict=True
+            )
         )
+        return h, w
+
+    @property
+    def padded_hw(self) -> Pair:
+        return self.options["H"] + 2 * self.padding[0], self.options["W"] + 2 * self.padding[1]
 
     @property
     def loop_sizes(self) -> list[int]:
-        """Sizes of the conv's loops in linalg order: N, OH, OW, F, KH, KW, C."""
+        """Sizes of the conv's loops, named N, OH, OW, F, KH, KW, C (nhwc's linalg order)."""
         o = self.options
         return [o["N"], *self.output_hw, o["F"], o["KH"], o["KW"], o["C"]]
 
     def arguments(self) -> list[ArgSpec]:
         o = self.options
+        n, h, w, c, f, kh, kw = (o[k] for k in ("N", "H", "W", "C", "F", "KH", "KW"))
         oh, ow = self.output_hw
+        if self.nchw:
+            shapes = [(n, c, h, w), (f, c, kh, kw), (n, f, oh, ow)]
+        else:
+            shapes = [(n, h, w, c), (kh, kw, c, f), (n, oh, ow, f)]
         return [
-            ArgSpec("I", (o["N"], o["H"], o["W"], o["C"]), self.dtype),
-            ArgSpec("K", (o["KH"], o["KW"], o["C"], o["F"]), self.dtype),
-            ArgSpec("O", (o["N"], oh, ow, o["F"]), self.dtype, is_output=True),
+            ArgSpec("I", shapes[0], self.dtype),
+            ArgSpec("K", shapes[1], self.dtype),
+            ArgSpec("O", shapes[2], self.dtype, is_output=True),
         ]
 
     def payload_module(self) -> ir.Module:
         element = self.dtype.mlir()
-        stride, dilation = self.options["stride"], self.options["dilation"]
+        conv_op = linalg.conv_2d_nchw_fchw if self.nchw else linalg.conv_2d_nhwc_hwcf
 
         def body(inputs, inits):
             image, kernel = inputs
-            conv = linalg.conv_2d_nhwc_hwcf(
-                image,
+            conv = conv_op(
+                self._pad(image, element),
                 kernel,
                 outs=[zero_filled(inits[0], element)],
-                strides=[stride, stride],
-                dilations=[dilation, dilation],
+                strides=list(self.stride),
+                dilations=list(self.dilation),
             )
             return [conv]
 
         return build_payload(self.arguments(), body)
 
+    def _pad(self, image: ir.Value, element: ir.Type) -> ir.Value:
+        """The NCHW `image` zero-padded on both sides of H and W (tensor.pad)."""
+        if not any(self.padding):
+            return image
+        n, c = self.options["N"], self.options["C"]
+        low = [0, 0, *self.padding]
+        result = ir.RankedTensorType.get([n, c, *self.padded_hw], element)
+        pad = tensor.PadOp(result, image, [], [], low, low)
+        block = pad.region.blocks.append(*[ir.IndexType.get()] * len(low))
+        with ir.InsertionPoint(block):
+            tensor.YieldOp(arith.constant(element, 0.0))
+        return pad.result
+
     def reference(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
-        return [self._taps(*(x.astype(np.float64) for x in inputs))]
+        return [self._convolve(*(x.astype(np.float64) for x in inputs))]
 
-    def numpy_baseline(self):
+    def numpy_baseline(self) -> Callable[[], object]:
         image, kernel = self.inputs
-        return lambda: self._taps(image, kernel)
+        return lambda: self._convolve(image, kernel)
 
-    def torch_baseline(self):
-        """PyTorch's conv2d on the same bytes: NHWC and HWCF viewed as channels-last NCHW
-        and FCHW tensors, which oneDNN takes without a copy."""
+    def torch_baseline(self) -> Callable[[], object]:
+        """PyTorch's conv2d on the same bytes: nchw as it is; NHWC and HWCF viewed as
+        channels-last NCHW and FCHW tensors, which oneDNN takes without a copy."""
         import torch
 
-        image = torch.from_numpy(self.inputs[0]).permute(0, 3, 1, 2)
-        kernel = torch.from_numpy(self.inputs[1]).permute(3, 2, 0, 1)
-        stride, dilation = self.options["stride"], self.options["dilation"]
-        return lambda: torch.nn.functional.conv2d(image, kernel, stride=stride, dilation=dilation)
+        image, kernel = (torch.from_numpy(x) for x in self.inputs)
+        if not self.nchw:
+            image, kernel = image.permute(0, 3, 1, 2), kernel.permute(3, 2, 0, 1)
+        stride, dilation, padding = self.stride, self.dilation, self.padding
+        return lambda: torch.nn.functional.conv2d(
+            image, kernel, stride=stride, dilation=dilation, padding=padding
+        )
+
+    def _convolve(self, image: np.ndarray, kernel: np.ndarray) -> np.ndarray:
+        """The output in the workload's layout, computed as NHWC (see `_taps`)."""
+        if not self.nchw:
+            return self._taps(image, kernel)
+        (ph, pw) = self.padding
+        if ph or pw:
+            image = np.pad(image, [(0, 0), (0, 0), (ph, ph), (pw, pw)])
+        nhwc = self._taps(image.transpose(0, 2, 3, 1), kernel.transpose(2, 3, 1, 0))
+        return np.ascontiguousarray(nhwc.transpose(0, 3, 1, 2))
 
     def _taps(self, image: np.ndarray, kernel: np.ndarray) -> np.ndarray:
-        """The convolution as one BLAS-backed tensordot per filter tap, in the inputs' dtype."""
+        """The convolution of an (already padded) NHWC image with an HWCF filter, as one
+        BLAS-backed tensordot per filter tap, in the inputs' dtype."""
         n, oh, ow, f, kh_size, kw_size, _ = self.loop_sizes
-        stride, dilation = self.options["stride"], self.options["dilation"]
+        (sh, sw), (dh, dw) = self.stride, self.dilation
         out = np.zeros((n, oh, ow, f), dtype=image.dtype)
         for kh in range(kh_size):
             for kw in range(kw_size):
-                h0, w0 = kh * dilation, kw * dilation
+                h0, w0 = kh * dh, kw * dw
                 window = image[
-                    :,
-                    h0 : h0 + stride * (oh - 1) + 1 : stride,
-                    w0 : w0 + stride * (ow - 1) + 1 : stride,
-                    :,
+                    :, h0 : h0 + sh * (oh - 1) + 1 : sh, w0 : w0 + sw * (ow - 1) + 1 : sw
                 ]
                 out += np.tensordot(window, kernel[kh, kw], axes=([3], [0]))
         return out
@@ -131,16 +202,25 @@ class Conv2d(PayloadWorkload):
         n, oh, ow, f, _, _, c = self.loop_sizes
         return n * oh * ow * c, n * oh * ow * f
 
+    def _layout_elements(self) -> int:
+        """Elements nchw's reference adds: the padded input and the output's transpose."""
+        if not self.nchw:
+            return 0
+        n, c, f = self.options["N"], self.options["C"], self.options["F"]
+        ph, pw = self.padded_hw
+        oh, ow = self.output_hw
+        return n * c * ph * pw + n * f * oh * ow
+
     def reference_scratch_bytes(self) -> int:
         # float64 inputs, one window copy and one tensordot result (`_taps`).
         window, out = self._tap_elements()
         inputs = sum(a.elements for a in self.arguments() if not a.is_output)
-        return 8 * (inputs + window + out)
+        return 8 * (inputs + window + out + self._layout_elements())
 
     def baseline_bytes(self) -> int:
         # `_taps` in the inputs' dtype: the output, a window copy and a tensordot result.
         window, out = self._tap_elements()
-        return self.dtype.itemsize * (window + 2 * out)
+        return self.dtype.itemsize * (window + 2 * out + self._layout_elements())
 
     def accumulation_length(self) -> int:
         o = self.options

@@ -1,0 +1,111 @@
+"""conv2d layout=nchw (PyTorch's NCHW / FCHW): JIT results match numpy for strides,
+dilations, zero padding, odd and asymmetric shapes and H=1 conv1d; per-dim stride/dilation
+strings; bad options name the option; the unit-stride schedule is vectorized."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from mlir import ir
+
+from mlirtune.interfaces.errors import UsageError
+from mlirtune.schedules.convolution import CONVOLUTION
+from mlirtune.workloads.conv2d import Conv2d
+
+SMALL = {"N": 1, "H": 10, "W": 18, "C": 4, "F": 16, "KH": 3, "KW": 3, "layout": "nchw"}
+
+
+@pytest.mark.jit
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},  # every tile full
+        {"N": 2, "H": 7, "W": 100, "C": 5, "F": 11},  # odd: partial OW and F tiles
+        {"C": 3, "F": 8, "H": 11, "W": 12, "stride": 2},
+        {"C": 3, "F": 8, "H": 12, "W": 12, "dilation": 2},
+        {"padding": 1},
+        {"padding": "1,2", "KH": 3, "KW": 5},  # asymmetric padding and kernel
+        {"KW": 5, "padding": "1,2", "dilation": "2,1"},  # KernelBench 80, scaled down
+        {"stride": "1,2", "dilation": "2,1", "padding": "2,0", "F": 5},
+        {"KH": 1, "KW": 1, "C": 3},  # pointwise
+        {"H": 1, "KH": 1, "W": 40, "C": 3, "F": 8},  # conv1d
+        {"H": 1, "KH": 1, "W": 30, "C": 3, "F": 8, "stride": 3, "dilation": 4},
+        {"H": 5, "W": 1, "KW": 1, "C": 2, "F": 3},  # single output column
+        {"N": 1, "H": 4, "W": 4, "C": 1, "F": 1, "KH": 4, "KW": 4},  # a single output
+        {"N": 2, "H": 9, "W": 13, "C": 6, "F": 17, "stride": 2, "padding": 1, "dtype": "f64"},
+    ],
+)  # fmt: skip
+def test_matches_reference(engine, options):
+    result = engine.execute(Conv2d(**{**SMALL, **options}))
+    assert result.verification.ok, result.verification.summary()
+
+
+@pytest.mark.jit
+@pytest.mark.parametrize(
+    "params",
+    [{"OW_TILE": 32, "F_TILE": 4}, {"OW_TILE": 5, "F_TILE": 3}, {"OW_TILE": 100, "F_TILE": 100}],
+)
+def test_schedule_parameters(engine, params):
+    result = engine.execute(Conv2d(**{**SMALL, "W": 40, "F": 13, "padding": 1}), params)
+    assert result.verification.ok, result.verification.summary()
+
+
+def test_reference_against_torch():
+    torch = pytest.importorskip("torch")
+    w = Conv2d(**{**SMALL, "KW": 5, "padding": "1,2", "dilation": "2,1", "stride": "1,2"})
+    expected = torch.nn.functional.conv2d(
+        *(torch.from_numpy(x.astype(np.float64)) for x in w.inputs),
+        stride=(1, 2),
+        padding=(1, 2),
+        dilation=(2, 1),
+    )
+    np.testing.assert_allclose(w.reference_outputs[0], expected.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(w.torch_baseline()().numpy(), expected.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_shapes_options_and_root():
+    w = Conv2d(**{**SMALL, "padding": "1,2", "stride": "2,2", "dilation": "1,2"})
+    oh, ow = (10 + 2 - 3) // 2 + 1, (18 + 4 - 2 * 2 - 1) // 2 + 1
+    assert w.output_hw == (oh, ow)
+    assert [a.shape for a in w.arguments()] == [(1, 4, 10, 18), (16, 4, 3, 3), (1, 16, oh, ow)]
+    assert (w.options["stride"], w.options["dilation"], w.options["padding"]) == (2, "1,2", "1,2")
+    root = w.root
+    assert root.op_name == "linalg.conv_2d_nchw_fchw"
+    assert root.dims == {"N": 1, "OH": oh, "OW": ow, "F": 16, "KH": 3, "KW": 3, "C": 4}
+    assert root.attributes["nchw"] == 1 and root.attributes["pad"] == 2
+    assert root.attributes["IW"] == 18 + 4
+    assert CONVOLUTION.defaults(root)["F_TILE"] == 8
+
+
+@pytest.mark.jit
+def test_unit_stride_schedule_is_vectorized(engine):
+    scheduled = []
+
+    def observe(stage, module):
+        if stage.startswith("schedule"):
+            module.operation.walk(lambda op: scheduled.append(op.name) or ir.WalkResult.ADVANCE)
+
+    engine.lower_payload(Conv2d(**{**SMALL, "padding": 1}), observer=observe)
+    assert not [name for name in scheduled if name.startswith("linalg.")]
+
+
+@pytest.mark.parametrize(
+    ("options", "key"),
+    [
+        ({"padding": -1}, "padding"),
+        ({"padding": "1,x"}, "padding"),
+        ({"stride": "1,2,3"}, "stride"),
+        ({"dilation": "0,1"}, "dilation"),
+        ({"layout": "nhcw"}, "layout"),
+        ({"H": 2, "KH": 5, "padding": 1}, "padding"),  # window larger than the padded input
+        ({"padding": 1, "layout": "nhwc"}, "padding"),
+    ],
+)
+def test_bad_options(options, key):
+    with pytest.raises(UsageError, match=key):
+        Conv2d(**{**SMALL, **options})
+
+
+def test_cli_strings():
+    w = Conv2d.from_strings({"layout": "nchw", "stride": "2", "padding": "1,2", "H": "9"})
+    assert w.stride == (2, 2) and w.padding == (1, 2) and w.options["stride"] == 2
