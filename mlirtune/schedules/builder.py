@@ -222,6 +222,16 @@ class ScheduleBuilder:
                 function, disable_multi_reduction_to_contract_patterns=not reductions_to_contract
             ).result
 
+    def allow_fma(self, function: ir.Value) -> None:
+        """Mark the function's float multiplies and adds `contract`, so LLVM may fuse them
+        into FMAs: a generalized convolution step is a separate mulf and addf, which LLVM
+        keeps apart without that flag."""
+        with self.at("allow_fma"):
+            ops = self.match(function, ["arith.mulf", "arith.addf"], step="match_multiply_add")
+            contract = ir.Attribute.parse("#arith.fastmath<contract>")
+            param = transform.ParamConstantOp(transform.AnyParamType.get(), contract).param
+            transform.AnnotateOp(ops, "fastmath", param=param)
+
     def vectorize_linalg(self, function: ir.Value, *, reductions_to_contract: bool = True) -> None:
         """Vectorize the (static-shaped) linalg ops of the function, then fold transfers into
         the slices around them. Unlike `vectorize_function`, tensor.insert_slice ops stay as

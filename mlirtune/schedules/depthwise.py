@@ -15,7 +15,6 @@ output along it (scalar along W for a W stride).
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import transform
 from mlir.dialects.transform import structured
 
 from mlirtune.interfaces.dtype import element_bytes
@@ -160,7 +159,7 @@ def depthwise_schedule(op: OpInfo, parameters: Config, name: str = "depthwise") 
         s.vectorize_linalg(function, reductions_to_contract=False)
         s.drop_leading_unit_dims(function)
         s.hoist_invariant_subsets(function)
-        _allow_fma(s, function)
+        s.allow_fma(function)
     return s.module
 
 
@@ -182,13 +181,3 @@ def _tile_output(s: ScheduleBuilder, sizes: list[int], extents: dict[int, int], 
     for dim, loop_handle in reversed(list(zip(tiled, loops, strict=True))):
         if dim in extents and extents[dim] % sizes[dim]:
             s.peel(loop_handle, step="peel_partial_tiles")
-
-
-def _allow_fma(s: ScheduleBuilder, function: ir.Value) -> None:
-    """Mark the taps' multiplies and adds `contract`, so LLVM fuses them into FMAs (the
-    generalized op's body is a separate mulf and addf; nothing else in the kernel has any)."""
-    with s.at("allow_fma"):
-        ops = s.match(function, ["arith.mulf", "arith.addf"], step="match_multiply_add")
-        contract = ir.Attribute.parse("#arith.fastmath<contract>")
-        param = transform.ParamConstantOp(transform.AnyParamType.get(), contract).param
-        transform.AnnotateOp(ops, "fastmath", param=param)
