@@ -9,7 +9,7 @@ import sys
 import warnings
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -17,6 +17,9 @@ from rich.table import Table
 
 from mlirtune.cli.common import add_command, add_command_group, plural, split_list
 from mlirtune.interfaces.errors import UsageError
+
+if TYPE_CHECKING:
+    from mlirtune.suite.results import EntryResult
 
 EPILOG = """\
 examples:
@@ -142,9 +145,32 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         status = result.status if not result.error else f"{result.status}: {result.error[:60]}"
         table.add_row(entry.name, status, f"{ours:.1f}" if ours else "-", baselines or "-")
+    table.caption = speedup_summary([results.entries[entry.name] for entry in entries])
     Console().print(table)
     print(f"results: {args.output}")
     return 0
+
+
+def speedup_summary(results: list[EntryResult]) -> str:
+    """Per baseline: the geometric mean of ours' speedup over the entries it timed, and the
+    slowest entry's."""
+    import numpy as np
+
+    parts = []
+    names = sorted({name for result in results if result.ours for name in result.baselines})
+    for name in names:
+        ratios = {
+            result.name: result.baselines[name].median_s / result.ours.median_s
+            for result in results
+            if result.ours and name in result.baselines
+        }
+        worst = min(ratios, key=ratios.__getitem__)
+        mean = float(np.exp(np.mean(np.log(list(ratios.values())))))
+        parts.append(
+            f"vs {name}: geometric mean {mean:.2f}x over {len(ratios)}, "
+            f"lowest {ratios[worst]:.2f}x ({worst})"
+        )
+    return "; ".join(parts)
 
 
 def ours_ratio(ours_s: float, theirs_s: float) -> str:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from mlirtune.cli import main
+from mlirtune.cli.suite import speedup_summary
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.suite.compare import FAILED, IMPROVED, MISSING, REGRESSED, UNCHANGED, compare_results
 from mlirtune.suite.definition import load_suite
@@ -220,3 +221,15 @@ def test_a_run_killed_by_a_signal_keeps_its_entries_and_resumes(tmp_path):
     resumed = load_results(output)
     assert len(resumed.entries) == 10 and resumed.manifest.finished
     assert all(resumed.entries[name].ours.samples == kept[name].ours.samples for name in kept)
+
+
+def test_run_summary_gives_each_baselines_geometric_mean_and_lowest_entry():
+    run = results(a=1.0, b=1.0, c=None)
+    for name, torch_time in (("a", 4.0), ("b", 0.25)):
+        run.entries[name].baselines["torch"] = Timing([torch_time], torch_time, 0, 0, None)
+    run.entries["a"].baselines["numpy"] = Timing([2.0], 2.0, 0, 0, None)
+    summary = speedup_summary(list(run.entries.values()))
+    assert summary == (
+        "vs numpy: geometric mean 2.00x over 1, lowest 2.00x (a); "
+        "vs torch: geometric mean 1.00x over 2, lowest 0.25x (b)"
+    )
