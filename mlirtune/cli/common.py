@@ -135,6 +135,13 @@ def add_spec_arguments(cmd: argparse.ArgumentParser) -> None:
 
 
 def workload_of(args: argparse.Namespace):
+    torch_factory = getattr(args, "torch", None)
+    if torch_factory:
+        if args.workload or args.payload:
+            raise UsageError("give one of a workload name, --payload or --torch")
+        from mlirtune.torch.factory import workload_from_factory
+
+        return workload_from_factory(torch_factory)
     if args.payload:
         from mlirtune.workloads.from_file import FromFile
 
@@ -248,6 +255,12 @@ def add_workload_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("workload", nargs="?", help="built-in workload name (see list)")
     cmd.add_argument("options", nargs="*", metavar="KEY=VALUE", help="workload options")
     cmd.add_argument("--payload", metavar="FILE.mlir", help="run a payload from a file")
+    cmd.add_argument(
+        "--torch",
+        metavar="FILE.py:FACTORY",
+        help="import a PyTorch module: FACTORY() in FILE.py returns (module, example_inputs); "
+        "needs the torch extra",
+    )
     cmd.add_argument(
         "--entry",
         default="payload",

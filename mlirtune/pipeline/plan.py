@@ -34,8 +34,10 @@ def annotated_payload(workload: Workload) -> tuple[ir.Module, list[OpInfo]]:
 
 def descriptor_names(workload: Workload, roots: list[OpInfo]) -> list[str]:
     """Default descriptor names for a workload, most specific first: its own name, then its
-    first root op's kind (lookup adds "default")."""
-    return [workload.name, *(op.kind for op in roots[:1])]
+    root op's kind (lookup adds "default"). A payload of several root ops (an imported model)
+    takes no root's pipeline: a family's schedule tiles its one root, so they run through
+    the default lowering, untuned, unless a descriptor is named after the workload."""
+    return [workload.name, *(op.kind for op in roots if len(roots) == 1)]
 
 
 def plan_lowering(

@@ -22,11 +22,13 @@ def tensor_type(spec: ArgSpec) -> ir.RankedTensorType:
     return ir.RankedTensorType.get(list(spec.shape), spec.dtype.mlir())
 
 
-def build_payload(args: Sequence[ArgSpec], body: Body, name: str = "payload") -> ir.Module:
-    """A module with one function `name(args...)`; `body(inputs, output_inits)` returns the
-    output tensors in output-argument order."""
+def build_payload(
+    args: Sequence[ArgSpec], body: Body, name: str = "payload", module: ir.Module | None = None
+) -> ir.Module:
+    """A module (`module`, else a new one) with one function `name(args...)` added;
+    `body(inputs, output_inits)` returns the output tensors in output-argument order."""
     check_shapes(args, f"@{name}")  # MLIR asserts on shapes whose size overflows int64
-    module = ir.Module.create()
+    module = module or ir.Module.create()
     memref_types = [ir.MemRefType.get(list(a.shape), a.dtype.mlir()) for a in args]
     with ir.InsertionPoint(module.body):
         function = func.FuncOp(name, (memref_types, []))

@@ -1,0 +1,148 @@
+"""TorchWorkload: an imported PyTorch module as a workload like any other.
+
+The imported function @main takes tensors and returns tensors; the payload wraps it in this
+project's calling convention (memref arguments, outputs written in place) and inlines it, so
+root ops are found, annotated, scheduled and matched by spec libraries as in built-ins. The
+reference is torch eager's output on the same inputs; the FLOP count sums the root ops'.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from mlir import ir
+from mlir.dialects import func
+
+from mlirtune.interfaces.errors import UsageError
+from mlirtune.interfaces.workload import ArgSpec, Complexity
+from mlirtune.ir.context import run_passes
+from mlirtune.ir.dtypes import dtype_of_mlir
+from mlirtune.ir.roots import find_roots
+from mlirtune.torch.importer import ENTRY, ImportedModule
+from mlirtune.workloads.base import SEED_PARAM, PayloadWorkload
+from mlirtune.workloads.payload import build_payload
+
+
+class TorchWorkload(PayloadWorkload):
+    """A PyTorch module imported through torch-mlir (see mlirtune.torch.workload)."""
+
+    name = "torch"
+    description = "a PyTorch module imported through torch-mlir"
+    parameters = (SEED_PARAM,)
+
+    def __init__(self, imported: ImportedModule) -> None:
+        super().__init__()
+        self.imported = imported
+        self.options = {"module": imported.name, "seed": 0}
+        with ir.Context(), ir.Location.unknown():
+            self._args = self._signature(self._parse())
+
+    def _parse(self) -> ir.Module:
+        try:
+            module = ir.Module.parse(self.imported.text)
+        except ir.MLIRError as error:  # an op or attribute this MLIR cannot read
+            detail = "; ".join(str(d) for d in error.error_diagnostics) or str(error)
+            raise UsageError(
+                f"{self.imported.name}: torch-mlir's IR does not parse here: {detail}",
+                stage="torch",
+            ) from None
+        _refuse_boolean_tensors(module, self.imported.name)
+        return module
+
+    def _signature(self, module: ir.Module) -> list[ArgSpec]:
+        main = _entry(module)
+        specs = []
+        for name, arg_type in zip(self.imported.input_names, main.type.inputs, strict=True):
+            specs.append(ArgSpec(name, tuple(arg_type.shape), dtype_of_mlir(arg_type.element_type)))
+        for i, result_type in enumerate(main.type.results):
+            dtype = dtype_of_mlir(result_type.element_type)
+            specs.append(ArgSpec(f"output{i}", tuple(result_type.shape), dtype, is_output=True))
+        return specs
+
+    def arguments(self) -> list[ArgSpec]:
+        return self._args
+
+    def payload_module(self) -> ir.Module:
+        """@payload(inputs..., outputs...) calling the imported @main, inlined."""
+        module = self._parse()
+        main = _entry(module)
+        main.attributes["sym_visibility"] = ir.StringAttr.get("private")
+
+        def body(inputs: list[ir.Value], _: list[ir.Value]) -> list[ir.Value]:
+            return list(func.CallOp(main, inputs).results)
+
+        build_payload(self._args, body, module=module)
+        run_passes(module, "builtin.module(inline, symbol-dce, canonicalize)", stage="torch")
+        return module
+
+    def make_inputs(self) -> list[np.ndarray]:
+        return [np.ascontiguousarray(x) for x in self.imported.inputs]
+
+    def reference(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        # Torch eager ran on these very inputs when the module was imported.
+        return [np.asarray(y, dtype=np.float64) for y in self.imported.outputs]
+
+    def accumulation_length(self) -> int:
+        """The longest sum a root op computes (K of a contraction, C*KH*KW of a convolution)."""
+        lengths = [1]
+        for _, op in self._roots():
+            d = op.dims
+            if op.kind in ("matmul", "batch_matmul"):
+                lengths.append(d["K"])
+            elif op.kind == "conv2d":
+                lengths.append(d["C"] * d["KH"] * d["KW"])
+            else:
+                lengths.append(d.get("COLS", 1))
+        return max(lengths)
+
+    def get_complexity(self) -> Complexity:
+        """The root ops' FLOPs (2 per multiply-add, one per element of the others); the
+        bytes of the module's inputs and outputs."""
+        flops = 0
+        for _, op in self._roots():
+            d = op.dims
+            if op.kind in ("matmul", "batch_matmul"):
+                flops += 2 * d.get("B", 1) * d["M"] * d["N"] * d["K"]
+            elif op.kind == "conv2d":
+                flops += 2 * d["N"] * d["OH"] * d["OW"] * d["F"] * d["KH"] * d["KW"] * d["C"]
+            else:
+                flops += d.get("ROWS", 1) * d.get("COLS", 1)
+        read = sum(a.nbytes for a in self._args if not a.is_output)
+        return Complexity(flops, read, sum(a.nbytes for a in self._args if a.is_output))
+
+    def _roots(self) -> list:
+        with ir.Context(), ir.Location.unknown():
+            return find_roots(self.payload_module())
+
+
+def _entry(module: ir.Module) -> func.FuncOp:
+    for op in module.body.operations:
+        if isinstance(op, func.FuncOp) and op.sym_name.value == ENTRY:
+            return op
+    raise UsageError(f"torch-mlir's module has no @{ENTRY}", stage="torch")
+
+
+def _refuse_boolean_tensors(module: ir.Module, name: str) -> None:
+    """A UsageError naming the first op that makes a tensor of i1 (a mask): the host
+    lowering cannot store one (MLIR's memref-to-LLVM asserts on sub-byte stores)."""
+    boolean = ir.IntegerType.get_signless(1)
+    found: list[tuple[ir.Operation, ir.Type]] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        masks = [
+            r.type
+            for r in op.results
+            if isinstance(r.type, ir.RankedTensorType) and r.type.element_type == boolean
+        ]
+        if masks:
+            found.append((op, masks[0]))
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    if found:
+        op, mask = found[0]
+        raise UsageError(
+            f"{name}: {op.name} at {op.location} makes a boolean tensor ({mask}), which the "
+            "host lowering cannot store yet; compute the mask in floats or drop it",
+            stage="torch",
+        )

@@ -1,0 +1,133 @@
+"""PyTorch ingress: modules imported through torch.export and torch-mlir run and verify
+against torch eager, and every bad input is a clean error. Skipped without the torch extra."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mlirtune.api import engine_for
+from mlirtune.cli import main
+from mlirtune.interfaces.errors import UsageError
+from mlirtune.targets.host_cpu import HostCPU
+
+pytestmark = [
+    pytest.mark.jit,
+    pytest.mark.skipif(
+        importlib.util.find_spec("torch_mlir") is None or importlib.util.find_spec("torch") is None,
+        reason="the torch extra is not installed (pip install -e '.[torch]')",
+    ),
+]
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "torch"
+
+if importlib.util.find_spec("torch") is not None:
+    import torch
+
+    import mlirtune.torch as mt
+
+    class TransposedMatmul(torch.nn.Module):
+        def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+            return a.t() @ b.t()
+
+    class Branchy(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x * 2 if x.sum() > 0 else x - 1  # data-dependent: torch.export refuses
+
+    class NonZero(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.nonzero(x)  # a result of data-dependent shape
+
+
+def verified(workload) -> bool:
+    return engine_for(HostCPU(), use_specs=False).execute(workload).verification.ok
+
+
+def single_ops():
+    torch.manual_seed(0)
+    return {
+        "linear": (torch.nn.Linear(48, 32), (torch.randn(8, 48),)),
+        "conv2d": (torch.nn.Conv2d(8, 16, 3, padding=1), (torch.randn(1, 8, 12, 12),)),
+        "softmax": (torch.nn.Softmax(dim=-1), (torch.randn(16, 100),)),
+        "layernorm": (torch.nn.LayerNorm(64), (torch.randn(8, 64),)),
+        "matmul-transposed": (TransposedMatmul(), (torch.randn(24, 16), torch.randn(40, 24))),
+    }
+
+
+@pytest.mark.parametrize("name", ["linear", "conv2d", "softmax", "layernorm", "matmul-transposed"])
+def test_single_ops_import_and_verify_against_torch_eager(name):
+    module, inputs = single_ops()[name]
+    workload = mt.workload(module, inputs)
+    assert verified(workload)
+    # Our own check beside the verifier's: the kernel's output is torch's, within f32 noise.
+    engine = engine_for(HostCPU(), use_specs=False)
+    kernel = engine.compile(workload)
+    with workload.allocate(engine) as buffers:
+        kernel.call(buffers)
+        ours = engine.runtime.to_host(buffers[-1]).copy()
+    with torch.no_grad():
+        theirs = module(*inputs).numpy()
+    np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
+
+
+def test_weights_are_inputs_by_default_or_constants_on_request():
+    module, inputs = single_ops()["linear"]
+    as_inputs = mt.workload(module, inputs)
+    assert [a.name for a in as_inputs.arguments()] == ["weight", "bias", "input0", "output0"]
+    as_constants = mt.workload(module, inputs, weights="constants")
+    assert [a.name for a in as_constants.arguments()] == ["input0", "output0"]
+    assert verified(as_constants)
+    flops = as_inputs.get_complexity().flops
+    assert flops == 2 * 8 * 32 * 48  # the matmul root's multiply-adds
+
+
+@pytest.mark.parametrize("example", ["mlp_block", "resnet_block"])
+def test_examples_import_and_verify(example, capsys):
+    assert main(["run", "--torch", f"{EXAMPLES / example}.py:make"]) == 0
+    assert "verification passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("module", "inputs", "message"),
+    [
+        ("branchy", (4,), r"Branchy cannot be imported \(torch.export"),
+        ("nonzero", (4,), r"NonZero: torch-mlir's IR does not parse here"),
+        ("linear", (7,), r"Linear fails on its example inputs: RuntimeError"),
+    ],
+)
+def test_modules_that_cannot_be_imported_are_clean_errors(module, inputs, message):
+    made = {"branchy": Branchy(), "nonzero": NonZero(), "linear": torch.nn.Linear(4, 2)}[module]
+    with pytest.raises(UsageError, match=message) as error:
+        mt.workload(made, (torch.randn(3, *inputs),))
+    assert error.value.stage == "torch"
+
+
+def test_cli_torch_factories_that_fail_are_exit_2(tmp_path, capsys):
+    factory = tmp_path / "model.py"
+    factory.write_text(
+        "import torch\ndef make():\n    return torch.nn.Linear(4, 2), (torch.randn(3, 4),)\n"
+    )
+    assert main(["run", "--torch", f"{factory}:make"]) == 0
+    capsys.readouterr()
+    for spec, message in [
+        (f"{factory}:build", "no function 'build'; its functions: make"),
+        (f"{tmp_path / 'none.py'}:make", "none.py: no such file"),
+        (str(factory), "give FILE.py:FACTORY"),
+    ]:
+        assert main(["run", "--torch", spec]) == 2
+        assert message in capsys.readouterr().err
+
+
+def test_a_missing_extra_says_what_to_install(monkeypatch):
+    from mlirtune.torch import importer
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importer.importlib.util,
+        "find_spec",
+        lambda name: None if name == "torch_mlir" else real(name),
+    )
+    with pytest.raises(UsageError, match=r"needs torch_mlir.*pip install -e '\.\[torch\]'"):
+        importer.require_torch()
