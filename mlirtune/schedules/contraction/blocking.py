@@ -109,6 +109,18 @@ def whole_block(size: int, bound: int, step: int) -> int | None:
     return block if block is not None and 2 * block >= bound else None
 
 
+def padded_block(size: int, bound: int, step: int) -> int:
+    """A block of a loop of `size` that no whole block fits: as many blocks as `bound`
+    allows, evened out and rounded up to a multiple of `step`, so the last (padded) one
+    wastes little (2949 by at most 512: six blocks of 492)."""
+    if size <= bound:
+        return size  # one block spanning the loop; its last register tile is padded
+    blocks = -(-size // bound)
+    even = -(-size // blocks)
+    block = -(-even // step) * step
+    return block if block <= bound else max(step, bound - bound % step)
+
+
 def packed_blocks_in_caches(
     cpu: HostCPU, size: int, knobs: KnobVariables, blocked: z3.BoolRef
 ) -> list[Constraint]:

@@ -12,9 +12,14 @@ packing loop nests:
 The micro-kernel is the broadcast/FMA outer product of the unpacked path, its accumulators
 hoisted into registers. Packing happens inside the timed call, as numpy's does.
 
-Only shapes that the cache tiles divide take this path (the family's constraints say so):
-a partial NC, KC or MC block would make the packed buffers dynamic, which hoisting cannot
-take. The fill and an element-wise epilogue (bias, ReLU) are fused into the NC loop: they
+Partial blocks and register tiles (shapes no block divides) are padded: the register-tile
+matmul is padded to the static MR x NR x KC, so the micro-kernel stays full-size; the
+packing copies of a partial panel are masked and write zeros past its edge, and the fill
+and epilogue tiles of a partial block are masked vectors. What is left unvectorized is the
+pad of a partial C tile (and of A's partial panel with PACK=1), once per such tile and K
+block. MR and NR must divide MC and NC (the packed buffers' panel counts).
+
+The fill and an element-wise epilogue (bias, ReLU) are fused into the NC loop: they
 run as register-tiled loops over the column block's C panel, before and after its K loop,
 so the epilogue reads C from cache where the blocks keep that panel in L2.
 """
@@ -25,7 +30,9 @@ import math
 
 from mlir import ir
 from mlir.dialects import transform
-from mlir.dialects.transform import structured
+from mlir.dialects.transform import loop, structured
+from mlir.dialects.transform import tensor as ttensor
+from mlir.dialects.transform import vector as tvector
 
 from mlirtune.interfaces.dtype import dtype_named
 from mlirtune.interfaces.errors import UsageError
@@ -43,15 +50,10 @@ def unpackable(op: OpInfo, parameters: Config) -> str | None:
     """Why `parameters` cannot take the packed path on `op` (None: they can). The same
     conditions are the family's `pack_*` constraints."""
     p = parameters
-    m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
     if op.kind != "matmul":
         return f"pack_needs_matmul: PACK > 0 packs matmul roots only, not {op.kind}"
-    if m % p["MC"] or n % p["NC"] or k % p["KC"]:
-        return (
-            f"pack_needs_whole_blocks: MC, NC and KC must divide M={m}, N={n} and K={k} "
-            f"(got MC={p['MC']}, NC={p['NC']}, KC={p['KC']})"
-        )
-    if p["MC"] % p["MR"] or p["NC"] % p["NR"]:
+    m, n = op.dims["M"], op.dims["N"]
+    if (p["MC"] % p["MR"] and p["MC"] < m) or (p["NC"] % p["NR"] and p["NC"] < n):
         return (
             f"pack_needs_whole_panels: MR must divide MC and NR must divide NC (got "
             f"MR={p['MR']}, MC={p['MC']}, NR={p['NR']}, NC={p['NC']})"
@@ -75,7 +77,10 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
     problem = unpackable(op, p)
     if problem:
         raise UsageError(f"schedule contraction: {problem}", stage="schedule")
-    mc, nc, kc, mr, nr = p["MC"], p["NC"], p["KC"], p["MR"], p["NR"]
+    m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
+    mc, nc, kc = min(p["MC"], m), min(p["NC"], n), min(p["KC"], k)
+    mr, nr = min(p["MR"], mc), min(p["NR"], nc)
+    partial = bool(m % mc or n % nc or k % kc)
     pack_a = p["PACK"] == PACK_AB
     any_op = transform.AnyOpType.get()
     zeros = [ir.FloatAttr.get(dtype_named(name).mlir(), 0.0) for name in op.dtypes]
@@ -88,7 +93,10 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         s.fuse_with_loops(s.last_op(), [0, nc], step="cache_tile_n", parallel=parallel)
         for name in ("linalg.fill", "linalg.generic"):  # the fill, then any epilogue
             others = s.match(s.root, [name], step=f"match_{name}")
-            s.tile(others, [mr, nr], step=f"register_tile_{name}")
+            tiled, _ = s.tile(others, [mr, nr], step=f"register_tile_{name}")
+            if m % mr or n % nc:  # the last row or column block's tiles are dynamic: masked vectors
+                with s.at(f"vectorize_{name}"):
+                    structured.VectorizeOp(tiled, vector_sizes=[mr, nr])
         contraction = s.match_root(s.root, op.kind, step="match_contraction")
         contraction, _ = s.tile(contraction, [0, 0, kc], step="cache_tile_k")
         contraction, _ = s.tile(contraction, [mc, 0, 0], step="cache_tile_m")
@@ -96,12 +104,17 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
             structured.TileUsingForOp(contraction, sizes=[mr, nr, 0], interchange=[1, 0, 2])
         # Fold the tiling's slices of slices, which hoisting cannot see through.
         function = s.match(s.root, ["func.func"], step="match_function")
-        s.canonicalize_loops(function, step="fold_slices")
+        s.apply_patterns(
+            function,
+            "fold_slices",
+            loop.apply_patterns_scf_for_loop_canonicalization,
+            ttensor.apply_patterns_tensor_merge_consecutive_insert_extract_slice,
+        )
         # B's packing nest goes above the MR, NR and MC loops, A's above the MR and NR
         # loops. Loops of one iteration were folded away above and do not count. An operand
         # whose packing loop (NR for B, MR for A) was folded has no panels to pack
         # (hoist_pad takes no nest without one): it is read in place, its pad folds away.
-        loops = {"MR": mc > mr, "NR": nc > nr, "MC": op.dims["M"] > mc}
+        loops = {"MR": mc > mr, "NR": nc > nr, "MC": m > mc}
         hoists = {
             "b": sum(loops[name] for name in ("MR", "NR", "MC")) if loops["NR"] else 0,
             "a": sum(loops[name] for name in ("MR", "NR")) if pack_a and loops["MR"] else 0,
@@ -117,11 +130,14 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
                 nofold_flags=[int(hoists["a"] > 0), int(hoists["b"] > 0), 0],
                 copy_back_op="none",
             ).padded
+        packs = {}
         for operand, name in ((1, "b"), (0, "a")):
             if hoists[name]:
                 pad = s.producer(padded, operand, step=f"match_pack_{name}")
                 with s.at(f"pack_{name}"):
-                    structured.HoistPadOp(any_op, pad, hoists[name], transpose=transposes[name])
+                    packs[name] = structured.HoistPadOp(
+                        any_op, pad, hoists[name], transpose=transposes[name]
+                    ).transformed
         rows = math.gcd(kc, COPY_ROWS)
         if transposes["b"] and hoists["b"]:
             # B stored [N, K]: the packing nest transposes each [NR, KC] panel into the
@@ -148,13 +164,16 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
             for name in ("b", "a")
             if hoists[name]
         ]
-        if copies:
-            pads = s.match(s.root, ["tensor.pad"], step="match_packing_copies")
-            handles = transform.SplitHandleOp([any_op] * len(copies), pads).results
-            for handle, (name, (tile, sizes)) in zip(handles, copies, strict=True):
-                tiled, _ = s.tile(handle, tile, step=f"tile_pack_{name}")
-                with s.at(f"vectorize_pack_{name}"):
-                    structured.VectorizeOp(tiled, vector_sizes=sizes)
+        for name, (tile, sizes) in copies:
+            tiled, _ = s.tile(packs[name], tile, step=f"tile_pack_{name}")
+            with s.at(f"vectorize_pack_{name}"):
+                structured.VectorizeOp(tiled, vector_sizes=sizes)
+        if partial:
+            # Masked copies (a partial panel): the mask goes into each transfer, before
+            # later patterns rewrite the masked op into several.
+            s.apply_patterns(
+                function, "fold_masks", tvector.apply_patterns_vector_lower_masked_transfers
+            )
         s.vectorize_linalg(function)
         s.hoist_invariant_subsets(function)
         # One-column register tiles: see contraction_schedule (transform.py).

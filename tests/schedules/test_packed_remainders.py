@@ -1,0 +1,62 @@
+"""The packed contraction path (PACK=1/2) on shapes no block divides: partial cache blocks
+and register tiles are padded to full ones, so odd and prime shapes keep the packed nest."""
+
+from __future__ import annotations
+
+import pytest
+
+from mlirtune.engine import MlirJitEngine
+from mlirtune.schedules.contraction.blocking import padded_block
+from mlirtune.workloads import Matmul
+
+pytestmark = pytest.mark.jit
+
+SMALL = {"MC": 16, "NC": 32, "KC": 16, "MR": 8, "NR": 16}
+
+
+@pytest.fixture(scope="module")
+def engine() -> MlirJitEngine:
+    return MlirJitEngine(use_specs=False)
+
+
+@pytest.mark.parametrize("pack", [1, 2])
+@pytest.mark.parametrize(
+    ("shape", "dtype", "transpose"),
+    [
+        ((67, 45, 53), "f32", "none"),  # every block and register tile partial
+        ((130, 97, 131), "f32", "none"),  # primes
+        ((64, 64, 53), "f32", "none"),  # K blocks only
+        ((67, 64, 64), "f32", "none"),  # M blocks only
+        ((64, 45, 64), "f32", "none"),  # N blocks only
+        ((67, 45, 53), "f32", "b"),  # packing absorbs B's transpose
+        ((67, 45, 53), "f64", "none"),
+    ],
+)
+def test_partial_blocks_verify(engine, shape, dtype, transpose, pack):
+    m, n, k = shape
+    workload = Matmul(M=m, N=n, K=k, dtype=dtype, transpose=transpose)
+    parameters = {**SMALL, "PACK": pack}
+    if dtype == "f64":
+        parameters["NR"] = 8  # whole f64 vectors
+    result = engine.execute(workload, parameters)
+    assert result.verification.ok, result.verification.summary()
+    assert result.parameters["PACK"] == pack
+
+
+def test_selector_packs_a_non_dividing_shape_past_l2(engine):
+    # B (K x N) past half of L2 and enough rows that the model packs A too (PACK=2)
+    workload = Matmul(M=1501, N=389, K=397)
+    plan = engine.plan(workload)
+    assert plan.values["PACK"] == 2, plan.values
+    assert engine.execute(workload).verification.ok
+
+
+def test_padded_block_evens_out_the_blocks():
+    assert padded_block(2949, 512, 1) == 492  # six blocks, the last 489
+    assert padded_block(8205, 384, 8) == 376
+    assert padded_block(100, 512, 8) == 100  # one block spanning the loop
+
+
+def test_selector_keeps_a_in_place_shapes_unpacked(engine):
+    """Without A packed (PACK=1), A's partial panels would be padded per register tile."""
+    assert engine.plan(Matmul(M=1000, N=999, K=1001)).values["PACK"] == 0
