@@ -39,6 +39,16 @@ from mlirtune.targets.host_cpu import HostCPU
 ROW_CHUNK = 64
 
 
+# Channels a strided 1-D max pool's tile vectorizes across (see Pooling.select_on).
+CHANNELS = 8
+
+
+def across_channels(op: OpInfo) -> bool:
+    """A 1-D max pool with a strided window: worth vectorizing across channels."""
+    strided = op.attributes.get("stride", 1) > 1
+    return op.attributes["spatial"] == 1 and strided and not op.op_name.endswith("_sum")
+
+
 def plane(op: OpInfo) -> int:
     """Outputs of one (h, w) plane: the contiguous columns of a 3-D pool's depth stage."""
     return op.dims.get("OH", 1) * op.dims["OW"]
@@ -77,12 +87,21 @@ class Pooling(HostFamily):
     def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
         """OW_TILE spans up to two vectors of a row (strided windows read stride x as much
         input per output), one channel per tile (each channel is its own row, so more
-        channels only unroll more independent chains); COLS four vectors of a plane."""
+        channels only unroll more independent chains); COLS four vectors of a plane.
+        A strided 1-D max pool takes CHANNELS channels of two vectors of outputs instead: the
+        vectorizer then reads a [C, W] block transposed to [W, C] and takes each window
+        element as a vector across the channels, rather than a scalar of one row (a sum
+        pays less for the scalar form than for the transposition)."""
         lanes = cpu.lanes(op.element_type)
         ow = op.dims["OW"]
         ow_tile = fit(ow, 2 * lanes, step=min(lanes, ow))
         cols = fit(plane(op), 4 * lanes, step=min(lanes, plane(op)))
-        return {"OW_TILE": ow_tile, "C_TILE": 1, "COLS": cols}
+        c_tile = 1
+        if across_channels(op):
+            c_tile = min(CHANNELS, 1 << (op.dims["C"].bit_length() - 1))
+            budget = cpu.features.vector_registers // 2  # as the register_budget constraint
+            ow_tile = min(ow, lanes * max(1, min(2, budget // c_tile)))
+        return {"OW_TILE": ow_tile, "C_TILE": c_tile, "COLS": cols}
 
     def constraints_on(
         self, op: OpInfo, cpu: HostCPU, knobs: KnobVariables, domains: Domains

@@ -9,6 +9,7 @@ from mlirtune.cli import main
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.ir.context import new_context
 from mlirtune.ir.roots import find_roots
+from mlirtune.schedules.registry import FAMILIES
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads import WORKLOADS
 from mlirtune.workloads.pool import Pool
@@ -41,6 +42,26 @@ def test_pool_verifies(engine, options):
     result = engine.execute(Pool(**options))
     assert result.verification.ok, result.verification.summary()
     assert not result.verification.skipped
+
+
+@pytest.mark.jit
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"spatial": "37", "C": 11, "kernel": 4, "stride": 2, "padding": 2, "dilation": 3},
+        {"spatial": "50", "C": 9, "N": 1, "kernel": 3, "stride": 3, "padding": 1},
+        {"spatial": "7", "C": 3, "kernel": 2, "stride": 2},
+    ],
+)
+def test_strided_max_1d_vectorizes_across_channels(engine, options):
+    """A strided 1-D max pool takes channel tiles (odd channel counts leave partial ones)."""
+    workload = Pool(kind="max", **options)
+    with new_context(), ir.Location.unknown():
+        _, op = find_roots(workload.payload_module())[0]
+        config = FAMILIES["pooling"].select_on(op, HostCPU())
+    assert config["C_TILE"] == min(8, 1 << (options["C"].bit_length() - 1)) > 1
+    result = engine.execute(workload)
+    assert result.verification.ok, result.verification.summary()
 
 
 @pytest.mark.jit
