@@ -1,6 +1,7 @@
-"""PyTorch modules into MLIR: `torch.export`, then torch-mlir's FX importer down to linalg on
-tensors, then the IR moved into this project's MLIR through its generic text form (torch-mlir
-bundles an MLIR of another version; the generic form is what both read).
+"""PyTorch modules into MLIR: `torch.export` here, then torch-mlir's FX importer down to
+linalg on tensors in a child process (torch-mlir bundles an MLIR and LLVM of another version,
+which cannot be loaded beside this project's), then the IR moved into this project's MLIR
+through its generic text form, which both read.
 
 Weights become function inputs by default (the module is called functionally, its
 parameters and buffers passed first), or constants baked into the IR when asked.
@@ -9,8 +10,12 @@ parameters and buffers passed first), or constants baked into the IR when asked.
 from __future__ import annotations
 
 import importlib.util
+import subprocess
+import sys
+import tempfile
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -49,8 +54,6 @@ def import_module(
     """Export `module` on `example_inputs` and import it as linalg on tensors."""
     require_torch()
     import torch
-    from torch_mlir import fx
-    from torch_mlir.compiler_utils import OutputType
 
     if not isinstance(module, torch.nn.Module):
         raise UsageError(f"expected a torch.nn.Module, got {type(module).__name__}", stage="torch")
@@ -79,19 +82,14 @@ def import_module(
             ) from None
         outputs = eager if isinstance(eager, tuple | list) else (eager,)
         try:
-            imported = fx.export_and_import(
-                callable_module,
-                *arguments,
-                output_type=OutputType.LINALG_ON_TENSORS,
-                func_name=ENTRY,
-            )
-        except Exception as error:  # torch.export's or torch-mlir's refusal
+            program = torch.export.export(callable_module, arguments)
+        except Exception as error:  # torch.export's refusal (data-dependent control flow)
             raise UsageError(
                 f"{type(module).__name__} cannot be imported (torch.export, then torch-mlir "
                 f"to linalg): {_first_line(error)}",
                 stage="torch",
             ) from None
-    text = imported.operation.get_asm(print_generic_op_form=True, large_elements_limit=None)
+    text = _to_linalg(program, type(module).__name__)
     return ImportedModule(
         name=type(module).__name__,
         text=text,
@@ -99,6 +97,30 @@ def import_module(
         inputs=tuple(_numpy(x) for x in arguments),
         outputs=tuple(_numpy(y) for y in outputs),
     )
+
+
+def _to_linalg(program: object, name: str) -> str:
+    """The exported program as linalg on tensors (generic form), lowered by torch-mlir in a
+    process of its own (see mlirtune/torch/to_linalg.py)."""
+    import torch
+
+    with tempfile.TemporaryDirectory(prefix="mlirtune-torch-") as folder:
+        program_path, text_path = Path(folder) / "program.pt2", Path(folder) / "linalg.mlir"
+        torch.export.save(program, program_path)
+        script = Path(__file__).with_name("to_linalg.py")
+        done = subprocess.run(
+            [sys.executable, "-I", str(script), str(program_path), str(text_path), ENTRY],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
+            raise UsageError(
+                f"{name} cannot be imported (torch.export, then torch-mlir to linalg): "
+                f"{lines[-1] if lines else f'torch-mlir exited {done.returncode}'}",
+                stage="torch",
+            )
+        return text_path.read_text()
 
 
 def _numpy(tensor: object) -> np.ndarray:
