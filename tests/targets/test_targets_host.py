@@ -171,9 +171,9 @@ def check_contraction(target: HostCPU, op: OpInfo, chosen: dict[str, int]) -> No
     knobs = {"MC", "NC", "KC", "MR", "NR", "PACK", "UNIT"}
     assert chosen.keys() == selected_names("contraction") == knobs
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
-    if chosen["PACK"]:  # packed blocks and panels are whole: their buffers are static
-        assert m % chosen["MC"] == n % chosen["NC"] == k % chosen["KC"] == 0
-        assert chosen["MC"] % chosen["MR"] == chosen["NC"] % chosen["NR"] == 0
+    if chosen["PACK"]:  # packed panels are whole register tiles (partial blocks are padded)
+        assert chosen["MC"] % chosen["MR"] == 0 or chosen["MC"] == m
+        assert chosen["NC"] % chosen["NR"] == 0 or chosen["NC"] == n
     lanes = target.lanes(op.element_type)
     assert chosen["MC"] <= m and chosen["NC"] <= n and chosen["KC"] <= k
     assert chosen["MR"] <= chosen["MC"] and chosen["NR"] <= chosen["NC"]
