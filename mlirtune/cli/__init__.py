@@ -88,6 +88,7 @@ examples:
   mlirtune bench matmul M=512 N=512 K=512 --baseline numpy
   mlirtune bench mlp M=256 N=1024 K=1024 --json
   mlirtune bench softmax M=512 N=512 --max-time 0.2
+  mlirtune bench softmax M=512 N=1024 --baseline torch
   mlirtune bench matmul M=512 N=512 K=512 --spec my-specs.mlir
 """
     + WORKLOAD_NOTE
@@ -192,7 +193,11 @@ def _parser() -> argparse.ArgumentParser:
     workload_command("run", text, RUN, RUN_EPILOG, kernel.cmd_run)
     text = "verify, then time in a native loop"
     bench = workload_command("bench", text, BENCH, BENCH_EPILOG, kernel.cmd_bench)
-    bench.add_argument("--baseline", choices=["numpy"], help="also time numpy (one thread)")
+    bench.add_argument(
+        "--baseline",
+        choices=["numpy", "torch"],
+        help="also time numpy, or PyTorch eager (the bench extra), on as many threads",
+    )
     bench.add_argument("--json", action="store_true", help="print one JSON object")
     bench.add_argument(
         "--max-time",

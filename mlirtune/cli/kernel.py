@@ -88,7 +88,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from mlirtune.bench.baseline import measure_numpy
+    from mlirtune.bench.baseline import measure_numpy, measure_torch
     from mlirtune.interfaces.bench import BenchOptions
 
     workload = workload_of(args)
@@ -99,7 +99,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     report: dict[str, Any] = {**result.to_json(), "threads": args.threads}
     baseline = None
     if args.baseline:
-        baseline = measure_numpy(workload, options, threads=args.threads)
+        measure = measure_torch if args.baseline == "torch" else measure_numpy
+        baseline = measure(workload, options, threads=args.threads)
         report["baseline"] = {
             "name": args.baseline,
             "median_s": baseline.median_s,
@@ -150,8 +151,9 @@ def _print_bench(result: BenchResult, baseline: BenchResult | None, report: dict
     print(f"  schedule parameters: {params or '(none)'}")
     threads = report["threads"]
     print(f"  threads: {threads}")
-    numpy_label = f"numpy ({plural(threads, 'thread')})"
-    rows = [("mlirtune", result)] + ([(numpy_label, baseline)] if baseline else [])
+    other = report["baseline"]["name"] if baseline else ""
+    baseline_label = f"{other} ({plural(threads, 'thread')})"
+    rows = [("mlirtune", result)] + ([(baseline_label, baseline)] if baseline else [])
     for name, r in rows:
         s = r.stats
         print(
@@ -162,7 +164,7 @@ def _print_bench(result: BenchResult, baseline: BenchResult | None, report: dict
         )
     print(f"  verified: {'yes' if result.verified else 'no (skipped)'}")
     if baseline:
-        print(f"  speedup vs numpy: {report['speedup_vs_baseline']:.3f}x")
+        print(f"  speedup vs {other}: {report['speedup_vs_baseline']:.3f}x")
 
 
 def _gflops_text(gflops: float | None) -> str:

@@ -1,5 +1,6 @@
 """The command line: outputs, JSON, exit codes and one-line errors (never a traceback)."""
 
+import importlib.util
 import json
 
 import numpy as np
@@ -53,6 +54,16 @@ def test_bench_json_with_numpy_baseline(capsys):
     assert report["speedup_vs_baseline"] == pytest.approx(
         report["baseline"]["median_s"] / report["median_s"]
     )
+
+
+@pytest.mark.jit
+@pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None, reason="PyTorch not installed (the bench extra)"
+)
+def test_bench_with_the_torch_baseline(capsys):
+    code, out, _ = run(capsys, "bench", "softmax", "M=8", "N=64", "--baseline", "torch")
+    assert code == 0
+    assert "torch (1 thread)" in out and "speedup vs torch:" in out
 
 
 @pytest.mark.jit
