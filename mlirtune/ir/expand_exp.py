@@ -20,6 +20,8 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, math
 
+from mlirtune.ir.constants import element_type, same_shape, splat
+
 LOG2E = 1.44269504088896341
 # ln(2) = LN2_HI + LN2_LO, LN2_HI with few mantissa bits so that n * LN2_HI is exact.
 LN2_HI, LN2_LO = 0.693359375, -2.12194440e-4
@@ -36,7 +38,7 @@ def expand_exp(module: ir.Module) -> None:
     found: list[ir.Operation] = []
 
     def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "math.exp" and _element_type(op.results[0].type) == ir.F32Type.get():
+        if op.name == "math.exp" and element_type(op.results[0].type) == ir.F32Type.get():
             found.append(op)
         return ir.WalkResult.ADVANCE
 
@@ -45,31 +47,6 @@ def expand_exp(module: ir.Module) -> None:
         with ir.InsertionPoint(op), op.location:
             op.results[0].replace_all_uses_with(_exp(op.operands[0]))
         op.erase()
-
-
-def _element_type(value_type: ir.Type) -> ir.Type:
-    return value_type.element_type if isinstance(value_type, ir.VectorType) else value_type
-
-
-def splat(value: float, of: ir.Type) -> ir.Value:
-    """A constant of type `of` (a float or integer scalar, or a vector of them) holding
-    `value` in every lane."""
-    element = _element_type(of)
-    attr = (
-        ir.FloatAttr.get(element, value)
-        if isinstance(element, ir.FloatType)
-        else ir.IntegerAttr.get(element, int(value))
-    )
-    if isinstance(of, ir.VectorType):
-        attr = ir.DenseElementsAttr.get_splat(of, attr)
-    return arith.ConstantOp(of, attr).result
-
-
-def same_shape(value_type: ir.Type, element: ir.Type) -> ir.Type:
-    """`element`, or a vector of it shaped like `value_type` when that is a vector."""
-    if isinstance(value_type, ir.VectorType):
-        return ir.VectorType.get(value_type.shape, element)
-    return element
 
 
 def _exp(x: ir.Value) -> ir.Value:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, func, math, vector
 
-from mlirtune.ir.expand_exp import same_shape, splat
+from mlirtune.ir.constants import element_type, same_shape, splat
 
 # Abramowitz and Stegun 7.1.26: erf(x) ~ 1 - (a1 t + ... + a5 t^5) exp(-x^2), t = 1/(1 + p x).
 ERF_P = 0.3275911
@@ -43,7 +43,7 @@ def expand_math(module: ir.Module) -> None:
     found: list[ir.Operation] = []
 
     def visit(op: ir.Operation) -> ir.WalkResult:
-        element = _element(op.results[0].type) if len(op.results) == 1 else None
+        element = element_type(op.results[0].type) if len(op.results) == 1 else None
         if (op.name, element) in rewrites or (op.name == "math.erf" and element == f64):
             found.append(op)
         return ir.WalkResult.ADVANCE
@@ -52,14 +52,10 @@ def expand_math(module: ir.Module) -> None:
     for op in found:
         x = op.operands[0]
         with ir.InsertionPoint(op), op.location:
-            rewrite = rewrites.get((op.name, _element(x.type)))
+            rewrite = rewrites.get((op.name, element_type(x.type)))
             value = rewrite(x) if rewrite else _per_lane_call(module, "erf", x)
             op.results[0].replace_all_uses_with(value)
         op.erase()
-
-
-def _element(value_type: ir.Type) -> ir.Type:
-    return value_type.element_type if isinstance(value_type, ir.VectorType) else value_type
 
 
 def _select(condition: ir.Value, if_true: ir.Value, if_false: ir.Value) -> ir.Value:
@@ -124,7 +120,7 @@ def _log1p(y: ir.Value) -> ir.Value:
 
 def _per_lane_call(module: ir.Module, name: str, x: ir.Value) -> ir.Value:
     """`name(x)` through the C library, one scalar call per lane of a vector `x`."""
-    element = _element(x.type)
+    element = element_type(x.type)
     _declare(module, name, element)
     callee = ir.FlatSymbolRefAttr.get(name)
     if not isinstance(x.type, ir.VectorType):

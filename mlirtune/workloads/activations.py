@@ -19,7 +19,7 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import arith, math
 
-from mlirtune.ir.expand_exp import splat
+from mlirtune.ir.constants import splat
 
 LEAKY_SLOPE = 0.01
 ELU_ALPHA = 1.0

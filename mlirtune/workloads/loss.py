@@ -25,7 +25,7 @@ from mlir.dialects import arith, linalg, math, tensor
 
 from mlirtune.interfaces.dtype import DTYPES
 from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
-from mlirtune.ir.expand_exp import splat
+from mlirtune.ir.constants import splat
 from mlirtune.workloads.base import FLOAT_DTYPE_PARAM, SEED_PARAM, PayloadWorkload
 from mlirtune.workloads.payload import build_payload, filled, generic, projection_map
 
@@ -35,8 +35,15 @@ TRIPLET_EPS, TRIPLET_MARGIN = 1e-6, 1.0  # nn.TripletMarginLoss's defaults
 ROW_REDUCTION = ["parallel", "reduction"]
 INT64 = DTYPES["i64"]  # cross_entropy's class ids, as PyTorch's
 # Per-element flops of each kind's row terms (a log, exp or divide counts as one).
-FLOPS = {"mse": 3, "huber": 6, "cosine": 6, "kl_div": 4, "hinge": 4, "cross_entropy": 6}
-FLOPS["triplet"] = 8
+FLOPS = {
+    "mse": 3,
+    "huber": 6,
+    "cosine": 6,
+    "kl_div": 4,
+    "hinge": 4,
+    "cross_entropy": 6,
+    "triplet": 8,
+}
 INPUTS = {"triplet": ("anchor", "positive", "negative"), "cross_entropy": ("logits", "targets")}
 
 Term = Callable[..., ir.Value]

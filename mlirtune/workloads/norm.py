@@ -24,7 +24,7 @@ from mlir.dialects import arith, math, tensor
 
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
-from mlirtune.ir.expand_exp import splat
+from mlirtune.ir.constants import splat
 from mlirtune.workloads.base import FLOAT_DTYPE_PARAM, SEED_PARAM, PayloadWorkload
 from mlirtune.workloads.payload import (
     build_payload,

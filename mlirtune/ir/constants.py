@@ -1,0 +1,32 @@
+"""Constants and types shaped like a value: a scalar, or a vector of it."""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith
+
+
+def element_type(value_type: ir.Type) -> ir.Type:
+    """The element type of a vector type, or the type itself."""
+    return value_type.element_type if isinstance(value_type, ir.VectorType) else value_type
+
+
+def splat(value: float, of: ir.Type) -> ir.Value:
+    """A constant of type `of` (a float or integer scalar, or a vector of them) holding
+    `value` in every lane."""
+    element = element_type(of)
+    attr = (
+        ir.FloatAttr.get(element, value)
+        if isinstance(element, ir.FloatType)
+        else ir.IntegerAttr.get(element, int(value))
+    )
+    if isinstance(of, ir.VectorType):
+        attr = ir.DenseElementsAttr.get_splat(of, attr)
+    return arith.ConstantOp(of, attr).result
+
+
+def same_shape(value_type: ir.Type, element: ir.Type) -> ir.Type:
+    """`element`, or a vector of it shaped like `value_type` when that is a vector."""
+    if isinstance(value_type, ir.VectorType):
+        return ir.VectorType.get(value_type.shape, element)
+    return element
