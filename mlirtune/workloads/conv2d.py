@@ -9,21 +9,17 @@ from typing import Any
 
 import numpy as np
 from mlir import ir
-from mlir.dialects import arith, linalg, tensor
+from mlir.dialects import linalg
 
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
 from mlirtune.workloads.base import FLOAT_DTYPE_PARAM, SEED_PARAM, PayloadWorkload
-from mlirtune.workloads.payload import build_payload, zero_filled
+from mlirtune.workloads.payload import build_payload, padded_spatially, zero_filled
+from mlirtune.workloads.windows import output_size, parse_sizes
 
 # bf16 would need an f32 accumulator and a matching tolerance; only full-precision types here.
 LAYOUTS = ("nhwc", "nchw")
 Pair = tuple[int, int]
-
-
-def output_size(size: int, kernel: int, stride: int, dilation: int, padding: int = 0) -> int:
-    """Output extent of a convolution along one spatial dim."""
-    return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
 
 
 class Conv2d(PayloadWorkload):
@@ -70,16 +66,7 @@ class Conv2d(PayloadWorkload):
     def _pair(self, key: str, *, minimum: int) -> Pair:
         """Parse option `key` (an int or "H,W") into an (h, w) pair; store it canonically
         (one int when both agree, as before per-dim values existed)."""
-        text = str(self.options[key])
-        try:
-            values = tuple(int(part) for part in text.split(","))
-        except ValueError:
-            raise self._error(f"{key}={text!r} is not an integer or a pair H,W") from None
-        if len(values) not in (1, 2):
-            raise self._error(f"{key}={text!r} needs one value or two (H,W)")
-        if min(values) < minimum:
-            raise self._error(f"{key}={text!r}: every value must be at least {minimum}")
-        h, w = values * (3 - len(values))
+        h, w = parse_sizes(self.name, key, self.options[key], 2, minimum=minimum)
         self.options[key] = h if h == w else f"{h},{w}"
         return h, w
 
@@ -129,7 +116,7 @@ class Conv2d(PayloadWorkload):
         def body(inputs, inits):
             image, kernel = inputs
             conv = conv_op(
-                self._pad(image, element),
+                padded_spatially(image, self.padding, 0.0),
                 kernel,
                 outs=[zero_filled(inits[0], element)],
                 strides=list(self.stride),
@@ -138,19 +125,6 @@ class Conv2d(PayloadWorkload):
             return [conv]
 
         return build_payload(self.arguments(), body)
-
-    def _pad(self, image: ir.Value, element: ir.Type) -> ir.Value:
-        """The NCHW `image` zero-padded on both sides of H and W (tensor.pad)."""
-        if not any(self.padding):
-            return image
-        n, c = self.options["N"], self.options["C"]
-        low = [0, 0, *self.padding]
-        result = ir.RankedTensorType.get([n, c, *self.padded_hw], element)
-        pad = tensor.PadOp(result, image, [], [], low, low)
-        block = pad.region.blocks.append(*[ir.IndexType.get()] * len(low))
-        with ir.InsertionPoint(block):
-            tensor.YieldOp(arith.constant(element, 0.0))
-        return pad.result
 
     def reference(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         return [self._convolve(*(x.astype(np.float64) for x in inputs))]

@@ -14,19 +14,15 @@ from typing import Any
 
 import numpy as np
 from mlir import ir
-from mlir.dialects import arith, linalg, tensor
+from mlir.dialects import linalg
 
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
 from mlirtune.workloads.base import FLOAT_DTYPE_PARAM, SEED_PARAM, PayloadWorkload
-from mlirtune.workloads.payload import build_payload, zero_filled
+from mlirtune.workloads.payload import build_payload, padded_spatially, zero_filled
+from mlirtune.workloads.windows import output_size, parse_sizes
 
 Pair = tuple[int, int]
-
-
-def output_size(size: int, kernel: int, stride: int, padding: int, dilation: int) -> int:
-    """PyTorch's output extent along one spatial dim."""
-    return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
 
 
 class Depthwise(PayloadWorkload):
@@ -52,14 +48,14 @@ class Depthwise(PayloadWorkload):
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         o = self.options
-        self.stride = self._pair("stride", o["stride"], minimum=1)
-        self.padding = self._pair("padding", o["padding"], minimum=0)
-        self.dilation = self._pair("dilation", o["dilation"], minimum=1)
+        self.stride = self._pair("stride", minimum=1)
+        self.padding = self._pair("padding", minimum=0)
+        self.dilation = self._pair("dilation", minimum=1)
         self.kernel = (o["KH"], o["KW"])
         self.output = tuple(
             output_size(*dims)
             for dims in zip(
-                (o["H"], o["W"]), self.kernel, self.stride, self.padding, self.dilation, strict=True
+                (o["H"], o["W"]), self.kernel, self.stride, self.dilation, self.padding, strict=True
             )
         )
         if min(self.output) < 1:
@@ -76,23 +72,12 @@ class Depthwise(PayloadWorkload):
         ):
             o[key] = f"{pair[0]},{pair[1]}"
 
+    def _pair(self, key: str, *, minimum: int) -> Pair:
+        h, w = parse_sizes(self.name, key, self.options[key], 2, minimum=minimum)
+        return h, w
+
     def _error(self, message: str) -> UsageError:
         return UsageError(f"{self.name}: {message}", stage="workload")
-
-    def _pair(self, key: str, value: object, *, minimum: int) -> Pair:
-        """Parse `value` (an int, or "h,w") into one value per spatial dim."""
-        text = str(value)
-        try:
-            sizes = tuple(int(part) for part in text.split(","))
-        except ValueError:
-            raise self._error(f"{key}={text!r} is not an integer or 'h,w'") from None
-        if len(sizes) == 1:
-            sizes *= 2
-        if len(sizes) != 2:
-            raise self._error(f"{key}={text!r} needs 1 or 2 values (h,w)")
-        if min(sizes) < minimum:
-            raise self._error(f"{key}={text!r}: every value must be at least {minimum}")
-        return sizes[0], sizes[1]
 
     @property
     def padded(self) -> Pair:
@@ -116,7 +101,7 @@ class Depthwise(PayloadWorkload):
         def body(inputs, inits):
             image, kernel = inputs
             conv = linalg.depthwise_conv_2d_nchw_chw(
-                self._pad(image, element),
+                padded_spatially(image, self.padding, 0.0),
                 kernel,
                 outs=[zero_filled(inits[0], element)],
                 strides=list(self.stride),
@@ -125,20 +110,6 @@ class Depthwise(PayloadWorkload):
             return [conv]
 
         return build_payload(self.arguments(), body)
-
-    def _pad(self, x: ir.Value, element: ir.Type) -> ir.Value:
-        """`x` with zeros on both sides of H and W (tensor.pad); `x` itself without padding."""
-        if not any(self.padding):
-            return x
-        o = self.options
-        low = [0, 0, *self.padding]
-        result = ir.RankedTensorType.get([o["N"], o["C"], *self.padded], element)
-        pad = tensor.PadOp(result, x, [], [], low, low)
-        index = ir.IndexType.get()
-        block = pad.region.blocks.append(*[index] * len(low))
-        with ir.InsertionPoint(block):
-            tensor.YieldOp(arith.constant(element, 0.0))
-        return pad.result
 
     # --- numpy ------------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from mlir import ir
-from mlir.dialects import arith, bufferization, func, linalg, vector
+from mlir.dialects import arith, bufferization, func, linalg, tensor, vector
 
 from mlirtune.interfaces.workload import ArgSpec
 from mlirtune.memory import check_shapes
@@ -81,6 +81,21 @@ def identity_map(rank: int) -> ir.AffineMap:
 def projection_map(rank: int, dims: Sequence[int]) -> ir.AffineMap:
     """(d0..d{rank-1}) -> (d{dims[0]}, ...): broadcasts and reductions."""
     return ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(d) for d in dims])
+
+
+def padded_spatially(x: ir.Value, padding: Sequence[int], value: float) -> ir.Value:
+    """A channels-first tensor x [N, C, spatial...] with `padding[i]` elements of `value` on
+    both sides of spatial dim i (tensor.pad); x itself where there is no padding."""
+    if not any(padding):
+        return x
+    x_type = ir.RankedTensorType(x.type)
+    element = x_type.element_type
+    low = [0, 0, *padding]
+    shape = [size + 2 * pad for size, pad in zip(x_type.shape, low, strict=True)]
+    pad = tensor.PadOp(ir.RankedTensorType.get(shape, element), x, [], [], low, low)
+    with ir.InsertionPoint(pad.region.blocks.append(*[ir.IndexType.get()] * len(low))):
+        tensor.YieldOp(arith.constant(element, value))
+    return pad.result
 
 
 def zero_filled(init: ir.Value, element_type: ir.Type) -> ir.Value:

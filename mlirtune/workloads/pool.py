@@ -23,7 +23,14 @@ from numpy.lib.stride_tricks import sliding_window_view
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
 from mlirtune.workloads.base import FLOAT_DTYPE_PARAM, SEED_PARAM, PayloadWorkload
-from mlirtune.workloads.payload import build_payload, filled, generic, identity_map
+from mlirtune.workloads.payload import (
+    build_payload,
+    filled,
+    generic,
+    identity_map,
+    padded_spatially,
+)
+from mlirtune.workloads.windows import output_size, parse_sizes
 
 Sizes = tuple[int, ...]
 KINDS = ("max", "avg")
@@ -35,11 +42,6 @@ POOL_OPS = {
     ("avg", 2): linalg.pooling_nchw_sum,
 }
 DEPTH_OPS = {"max": linalg.pooling_nwc_max, "avg": linalg.pooling_nwc_sum}
-
-
-def output_size(size: int, kernel: int, stride: int, padding: int, dilation: int) -> int:
-    """PyTorch's (floor-mode) output extent along one spatial dim."""
-    return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
 
 
 class Pool(PayloadWorkload):
@@ -63,17 +65,17 @@ class Pool(PayloadWorkload):
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         o = self.options
-        self.spatial = self._sizes("spatial", o["spatial"], None, minimum=1)
+        self.spatial = self._parse("spatial", o["spatial"], None, minimum=1)
         rank = len(self.spatial)
         if not 1 <= rank <= 3:
             raise self._error(f"spatial={o['spatial']!r} must give 1 to 3 sizes, got {rank}")
-        self.kernel = self._sizes("kernel", o["kernel"], rank, minimum=1)
+        self.kernel = self._parse("kernel", o["kernel"], rank, minimum=1)
         stride = o["stride"]
         self.stride = (
-            self._sizes("stride", stride, rank, minimum=1) if stride != "" else self.kernel
+            self._parse("stride", stride, rank, minimum=1) if stride != "" else self.kernel
         )
-        self.padding = self._sizes("padding", o["padding"], rank, minimum=0)
-        self.dilation = self._sizes("dilation", o["dilation"], rank, minimum=1)
+        self.padding = self._parse("padding", o["padding"], rank, minimum=0)
+        self.dilation = self._parse("dilation", o["dilation"], rank, minimum=1)
         if o["kind"] == "avg" and any(d != 1 for d in self.dilation):
             raise self._error(f"dilation={o['dilation']!r}: average pooling has no dilation")
         for p, k in zip(self.padding, self.kernel, strict=True):
@@ -84,7 +86,7 @@ class Pool(PayloadWorkload):
         self.output = tuple(
             output_size(*dims)
             for dims in zip(
-                self.spatial, self.kernel, self.stride, self.padding, self.dilation, strict=True
+                self.spatial, self.kernel, self.stride, self.dilation, self.padding, strict=True
             )
         )
         if min(self.output) < 1:
@@ -102,23 +104,11 @@ class Pool(PayloadWorkload):
         ):
             o[key] = ",".join(str(s) for s in sizes)
 
+    def _parse(self, key: str, value: object, rank: int | None, *, minimum: int) -> Sizes:
+        return parse_sizes(self.name, key, value, rank, minimum=minimum)
+
     def _error(self, message: str) -> UsageError:
         return UsageError(f"{self.name}: {message}", stage="workload")
-
-    def _sizes(self, key: str, value: object, rank: int | None, *, minimum: int) -> Sizes:
-        """Parse `value` (an int or "a,b,c") into `rank` sizes (one is repeated)."""
-        text = str(value)
-        try:
-            sizes = tuple(int(part) for part in text.split(","))
-        except ValueError:
-            raise self._error(f"{key}={text!r} is not a comma-separated list of integers") from None
-        if rank is not None and len(sizes) == 1:
-            sizes *= rank
-        if rank is not None and len(sizes) != rank:
-            raise self._error(f"{key}={text!r} needs 1 or {rank} values for spatial rank {rank}")
-        if min(sizes) < minimum:
-            raise self._error(f"{key}={text!r}: every value must be at least {minimum}")
-        return sizes
 
     @property
     def padded(self) -> Sizes:
@@ -143,7 +133,7 @@ class Pool(PayloadWorkload):
         identity = float("-inf") if kind == "max" else 0.0
 
         def body(inputs, inits):
-            x = self._pad(inputs[0], element, identity)
+            x = padded_spatially(inputs[0], self.padding, identity)
             if len(self.spatial) == 3:
                 return [self._pool_3d(x, inits[0], element, identity)]
             # Average pooling sums into a temporary (fused per tile by the schedule) that the
@@ -175,20 +165,6 @@ class Pool(PayloadWorkload):
             ["parallel"] * rank,
             lambda v, _: arith.divf(v, size),
         )
-
-    def _pad(self, x: ir.Value, element: ir.Type, value: float) -> ir.Value:
-        """`x` padded on both sides of every spatial dim with `value` (tensor.pad)."""
-        if not any(self.padding):
-            return x
-        n, c = self.options["N"], self.options["C"]
-        low = [0, 0, *self.padding]
-        result = ir.RankedTensorType.get([n, c, *self.padded], element)
-        pad = tensor.PadOp(result, x, [], [], low, low)
-        index = ir.IndexType.get()
-        block = pad.region.blocks.append(*[index] * len(low))
-        with ir.InsertionPoint(block):
-            tensor.YieldOp(arith.constant(element, value))
-        return pad.result
 
     def _pool_3d(self, x: ir.Value, init: ir.Value, element: ir.Type, identity: float):
         """Separable 3-D pooling: (H, W) of every depth plane, then D over the planes."""
