@@ -17,38 +17,17 @@ from mlir.dialects import transform
 from mlir.dialects.transform import structured
 
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.interfaces.schedule import Config, Knob
+from mlirtune.interfaces.schedule import Config
 from mlirtune.schedules.builder import ScheduleBuilder
-from mlirtune.schedules.knobs import powers_of_two, threads_knob, vector_columns
-from mlirtune.schedules.vector_tiles import VectorTileFamily
-
-ROW_REDUCTION = ("parallel", "reduction")
+from mlirtune.schedules.rowwise import ROW_REDUCTION, Rowwise
 
 
-class FullReduction(VectorTileFamily):
-    """Row tiles of row reductions, summed into one scalar across tiles; like `rowwise`, the
-    partial row results stay live beside the loaded tile (half of the register file)."""
+class FullReduction(Rowwise):
+    """Row tiles of row reductions, summed into one scalar across tiles; the knobs, model
+    and selector are `rowwise`'s (the partial row results stay live beside the loaded tile)."""
 
     name = "full_reduction"
     description = "row reductions folded into a scalar: a row loop carrying it, column-tiled"
-    root_kinds = ("reduction",)
-    knobs = (
-        Knob(
-            "ROWS",
-            "rows per row tile (row reductions fused per tile)",
-            4,
-            powers_of_two("ROWS", 16),
-        ),
-        Knob(
-            "COLS",
-            "columns per vector tile inside a row tile",
-            64,
-            vector_columns("COLS", (1, 2, 4, 8)),
-        ),
-        threads_knob(),
-    )
-    register_share = 0.5
-    reduction = True
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
         shape = [op.dims["ROWS"], op.dims["COLS"]]
