@@ -7,28 +7,10 @@ import numpy as np
 import pytest
 from mlir import ir
 
-from mlirtune.api import engine_for
 from mlirtune.ir.expand_exp import MAX_LOG, MIN_LOG, expand_exp
-from mlirtune.targets.host_cpu import HostCPU
-from mlirtune.workloads.from_file import FromFile
+from tests.ir.math_kernels import apply_math
 
 SIZE = 4096
-EXP = f"""
-func.func @exp(%x: memref<{SIZE}xf32>, %y: memref<{SIZE}xf32>) {{
-  %tx = bufferization.to_tensor %x restrict : memref<{SIZE}xf32> to tensor<{SIZE}xf32>
-  %ty = bufferization.to_tensor %y restrict writable : memref<{SIZE}xf32> to tensor<{SIZE}xf32>
-  %r = linalg.generic {{indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>],
-                        iterator_types = ["parallel"]}}
-      ins(%tx : tensor<{SIZE}xf32>) outs(%ty : tensor<{SIZE}xf32>) {{
-    ^bb0(%a: f32, %b: f32):
-      %e = math.exp %a : f32
-      linalg.yield %e : f32
-  }} -> tensor<{SIZE}xf32>
-  bufferization.materialize_in_destination %r in restrict writable %y
-      : (tensor<{SIZE}xf32>, memref<{SIZE}xf32>) -> ()
-  return
-}}
-"""
 
 
 def test_only_f32_exps_are_expanded():
@@ -54,14 +36,7 @@ def test_expanded_exp_is_within_a_few_ulp_of_numpy(tmp_path):
             np.array([-np.inf, -200.0, -88.0, 0.0, 89.0, np.inf, np.nan, 1e-30], np.float32),
         ]
     )
-    (tmp_path / "exp.mlir").write_text(EXP)
-    np.save(tmp_path / "x.npy", x)
-    workload = FromFile(tmp_path / "exp.mlir", "exp", [tmp_path / "x.npy"])
-    engine = engine_for(HostCPU(), use_specs=False)
-    kernel = engine.compile(workload)
-    with workload.allocate(engine) as buffers:
-        kernel.call(buffers)
-        y = engine.runtime.to_host(buffers[-1]).copy()
+    y = apply_math(tmp_path, "exp", x)
     expected = np.exp(x.astype(np.float64))
     normal = expected >= np.finfo(np.float32).tiny
     normal &= np.isfinite(expected) & (expected <= np.finfo(np.float32).max)

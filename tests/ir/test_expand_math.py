@@ -9,43 +9,10 @@ import numpy as np
 import pytest
 from mlir import ir
 
-from mlirtune.api import engine_for
 from mlirtune.ir.expand_math import expand_math
-from mlirtune.targets.host_cpu import HostCPU
-from mlirtune.workloads.from_file import FromFile
+from tests.ir.math_kernels import apply_math
 
 SIZE = 1024
-
-
-def kernel_source(op: str, element: str) -> str:
-    """A 1-D linalg.generic applying `math.<op>` to every element of a memref."""
-    memref, tensor = f"memref<{SIZE}x{element}>", f"tensor<{SIZE}x{element}>"
-    return f"""
-func.func @apply(%x: {memref}, %y: {memref}) {{
-  %tx = bufferization.to_tensor %x restrict : {memref} to {tensor}
-  %ty = bufferization.to_tensor %y restrict writable : {memref} to {tensor}
-  %r = linalg.generic {{indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>],
-                        iterator_types = ["parallel"]}} ins(%tx : {tensor}) outs(%ty : {tensor}) {{
-    ^bb0(%a: {element}, %b: {element}):
-      %e = math.{op} %a : {element}
-      linalg.yield %e : {element}
-  }} -> {tensor}
-  bufferization.materialize_in_destination %r in restrict writable %y : ({tensor}, {memref}) -> ()
-  return
-}}
-"""
-
-
-def run(tmp_path, op: str, x: np.ndarray) -> np.ndarray:
-    element = {np.float32: "f32", np.float64: "f64"}[x.dtype.type]
-    (tmp_path / "k.mlir").write_text(kernel_source(op, element))
-    np.save(tmp_path / "x.npy", x)
-    workload = FromFile(tmp_path / "k.mlir", "apply", [tmp_path / "x.npy"])
-    engine = engine_for(HostCPU(), use_specs=False)
-    kernel = engine.compile(workload)
-    with workload.allocate(engine) as buffers:
-        kernel.call(buffers)
-        return engine.runtime.to_host(buffers[-1]).copy()
 
 
 def test_expanded_ops_leave_no_log_or_erf():
@@ -71,7 +38,7 @@ def test_expanded_ops_leave_no_log_or_erf():
 def test_f32_erf_is_within_its_approximation_error(tmp_path):
     x = np.linspace(-6, 6, SIZE, dtype=np.float32)
     x[:3] = [np.nan, np.inf, -np.inf]
-    y = run(tmp_path, "erf", x)
+    y = apply_math(tmp_path, "erf", x)
     expected = np.array([math.erf(v) for v in x[3:].astype(np.float64)])
     assert np.max(np.abs(y[3:] - expected)) < 5e-7  # 1.5e-7, plus f32 rounding
     assert np.isnan(y[0]) and y[1] == 1 and y[2] == -1
@@ -80,7 +47,7 @@ def test_f32_erf_is_within_its_approximation_error(tmp_path):
 @pytest.mark.jit
 def test_f64_erf_calls_libm(tmp_path):
     x = np.linspace(-5, 5, SIZE)
-    y = run(tmp_path, "erf", x)
+    y = apply_math(tmp_path, "erf", x)
     np.testing.assert_allclose(y, [math.erf(v) for v in x], rtol=1e-15, atol=1e-300)
 
 
@@ -88,7 +55,7 @@ def test_f64_erf_calls_libm(tmp_path):
 def test_f32_log_is_within_a_few_ulp(tmp_path):
     x = np.geomspace(1e-30, 1e30, SIZE, dtype=np.float32)
     x[:4] = [0.0, -1.0, np.inf, np.nan]
-    y = run(tmp_path, "log", x)
+    y = apply_math(tmp_path, "log", x)
     expected = np.log(x[4:].astype(np.float64))
     ulp = np.spacing(np.abs(expected).astype(np.float32)).astype(np.float64)
     assert np.max(np.abs(y[4:] - expected) / ulp) <= 4
@@ -98,6 +65,6 @@ def test_f32_log_is_within_a_few_ulp(tmp_path):
 @pytest.mark.jit
 def test_f32_log1p_keeps_tiny_arguments(tmp_path):
     x = np.concatenate([np.geomspace(1e-20, 1e3, SIZE - 1), [0.0]]).astype(np.float32)
-    y = run(tmp_path, "log1p", x)
+    y = apply_math(tmp_path, "log1p", x)
     expected = np.log1p(x.astype(np.float64))
     np.testing.assert_allclose(y, expected, rtol=1e-6)
