@@ -18,6 +18,8 @@ Registered as the descriptor step `expand-math` (mlirtune.pipeline.steps).
 
 from __future__ import annotations
 
+from math import prod as math_prod
+
 from mlir import ir
 from mlir.dialects import arith, func, math, vector
 
@@ -126,7 +128,7 @@ def _per_lane_call(module: ir.Module, name: str, x: ir.Value) -> ir.Value:
     if not isinstance(x.type, ir.VectorType):
         return func.call([element], callee, [x])
     shape = list(x.type.shape)
-    flat_type = ir.VectorType.get([_product(shape)], element)
+    flat_type = ir.VectorType.get([math_prod(shape)], element)
     flat = vector.shape_cast(flat_type, x)
     result = flat
     for lane in range(flat_type.shape[0]):
@@ -142,10 +144,3 @@ def _declare(module: ir.Module, name: str, element: ir.Type) -> None:
     with ir.InsertionPoint.at_block_begin(module.body), ir.Location.unknown():
         declaration = func.FuncOp(name, ([element], [element]), visibility="private")
         declaration.attributes["llvm.readnone"] = ir.UnitAttr.get()
-
-
-def _product(values: list[int]) -> int:
-    result = 1
-    for value in values:
-        result *= value
-    return result
