@@ -74,15 +74,6 @@ def generic(
     return op.result
 
 
-def identity_map(rank: int) -> ir.AffineMap:
-    return ir.AffineMap.get_identity(rank)
-
-
-def projection_map(rank: int, dims: Sequence[int]) -> ir.AffineMap:
-    """(d0..d{rank-1}) -> (d{dims[0]}, ...): broadcasts and reductions."""
-    return ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(d) for d in dims])
-
-
 def padded_spatially(x: ir.Value, padding: Sequence[int], value: float) -> ir.Value:
     """A channels-first tensor x [N, C, spatial...] with `padding[i]` elements of `value` on
     both sides of spatial dim i (tensor.pad); x itself where there is no padding."""
