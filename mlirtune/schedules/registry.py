@@ -11,6 +11,7 @@ from mlirtune.interfaces.lowering import Lowering
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import ScheduleFamily
 from mlirtune.schedules.axis_reduction import AXIS_REDUCTION_FAMILY
+from mlirtune.schedules.channel_norm import CHANNEL_NORM
 from mlirtune.schedules.contraction import CONTRACTION
 from mlirtune.schedules.convolution import CONVOLUTION
 from mlirtune.schedules.depthwise import DEPTHWISE
@@ -32,6 +33,7 @@ FAMILIES: dict[str, ScheduleFamily] = {
         POOLING,
         DEPTHWISE,
         FULL_REDUCTION,
+        CHANNEL_NORM,
     )
 }
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.workloads.base import PayloadWorkload
 from mlirtune.workloads.batch_matmul import BatchMatmul
+from mlirtune.workloads.channel_norm import ChannelNorm
 from mlirtune.workloads.conv2d import Conv2d
+from mlirtune.workloads.conv_transpose import ConvTranspose
 from mlirtune.workloads.depthwise import Depthwise
 from mlirtune.workloads.elementwise import Elementwise
 from mlirtune.workloads.loss import Loss
@@ -29,6 +31,8 @@ WORKLOADS: dict[str, type[PayloadWorkload]] = {
         Pool,
         Loss,
         Depthwise,
+        ConvTranspose,
+        ChannelNorm,
     )
 }
 
@@ -46,7 +50,9 @@ def workload_class(name: str) -> type[PayloadWorkload]:
 __all__ = [
     "WORKLOADS",
     "BatchMatmul",
+    "ChannelNorm",
     "Conv2d",
+    "ConvTranspose",
     "Depthwise",
     "Elementwise",
     "Loss",
