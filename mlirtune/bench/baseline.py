@@ -33,7 +33,7 @@ def measure_numpy(
         raise UsageError(f"{workload.name} has no numpy baseline", stage="baseline")
 
     with threadpool_limits(limits=threads):
-        return _measure(run, workload, options)
+        return measure_callable(run, workload, options)
 
 
 def torch_available() -> bool:
@@ -70,12 +70,12 @@ def measure_torch(
     torch.set_num_threads(threads)
     try:
         with torch.inference_mode():
-            return _measure(run, workload, options)
+            return measure_callable(run, workload, options)
     finally:
         torch.set_num_threads(previous)
 
 
-def _measure(
+def measure_callable(
     run: Callable[[], object], workload: Workload, options: BenchOptions | None
 ) -> BenchResult:
     """Time `run` by the same sampling rules as kernels."""

@@ -77,11 +77,26 @@ def _parameters_text(report: dict[str, Any]) -> str:
     return " ".join(f"{k}={v}({sources.get(k, '?')})" for k, v in values.items())
 
 
+def _print_dispatches(dispatches: list[dict[str, Any]], indent: str) -> None:
+    """One line per dispatch of a split payload: its pipeline and config source, or that
+    it ran untuned, and its notes."""
+    if not dispatches:
+        return
+    untuned = sum(not d["scheduled"] for d in dispatches)
+    print(f"{indent}dispatches: {len(dispatches)}, {untuned} lowered untuned")
+    for d in dispatches:
+        how = f"{d['pipeline']}, {d['config_source']}" if d["scheduled"] else "untuned"
+        print(f"{indent}  {d['function']:28s} {how}")
+        for note in d["notes"]:
+            print(f"{indent}    note: {note}")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     workload = workload_of(args)
     result = engine_of(args).execute(workload, schedule_params(args.param))
     for note in result.extra.get("notes", []):
         print(f"note: {note}")
+    _print_dispatches(result.extra.get("dispatches", []), indent="")
     verification = result.verification
     print(verification.summary())
     return 0 if verification.ok else 1
@@ -148,6 +163,7 @@ def _print_bench(result: BenchResult, baseline: BenchResult | None, report: dict
     print(f"  config: {report.get('config_source', '?')}")
     for note in report.get("notes", []):
         print(f"  note: {note}")
+    _print_dispatches(report.get("dispatches", []), indent="  ")
     print(f"  schedule parameters: {params or '(none)'}")
     threads = report["threads"]
     print(f"  threads: {threads}")

@@ -158,11 +158,8 @@ def _strategy(name: str) -> str:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from mlirtune.specs.export import library_at
-    from mlirtune.tune.db import TuningDB
     from mlirtune.tune.evaluator import EvaluatorSettings
-    from mlirtune.tune.problem import generate
-    from mlirtune.tune.tuner import TuneOptions, tune
+    from mlirtune.tune.tuner import TuneOptions
 
     options = TuneOptions(
         budget=args.budget,
@@ -178,6 +175,32 @@ def cmd_tune(args: argparse.Namespace) -> int:
         options.check()
     workload = workload_of(args)
     target = target_of(args)
+    if args.torch:  # a model: each of its distinct dispatches, then the whole
+        from mlirtune.cli.tune_dispatches import tune_dispatches
+
+        return tune_dispatches(args, workload, lambda w: _tune_one(args, w, target, options))
+    report = _tune_one(args, workload, target, options)
+    if report is None:
+        return 0 if args.show_space else 130
+    if args.update_spec:
+        entry = _update_spec(args.update_spec, report)
+        if not args.json:
+            _print_plain(Console(stderr=True), f"updated entry {entry} in {args.update_spec}")
+    if args.json:
+        print(json.dumps(report.to_json()))
+    else:
+        _print_report(report, target)
+    return 0
+
+
+def _tune_one(args: argparse.Namespace, workload, target: Target, options) -> TuneReport | None:
+    """Search `workload`'s space as `args` say; None for --show-space (printed) or when
+    interrupted (what was measured is saved)."""
+    from mlirtune.specs.export import library_at
+    from mlirtune.tune.db import TuningDB
+    from mlirtune.tune.problem import generate
+    from mlirtune.tune.tuner import tune
+
     problem = generate(
         workload,
         target,
@@ -188,7 +211,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     )
     if args.show_space:
         _print_space(problem.space)
-        return 0
+        return None
     starters = _starters(args.starter_spec, problem)
     options = replace(options, starters=tuple(s.config for s in starters))
     if args.update_spec:  # fail now, not after the search, if the library is unusable
@@ -212,7 +235,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         progress = _ProgressBar(console, options.budget or problem.space.count())
         try:
             with progress.bar:
-                report = tune(problem, options, db, progress)
+                return tune(problem, options, db, progress)
         except KeyboardInterrupt:
             saved = progress.done - progress.resumed
             print(
@@ -220,16 +243,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
                 "Run the same command again to resume.",
                 file=sys.stderr,
             )
-            return 130
-    if args.update_spec:
-        entry = _update_spec(args.update_spec, report)
-        if not args.json:
-            _print_plain(console, f"updated entry {entry} in {args.update_spec}")
-    if args.json:
-        print(json.dumps(report.to_json()))
-    else:
-        _print_report(report, target)
-    return 0
+            return None
 
 
 DEFAULT_SPECS = "<default>"
@@ -275,7 +289,10 @@ def _update_spec(path: str, report) -> str:
     target = report.problem.target
     with new_context(), ir.Location.unknown():
         library = library_at(path, target)
-        name = add_verdict(library, report.problem.key, report.verdict, target.hardware_class())
+        problem = report.problem
+        name = add_verdict(
+            library, problem.key, report.verdict, target.hardware_class(), workload=problem.workload
+        )
         library.save(path)
     return name
 

@@ -52,6 +52,7 @@ class CompiledKernel:
             "config_source": self.lowering.config_source,
             "notes": list(self.lowering.notes),
             "memref_roots": [root.to_json() for root in self.lowering.memref_roots],
+            "dispatches": [dispatch.to_json() for dispatch in self.lowering.dispatches],
         }
 
     def call(self, buffers: list[Buffer]) -> None:

@@ -9,13 +9,12 @@ from mlir import ir
 
 from mlirtune.interfaces.engine import Engine
 from mlirtune.interfaces.lowering import Descriptor, Lowering
-from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.runtime import Runtime
 from mlirtune.interfaces.target import Target
 from mlirtune.interfaces.workload import Workload
 from mlirtune.ir.context import new_context
 from mlirtune.pipeline import resolve_descriptor
-from mlirtune.pipeline.plan import annotated_payload, descriptor_names, plan_lowering
+from mlirtune.pipeline.plan import plan_payload
 from mlirtune.specs.specset import SpecSet
 
 
@@ -29,7 +28,7 @@ class DescriptorEngine(Engine):
         super().__init__(runtime)
         self.target = target
         self.pipeline = pipeline
-        self._descriptors: dict[tuple[str, ...], Descriptor] = {}
+        self._descriptors: dict[str, Descriptor] = {}
 
     @property
     def specs(self) -> SpecSet | None:
@@ -48,17 +47,22 @@ class DescriptorEngine(Engine):
         self, workload: Workload, parameters: dict[str, int] | None
     ) -> tuple[ir.Module, Lowering]:
         """The annotated payload and its planned lowering (inside an active context)."""
-        module, roots = annotated_payload(workload)
-        descriptor = self._descriptor(workload, roots)
-        lowering = plan_lowering(module, roots, descriptor, self.target, self.specs, parameters)
-        return module, lowering
+        return plan_payload(
+            workload, self.target, self._default, self._pipeline(), self.specs, parameters
+        )
 
-    def _descriptor(self, workload: Workload, roots: list[OpInfo]) -> Descriptor:
-        """The pipeline for `workload`, read once per engine (files are not re-parsed for
-        every compile of a tuning run)."""
-        if isinstance(self.pipeline, Descriptor):
+    def _pipeline(self) -> Descriptor | None:
+        """The pipeline the engine was given, if any, read once."""
+        if self.pipeline is None or isinstance(self.pipeline, Descriptor):
             return self.pipeline
-        names = tuple(descriptor_names(workload, roots))
-        if names not in self._descriptors:
-            self._descriptors[names] = resolve_descriptor(self.pipeline, self.target, list(names))
-        return self._descriptors[names]
+        if "" not in self._descriptors:
+            self._descriptors[""] = resolve_descriptor(self.pipeline, self.target, [])
+        return self._descriptors[""]
+
+    def _default(self, names: list[str]) -> Descriptor:
+        """The default descriptor for `names`, read once per engine (files are not
+        re-parsed for every compile of a tuning run)."""
+        key = " ".join(names)
+        if key not in self._descriptors:
+            self._descriptors[key] = resolve_descriptor(None, self.target, names)
+        return self._descriptors[key]

@@ -20,7 +20,7 @@ Argument = int | str | bool
 
 @dataclass(frozen=True)
 class Stage:
-    """One pass, schedule or step stage; `origin` is `file:line: stage N` for errors."""
+    """One pass, schedule, step or dispatch stage; `origin` is `file:line: stage N` for errors."""
 
     kind: str
     name: str
@@ -70,6 +70,33 @@ class MemrefRoot:
 
 
 @dataclass
+class DispatchPlan:
+    """One dispatch of a split payload: its function, the kind that picked its pipeline,
+    and the plan of that pipeline on the dispatch as a payload of its own."""
+
+    function: str
+    kind: str
+    lowering: Lowering
+
+    @property
+    def scheduled(self) -> bool:
+        """Whether a schedule family tiles it (else it is lowered as it is, untuned)."""
+        failed = any("lowered untuned" in note for note in self.lowering.notes)
+        return not failed and any(s.kind == "schedule" for s in self.lowering.descriptor.stages)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "function": self.function,
+            "kind": self.kind,
+            "pipeline": self.lowering.descriptor.name,
+            "scheduled": self.scheduled,
+            "config_source": self.lowering.config_source,
+            "parameters": dict(self.lowering.values),
+            "notes": list(self.lowering.notes),
+        }
+
+
+@dataclass
 class Lowering:
     """What a pipeline run used: slot values and where each came from."""
 
@@ -84,6 +111,8 @@ class Lowering:
     # Root ops written on memrefs: brought to tensors for the schedules, or (when that
     # cannot be done) kept, with the schedule stages skipped (the generic path).
     memref_roots: list[MemrefRoot] = field(default_factory=list)
+    # A payload split into dispatches (a `dispatch` stage): each one's own lowering plan.
+    dispatches: list[DispatchPlan] = field(default_factory=list)
 
     @property
     def config_source(self) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from mlir import ir
 from mlir.dialects import func
 
@@ -38,3 +40,19 @@ def uses_amx_tiles(module: ir.Module) -> bool:
 
     module.operation.walk(visit)
     return found
+
+
+def largest_vector(module: ir.Module) -> int:
+    """Elements of the largest vector any op of `module` makes (0 if none): a schedule
+    that left an op untiled vectorizes it whole, which unrolls past any memory."""
+    largest = 0
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        nonlocal largest
+        for result in op.results:
+            if isinstance(result.type, ir.VectorType):
+                largest = max(largest, math.prod(ir.VectorType(result.type).shape))
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return largest

@@ -1,5 +1,5 @@
-"""YAML pipeline descriptors: a list of `pass`, `schedule`, `step` and `include` stages
-with `$slots`.
+"""YAML pipeline descriptors: a list of `pass`, `schedule`, `step`, `dispatch` and `include`
+stages with `$slots`.
 
     description: matmul-like contractions on x86-64
     flow: select            # optional: a Python flow fills slots from the family's selector
@@ -9,6 +9,8 @@ with `$slots`.
       - include: ../generic/lower_cpu.yaml
       - pass: canonicalize{max-iterations=$TILE}
       - step: prepare-gpu-kernels  # a registered Python IR step (pipeline/steps.py)
+      - dispatch: roots       # split a payload of several root ops into dispatches, each
+                              # scheduled by the pipeline of its root kind (mlirtune.dispatch)
 
 A schedule stage binds its family's knobs to slots (`MC=$MC`); such a slot needs no `params`
 entry, since the knob's default (mlirtune.schedules) fills it when nothing stronger does.
@@ -30,7 +32,9 @@ from mlirtune.interfaces.lowering import SLOT, Descriptor, ParamValue, Stage
 from mlirtune.pipeline.steps import step_named
 from mlirtune.schedules.registry import FAMILIES, family_named
 
-STAGE_KINDS = ("pass", "schedule", "step", "include")
+STAGE_KINDS = ("pass", "schedule", "step", "dispatch", "include")
+# What a `dispatch` stage may split a payload by (mlirtune.dispatch).
+DISPATCH_BY = ("roots",)
 ARGUMENT = re.compile(r"^\s*([^\s{}]+)\s*(?:\{(.*)\})?\s*$", re.DOTALL)
 
 
@@ -94,8 +98,12 @@ def _load(path: Path, bindings: dict[str, Any], chain: tuple[Path, ...]) -> Desc
                 step_named(name)
         except UsageError as error:
             raise DescriptorError(f"{origin}: {error.args[0]}") from None
-        if kind == "step" and arguments:
-            raise DescriptorError(f"{origin}: step {name} takes no arguments")
+        if kind in ("step", "dispatch") and arguments:
+            raise DescriptorError(f"{origin}: {kind} {name} takes no arguments")
+        if kind == "dispatch" and name not in DISPATCH_BY:
+            raise DescriptorError(
+                f"{origin}: dispatch {name!r}: a payload is split by {', '.join(DISPATCH_BY)}"
+            )
         stages.append(_fill(stage, bindings, strict=False))
     description = str(document.get("description", ""))
     return Descriptor(path, description, flow, params, stages)

@@ -10,11 +10,13 @@ filled each slot.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from mlir import ir
 
+from mlirtune.dispatch.functions import replace_function, standalone_module
 from mlirtune.interfaces.engine import Observer
 from mlirtune.interfaces.errors import MlirtuneError, UsageError
 from mlirtune.interfaces.lowering import Descriptor, Lowering, Stage
@@ -22,12 +24,16 @@ from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import ScheduleFamily
 from mlirtune.interfaces.target import Target
 from mlirtune.ir.context import parse_module, run_passes
+from mlirtune.ir.inspect import largest_vector
 from mlirtune.ir.interpret import interpret
 from mlirtune.ir.tensorize import tensorize_roots
 from mlirtune.pipeline.descriptor import DescriptorError, resolve_stage
 from mlirtune.pipeline.steps import step_named
 from mlirtune.schedules.builder import ENTRY_POINT
 from mlirtune.schedules.registry import family_named
+
+# Elements of the largest vector a scheduled dispatch may hold (a 64 x 64 register block).
+LARGEST_VECTOR = 4096
 
 Flow = Callable[[Descriptor, Target, list[OpInfo]], dict[str, int]]
 
@@ -135,7 +141,9 @@ def run_pipeline(
     after each schedule stage and at the end. `after_schedules` runs once the last schedule
     stage is done (e.g. to add functions that schedules must not see)."""
     stages = lowering.descriptor.stages
-    last_schedule = max((i for i, s in enumerate(stages) if s.kind == "schedule"), default=-1)
+    last_schedule = max(
+        (i for i, s in enumerate(stages) if s.kind in ("schedule", "dispatch")), default=-1
+    )
     if after_schedules and last_schedule < 0:
         after_schedules(module)
     generic_path = _bring_roots_to_tensors(module, lowering)
@@ -151,6 +159,8 @@ def run_pipeline(
             )
         elif resolved.kind == "step":
             step_named(resolved.name)(module)
+        elif resolved.kind == "dispatch":
+            _schedule_dispatches(module, lowering, observer)
         else:
             apply_schedule(module, _schedule_module(resolved, lowering.roots), resolved.origin)
             if observer:
@@ -162,13 +172,42 @@ def run_pipeline(
 
 
 def schedule_modules(lowering: Lowering) -> list[ir.Module]:
-    """The transform module of every schedule stage, built with the lowering's slot values
-    (in the current context), exactly as `run_pipeline` applies them."""
-    return [
+    """The transform module of every schedule stage (each dispatch's, for a split
+    payload), built with the lowering's slot values (in the current context), exactly as
+    `run_pipeline` applies them."""
+    own = [
         _schedule_module(resolve_stage(stage, lowering.values), lowering.roots)
         for stage in lowering.descriptor.stages
         if stage.kind == "schedule"
     ]
+    return own + [m for d in lowering.dispatches for m in schedule_modules(d.lowering)]
+
+
+def _schedule_dispatches(module: ir.Module, lowering: Lowering, observer: Observer | None) -> None:
+    """Run each dispatch's pipeline up to its last schedule stage on the dispatch as a
+    payload of its own, and put the result back. A schedule that fails leaves that
+    dispatch as it was, with a note (it is lowered untuned; the whole is still verified)."""
+    for dispatch in lowering.dispatches:
+        standalone = standalone_module(module, dispatch.function)
+        plan = dispatch.lowering
+        stages = plan.descriptor.stages
+        last = max((i for i, s in enumerate(stages) if s.kind == "schedule"), default=-1)
+        scheduling = replace(plan, descriptor=replace(plan.descriptor, stages=stages[: last + 1]))
+        try:
+            run_pipeline(standalone, scheduling)
+        except MlirtuneError as error:
+            first_line = str(error.args[0]).splitlines()[0]
+            plan.notes.append(f"its schedule failed ({first_line}): lowered untuned")
+            continue
+        if (elements := largest_vector(standalone)) > LARGEST_VECTOR:
+            plan.notes.append(
+                f"its schedule left an op untiled (a vector of {elements} elements): "
+                "lowered untuned"
+            )
+            continue
+        replace_function(module, dispatch.function, standalone)
+    if observer:
+        observer("dispatches scheduled", module)
 
 
 def _needs_tensors(stage: Stage) -> bool:

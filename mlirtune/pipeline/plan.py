@@ -7,17 +7,22 @@ from the same plan, so what a user inspects is what a compile applies.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from pathlib import Path
 
 from mlir import ir
 
-from mlirtune.interfaces.lowering import Descriptor, Lowering
+from mlirtune.dispatch.functions import standalone_module
+from mlirtune.dispatch.partition import split_into_dispatches
+from mlirtune.interfaces.errors import MlirtuneError, UsageError
+from mlirtune.interfaces.lowering import Descriptor, DispatchPlan, Lowering
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.target import Target
 from mlirtune.interfaces.workload import Workload
 from mlirtune.ir.context import new_context
 from mlirtune.ir.inspect import find_function
-from mlirtune.ir.roots import annotate_roots
+from mlirtune.ir.roots import annotate_roots, find_roots
 from mlirtune.pipeline.driver import resolve_values, schedule_modules
 from mlirtune.pipeline.lookup import resolve_descriptor
 from mlirtune.specs.specset import SpecSet
@@ -32,12 +37,40 @@ def annotated_payload(workload: Workload) -> tuple[ir.Module, list[OpInfo]]:
     return module, annotate_roots(module)
 
 
+# The descriptor of payloads with several root ops and none named after their workload.
+MULTI_ROOT = "multi_root"
+
+
 def descriptor_names(workload: Workload, roots: list[OpInfo]) -> list[str]:
     """Default descriptor names for a workload, most specific first: its own name, then its
-    root op's kind (lookup adds "default"). A payload of several root ops (an imported model)
-    takes no root's pipeline: a family's schedule tiles its one root, so they run through
-    the default lowering, untuned, unless a descriptor is named after the workload."""
-    return [workload.name, *(op.kind for op in roots if len(roots) == 1)]
+    root op's kind (lookup adds "default"). A payload of several root ops (an imported
+    model) falls to `multi_root`, which splits it into dispatches of one root each, unless
+    a descriptor is named after the workload (a softmax's two row reductions are one
+    schedule's)."""
+    if len(roots) > 1:
+        return [workload.name, MULTI_ROOT]
+    return [workload.name, *(op.kind for op in roots)]
+
+
+def plan_payload(
+    workload: Workload,
+    target: Target,
+    descriptor_for: Callable[[list[str]], Descriptor],
+    pipeline: Descriptor | None,
+    specs: SpecSet | None,
+    parameters: dict[str, int] | None,
+) -> tuple[ir.Module, Lowering]:
+    """The annotated payload and its lowering plan (in the current context): `pipeline`,
+    else the descriptor `descriptor_for` finds by name. A `dispatch` stage splits the
+    payload first and plans each dispatch with the descriptor of its kind."""
+    module, roots = annotated_payload(workload)
+    descriptor = pipeline or descriptor_for(descriptor_names(workload, roots))
+    if any(stage.kind == "dispatch" for stage in descriptor.stages):
+        lowering = plan_dispatches(
+            module, workload.entry, descriptor, descriptor_for, target, specs, parameters
+        )
+        return module, lowering
+    return module, plan_lowering(module, roots, descriptor, target, specs, parameters)
 
 
 def plan_lowering(
@@ -57,6 +90,45 @@ def plan_lowering(
     lowering = resolve_values(descriptor, target, roots, explicit=parameters, tuned=tuned)
     lowering.spec = choice.source if choice is not None else None
     lowering.notes.extend(proposal.notes)
+    return lowering
+
+
+def plan_dispatches(
+    module: ir.Module,
+    entry: str,
+    descriptor: Descriptor,
+    descriptor_for: Callable[[list[str]], Descriptor],
+    target: Target,
+    specs: SpecSet | None,
+    parameters: dict[str, int] | None,
+) -> Lowering:
+    """Split `entry` of `module` into dispatches (in place) and plan each as a payload of
+    its own with the descriptor of its kind: spec libraries and selectors apply per
+    dispatch. A dispatch no schedule family takes is lowered as it is, with a note."""
+    if parameters:
+        raise UsageError(
+            f"schedule parameters ({', '.join(parameters)}) set one root op's schedule, and "
+            f"pipeline {descriptor.name} splits this payload into dispatches of a root op "
+            "each: tune them (mlirtune tune) and apply the spec library instead",
+            stage="pipeline",
+        )
+    dispatches, notes = split_into_dispatches(module, entry)
+    lowering = resolve_values(descriptor, target, [])
+    lowering.notes.extend(notes)
+    for dispatch in dispatches:
+        standalone = standalone_module(module, dispatch.function)
+        roots = [info for _, info in find_roots(standalone)]
+        try:
+            planned = plan_lowering(
+                standalone, roots, descriptor_for([dispatch.kind]), target, specs
+            )
+        except MlirtuneError:  # no root op of the family the kind's pipeline names
+            planned = plan_lowering(standalone, roots, descriptor_for([]), target, specs)
+            planned.notes.append("no schedule family takes its ops: lowered as it is")
+        lowering.roots.extend(roots)
+        lowering.dispatches.append(DispatchPlan(dispatch.function, dispatch.kind, planned))
+    if not dispatches:
+        lowering.notes.append("not split into dispatches: lowered as it is, untuned")
     return lowering
 
 
@@ -82,10 +154,10 @@ def _prepared(
     parameters: dict[str, int] | None,
 ) -> tuple[ir.Module, Lowering]:
     """The annotated payload and its lowering plan, in the current context."""
-    module, roots = annotated_payload(workload)
-    if not isinstance(pipeline, Descriptor):
-        pipeline = resolve_descriptor(pipeline, target, descriptor_names(workload, roots))
-    return module, plan_lowering(module, roots, pipeline, target, specs, parameters)
+    if pipeline is not None and not isinstance(pipeline, Descriptor):
+        pipeline = resolve_descriptor(pipeline, target, [])
+    lookup = functools.partial(resolve_descriptor, None, target)
+    return plan_payload(workload, target, lookup, pipeline, specs, parameters)
 
 
 def planned_schedule(

@@ -24,7 +24,7 @@ from mlirtune.specs.sources import SPEC_SUFFIXES, fetch
 from mlirtune.toolchain import current_toolchain, digest
 from mlirtune.tune.db import TuningDB, Verdict
 from mlirtune.tune.key import TuningKey
-from mlirtune.workloads import workload_class
+from mlirtune.workloads import WORKLOADS, workload_class
 
 
 def entry_name(workload: dict[str, Any], pipeline: str) -> str:
@@ -34,7 +34,8 @@ def entry_name(workload: dict[str, Any], pipeline: str) -> str:
     options = workload["options"]
     dims = "_".join(f"{k}{v}" for k, v in sorted(workload["dims"].items()))
     parts = [options["name"], dims, workload["dtypes"][0]]
-    defaults = workload_class(options["name"])().describe()
+    # A workload that is not built in (a model's dispatch) has no defaults to leave out.
+    defaults = workload_class(options["name"])().describe() if options["name"] in WORKLOADS else {}
     for key, value in sorted(options.items()):
         if key in ("name", "seed", "dtype") or key[:1].isupper() or defaults.get(key) == value:
             continue
@@ -141,12 +142,21 @@ def add_verdict(
     verdict: Verdict,
     target_class: str,
     extra: dict[str, Any] | None = None,
+    workload: Workload | None = None,
 ) -> str:
     """Add (or replace) the entry for `key`'s workload and pipeline, measured on a target of
-    `target_class`, with `extra` metadata; returns its name."""
+    `target_class`, with `extra` metadata; returns its name. The root op's signature is
+    read from `workload` when given (one that cannot be rebuilt from its name, such as a
+    model's dispatch), else from the workload the key's options rebuild."""
     name = entry_name(key.workload, key.pipeline)
     metadata = {**entry_metadata(key, verdict, target_class), **(extra or {})}
-    library.add(name, signature_for(key.workload), verdict.params, metadata)
+    if workload is None:
+        signature = signature_for(key.workload)
+    else:
+        payload = workload.payload_module()
+        annotate_roots(payload)
+        signature = signature_of(root_ops(payload)[0])
+    library.add(name, signature, verdict.params, metadata)
     return name
 
 

@@ -28,13 +28,15 @@ ENTRY = "main"
 @dataclass(frozen=True)
 class ImportedModule:
     """A module's linalg-on-tensors IR (generic form text, function @main), its inputs in
-    call order (weights first when they are inputs) and torch eager's outputs on them."""
+    call order (weights first when they are inputs) and torch eager's outputs on them;
+    `module` is the torch.nn.Module called with those inputs (the eager baseline)."""
 
     name: str
     text: str
     input_names: tuple[str, ...]
     inputs: tuple[np.ndarray, ...]
     outputs: tuple[np.ndarray, ...]
+    module: object = None
 
 
 def require_torch() -> None:
@@ -96,6 +98,7 @@ def import_module(
         input_names=(*names, *(f"input{i}" for i in range(len(examples)))),
         inputs=tuple(_numpy(x) for x in arguments),
         outputs=tuple(_numpy(y) for y in outputs),
+        module=callable_module,
     )
 
 

@@ -8,10 +8,14 @@ reference is torch eager's output on the same inputs; the FLOP count sums the ro
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
+
 import numpy as np
 from mlir import ir
 from mlir.dialects import func
 
+from mlirtune.bench.baseline import torch_tensor
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.workload import ArgSpec, Complexity
 from mlirtune.ir.context import run_passes
@@ -80,6 +84,20 @@ class TorchWorkload(PayloadWorkload):
     def reference(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         # Torch eager ran on these very inputs when the module was imported.
         return [np.asarray(y, dtype=np.float64) for y in self.imported.outputs]
+
+    def torch_baseline(self) -> Callable[[], object] | None:
+        """The module in eager mode on the same inputs (None once the workload was sent to
+        another process, which gets no torch module)."""
+        module = self.imported.module
+        if module is None:
+            return None
+        arguments = [torch_tensor(x) for x in self.inputs]
+        return lambda: module(*arguments)
+
+    def __getstate__(self) -> dict[str, object]:
+        state = super().__getstate__()
+        state["imported"] = replace(self.imported, module=None)
+        return state
 
     def accumulation_length(self) -> int:
         """The longest sum a root op computes (K of a contraction, C*KH*KW of a convolution)."""

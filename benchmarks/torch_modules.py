@@ -1,0 +1,80 @@
+"""The PyTorch examples (examples/torch) as mlirtune runs them, against PyTorch eager and
+torch.compile, f32, one thread, measured side by side in one run.
+
+    PYTHONPATH=benchmarks python benchmarks/torch_modules.py [--budget 40] [--rounds 3]
+
+With --budget N, each example is first tuned dispatch by dispatch (`mlirtune tune --torch
+... --budget N --update-spec`, into a temporary library), and the tuned column applies that
+library; without it only the untuned column (selectors, shipped libraries) is measured.
+Rounds alternate ours and PyTorch's; each side's time is the median of its round medians.
+torch.compile is said to be unavailable (with the reason) where it fails on this host.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+from pathlib import Path
+
+import torch
+
+from mlirtune.api import engine_for
+from mlirtune.bench.baseline import measure_callable, measure_torch
+from mlirtune.cli import main as mlirtune_main
+from mlirtune.interfaces.bench import BenchOptions
+from mlirtune.specs.specset import SpecSet
+from mlirtune.targets.host_cpu import HostCPU
+from mlirtune.torch.factory import workload_from_factory
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "torch"
+NAMES = ("mlp_block", "resnet_block", "encoder_layer")
+
+
+def compiled_baseline(workload, options: BenchOptions) -> float | str:
+    """torch.compile's median seconds on one thread, or why it could not run."""
+    module = workload.imported.module
+    arguments = [torch.from_numpy(x) for x in workload.inputs]
+    try:
+        compiled = torch.compile(module)
+        with torch.inference_mode():
+            compiled(*arguments)  # compiles
+            return measure_callable(lambda: compiled(*arguments), workload, options).median_s
+    except Exception as error:  # inductor needs a C++ compiler, among others
+        return f"n/a ({type(error).__name__})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--budget", type=int, default=0, help="tune each dispatch first")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--max-time", type=float, default=0.5)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    options = BenchOptions(max_time_s=args.max_time)
+    folder = Path(tempfile.mkdtemp(prefix="mlirtune-torch-modules-"))
+    print(f"{'example':15s} {'ours ms':>9s} {'eager ms':>9s} {'vs eager':>9s} {'compile':>12s}")
+    for name in NAMES:
+        factory = f"{EXAMPLES / name}.py:make"
+        workload = workload_from_factory(factory)
+        specs = None
+        if args.budget:
+            library = folder / f"{name}.mlir"
+            tune = ["tune", "--torch", factory, "--budget", str(args.budget)]
+            mlirtune_main([*tune, "--update-spec", str(library), "--db", str(folder / "t.db")])
+            specs = SpecSet.for_target(HostCPU(), [str(library)])
+        engine = engine_for(HostCPU(), specs=specs)
+        ours, eager = [], []
+        for _ in range(args.rounds):
+            ours.append(engine.benchmark(workload, options=options).median_s)
+            eager.append(measure_torch(workload, options).median_s)
+        mine, theirs = statistics.median(ours), statistics.median(eager)
+        compiled = compiled_baseline(workload, options)
+        shown = compiled if isinstance(compiled, str) else f"{theirs / compiled:.2f}x eager"
+        print(
+            f"{name:15s} {mine * 1e3:9.3f} {theirs * 1e3:9.3f} {theirs / mine:8.2f}x {shown:>12s}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,333 @@
+"""Grouping a payload's ops into dispatches and outlining each into a function.
+
+Ops are taken in program order. A contraction or convolution opens a dispatch, which takes
+the element-wise ops that consume its result alone (bias, activation, residual add). A
+row reduction opens one that takes the reductions and element-wise ops that follow it on
+its values (a softmax, a layer norm). Other ops gather in element-wise dispatches. An op
+only joins the dispatch opened last, so dispatches stay in program order, and one whose
+values are read outside it at more than one point is split, so each has one output.
+
+Constants, empty tensors, fills of them and reshapes of inputs are not dispatched: each
+dispatch that reads one gets its own copy, so a matmul dispatch keeps its zero fill.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mlir import ir
+from mlir.dialects import bufferization, func, memref
+
+from mlirtune.dispatch.prepare import prepare_for_dispatch
+from mlirtune.ir.context import run_passes
+from mlirtune.ir.inspect import find_function
+from mlirtune.ir.roots import describe
+
+# Root kinds whose schedules fuse element-wise consumers into their output tiles (the
+# convolution family tiles its root alone: a consumer would be vectorized whole).
+TAKES_CONSUMERS = ("matmul", "batch_matmul")
+VIEWS = ("tensor.expand_shape", "tensor.collapse_shape")
+SOURCE = "bufferization.to_tensor"
+SINK = "bufferization.materialize_in_destination"
+
+
+@dataclass
+class Group:
+    """Ops of one dispatch in program order; `kind` names the pipeline that schedules it:
+    a root kind, "reduction" or "elementwise"."""
+
+    kind: str
+    ops: list[ir.Operation] = field(default_factory=list)
+
+    @property
+    def tail(self) -> ir.Value:
+        return self.ops[-1].results[0]
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """An outlined dispatch: its function's name and the kind that picks its pipeline."""
+
+    function: str
+    kind: str
+
+
+def group_ops(function: ir.Operation) -> list[Group] | None:
+    """The function's compute ops grouped into dispatches; None when it cannot be split
+    (an op whose results are read outside its dispatch more than once)."""
+    groups: list[Group] = []
+    group_of: dict[ir.Operation, Group] = {}
+    for op in _earliest_first(function):
+        info = describe(op)
+        kind = info.kind if info is not None else None
+        open_group = groups[-1] if groups else None
+        reads_open = open_group is not None and any(
+            group_of.get(_defining(v)) is open_group for v in op.operands
+        )
+        if reads_open and _takes_padding(open_group, op, kind):
+            open_group.ops.append(op)  # the convolution's schedule tiles its padding too
+            open_group.kind = kind
+        elif reads_open and _accepts(open_group, op, kind):
+            open_group.ops.append(op)
+            if open_group.kind == "elementwise" and kind == "reduction":
+                open_group.kind = "reduction"
+        else:
+            groups.append(Group(kind or "elementwise", [op]))
+        group_of[op] = groups[-1]
+    return _one_output_each(groups)
+
+
+def _earliest_first(function: ir.Operation) -> list[ir.Operation]:
+    """The function's compute ops, each moved up to just after the last op it reads (so
+    ops on inputs alone, such as a batchnorm's per-channel factors, come before the
+    convolution whose output they scale, which then takes the scaling as its epilogue)."""
+    order: list[ir.Operation] = []
+    for op in function.regions[0].blocks[0].operations:
+        op = op.operation
+        if _free(op) or op.name in (SOURCE, SINK, "func.return"):
+            continue
+        producers = {_defining(v) for v in _operands_within(op)}
+        last = max((i for i, earlier in enumerate(order) if earlier in producers), default=-1)
+        order.insert(last + 1, op)
+    return order
+
+
+def _takes_padding(group: Group, op: ir.Operation, kind: str | None) -> bool:
+    """Whether convolution `op` reads the zero padding that `group` holds alone."""
+    (pad,) = group.ops if len(group.ops) == 1 else (None,)
+    return (
+        kind == "conv2d"
+        and pad is not None
+        and pad.name == "tensor.pad"
+        and len(list(pad.results[0].uses)) == 1
+    )
+
+
+def _accepts(group: Group, op: ir.Operation, kind: str | None) -> bool:
+    """Whether `op` (of root kind `kind`, or None) may join the open `group`."""
+    if group.kind in TAKES_CONSUMERS:
+        # Element-wise, on the contraction's result alone, with nobody else reading it.
+        return (
+            _is_elementwise(op)
+            and all(v == group.tail for v in op.operands if _defining(v) in group.ops)
+            and len(list(group.tail.uses)) == 1
+            and ir.ShapedType(op.results[0].type).shape == ir.ShapedType(group.tail.type).shape
+        )
+    if group.kind in ("reduction", "elementwise"):
+        return kind is None or kind == "reduction"
+    return False
+
+
+def _is_elementwise(op: ir.Operation) -> bool:
+    if op.name != "linalg.generic":
+        return False
+    iterators = ir.ArrayAttr(op.attributes["iterator_types"])
+    return all("parallel" in str(it) for it in iterators)
+
+
+def _one_output_each(groups: list[Group]) -> list[Group] | None:
+    """Split every group after each op (but its last) whose result is read outside it."""
+    split: list[Group] = []
+    for group in groups:
+        members = set(group.ops)
+        current = Group(group.kind)
+        for op in group.ops:
+            current.ops.append(op)
+            escaping = [r for r in op.results if _read_outside(r, members)]
+            if len(escaping) > 1 or (escaping and escaping[0] != op.results[0]):
+                return None  # a dispatch has one output, its tail's first result
+            if escaping and op is not group.ops[-1]:
+                split.append(current)
+                current = Group(group.kind)
+        split.append(current)
+    return split
+
+
+def _read_outside(value: ir.Value, members: set[ir.Operation]) -> bool:
+    return any(_enclosing(use.owner.operation, members) not in members for use in value.uses)
+
+
+def _enclosing(op: ir.Operation, members: set[ir.Operation]) -> ir.Operation:
+    """`op`, or the member op whose region holds it (a use inside a linalg body)."""
+    while op not in members and op.parent is not None and op.parent.name != "func.func":
+        op = op.parent
+    return op
+
+
+def _defining(value: ir.Value) -> ir.Operation | None:
+    return None if isinstance(value.owner, ir.Block) else value.owner.operation
+
+
+def _free(op: ir.Operation) -> bool:
+    """Ops each dispatch may copy: constants, empty tensors, fills of those, reshapes of
+    inputs, and scalar arithmetic on constants."""
+    if op.name in ("arith.constant", "tensor.empty"):
+        return True
+    producers = [_defining(v) for v in op.operands]
+    if op.name == "linalg.fill" or op.name in VIEWS:
+        return all(p is not None and (_free(p) or p.name == SOURCE) for p in producers)
+    tensors = any(isinstance(r.type, ir.ShapedType) for r in op.results)
+    return not tensors and not op.regions and all(p is not None and _free(p) for p in producers)
+
+
+def outline(function: ir.Operation, groups: list[Group]) -> list[Dispatch]:
+    """Move each group into a private function `dispatch_<i>_<kind>(inputs..., output)` on
+    memrefs, and make `function` allocate the intermediate buffers and call them in turn."""
+    body = function.regions[0].blocks[0]
+    module_body = function.parent.regions[0].blocks[0]
+    # Values the payload reads and writes as memrefs: its inputs, and the outputs a sink
+    # writes (a group whose tail is an output writes that argument directly).
+    buffers: dict[ir.Value, ir.Value] = {}
+    outputs: dict[ir.Value, ir.Value] = {}
+    for op in body.operations:
+        op = op.operation
+        if op.name == SOURCE:
+            buffers[op.results[0]] = op.operands[0]
+        elif op.name == SINK:
+            outputs[op.operands[0]] = op.operands[1]
+    computed = {g.tail for g in groups}
+    if any(value not in computed for value in outputs):
+        raise ValueError("an output is not computed by any dispatch")
+    inputs = [_inputs(group) for group in groups]
+    available = set(buffers)
+    for index, (group, reads) in enumerate(zip(groups, inputs, strict=True)):
+        unknown = [v for v in reads if v not in available]
+        if unknown:  # checked before anything is rewritten
+            raise ValueError(f"dispatch {index} reads a tensor no dispatch computes")
+        available.add(group.tail)
+    dispatches = []
+    *old, terminator = [op.operation for op in body.operations]
+    for index, (group, reads) in enumerate(zip(groups, inputs, strict=True)):
+        name = f"dispatch_{index}_{group.kind}"
+        with ir.InsertionPoint(terminator), group.ops[0].location:
+            output = outputs.get(group.tail)
+            if output is None:
+                # Freed after its last use by the lowering (buffer-deallocation-pipeline).
+                output = memref.alloc(_memref_type(group.tail.type), [], [], alignment=64)
+            callee = _build_function(module_body, function, name, group, reads)
+            func.CallOp(callee, [buffers[v] for v in reads] + [output])
+        buffers[group.tail] = output
+        dispatches.append(Dispatch(name, group.kind))
+    for op in reversed(old):
+        op.erase()
+    return dispatches
+
+
+def _inputs(group: Group) -> list[ir.Value]:
+    """Tensor values the group reads from outside: payload inputs (through free views)
+    and other groups' results, in first-use order."""
+    members = set(group.ops)
+    found: list[ir.Value] = []
+
+    def visit(value: ir.Value) -> None:
+        producer = _defining(value)
+        if producer is not None and producer in members:
+            return
+        if producer is not None and _free(producer):
+            for operand in producer.operands:
+                visit(operand)
+            return
+        if isinstance(value.type, ir.ShapedType) and value not in found:
+            found.append(value)
+
+    for op in group.ops:
+        for value in _operands_within(op):
+            visit(value)
+    return found
+
+
+def _operands_within(op: ir.Operation) -> list[ir.Value]:
+    """Operands of `op` and of the ops nested in its regions."""
+    values: list[ir.Value] = []
+
+    def visit(nested: ir.Operation) -> ir.WalkResult:
+        values.extend(nested.operands)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
+    return values
+
+
+def _memref_type(tensor: ir.Type) -> ir.MemRefType:
+    shaped = ir.ShapedType(tensor)
+    return ir.MemRefType.get(shaped.shape, shaped.element_type)
+
+
+def _build_function(
+    module_body: ir.Block,
+    payload: ir.Operation,
+    name: str,
+    group: Group,
+    inputs: list[ir.Value],
+) -> func.FuncOp:
+    """The dispatch function, inserted before the payload: every input viewed as a tensor,
+    the free ops it reads and the group's ops copied in, its tail written to the output."""
+    types = [_memref_type(v.type) for v in inputs] + [_memref_type(group.tail.type)]
+    with ir.InsertionPoint(payload):
+        function = func.FuncOp(name, (types, []), visibility="private")
+    block = function.add_entry_block()
+    mapping: dict[ir.Value, ir.Value] = {}
+    with ir.InsertionPoint(block):
+        for value, argument in zip(inputs, block.arguments, strict=False):
+            mapping[value] = bufferization.to_tensor(value.type, argument, restrict=True)
+        for op in group.ops:
+            _copy(op, mapping)
+        bufferization.materialize_in_destination(
+            None, mapping[group.tail], block.arguments[-1], restrict=True, writable=True
+        )
+        func.ReturnOp([])
+    return function
+
+
+def _copy(op: ir.Operation, mapping: dict[ir.Value, ir.Value]) -> None:
+    """Clone `op` at the insertion point, its operands (nested ones too) remapped; free
+    producers not yet copied are copied first."""
+    for value in _operands_within(op):
+        producer = _defining(value)
+        copied = value in mapping or producer is None or _inside(producer, op)
+        if not copied and _free(producer):
+            _copy(producer, mapping)
+    clone = op.clone()
+    for original, copied in zip(_nested(op), _nested(clone), strict=True):
+        for index, operand in enumerate(original.operands):
+            if operand in mapping:
+                copied.operands[index] = mapping[operand]
+    for original, copied in zip(op.results, clone.results, strict=True):
+        mapping[original] = copied
+
+
+def _inside(op: ir.Operation, container: ir.Operation) -> bool:
+    parent = op.parent
+    while parent is not None:
+        if parent == container:
+            return True
+        parent = parent.parent
+    return False
+
+
+def _nested(op: ir.Operation) -> list[ir.Operation]:
+    ops: list[ir.Operation] = []
+    op.walk(lambda nested: ops.append(nested) or ir.WalkResult.ADVANCE)
+    return ops
+
+
+def split_into_dispatches(module: ir.Module, entry: str) -> tuple[list[Dispatch], list[str]]:
+    """Split `entry` of `module` into dispatch functions in place, with element-wise ops
+    fused inside each; ([], notes) when the payload cannot be split (it is then left as
+    it was)."""
+    function = find_function(module, entry).operation
+    notes = prepare_for_dispatch(function)
+    groups = group_ops(function)
+    if not groups:
+        return [], notes
+    try:
+        dispatches = outline(function, groups)
+    except ValueError as reason:
+        return [], [*notes, f"not split into dispatches: {reason}"]
+    run_passes(
+        module,
+        "builtin.module(func.func(linalg-fuse-elementwise-ops, linalg-fold-unit-extent-dims),"
+        " canonicalize, cse)",
+        stage="dispatch",
+    )
+    return dispatches, notes

@@ -1,0 +1,95 @@
+"""Clean-ups of an imported payload before it is split into dispatches.
+
+- Runtime assertions (`cf.assert`, e.g. torch-mlir's "divisor is not zero" checks inside
+  element-wise bodies) are dropped, as a release build drops them: the vectorizer cannot
+  take a linalg body that holds one, so they would keep the whole op scalar.
+- A 2-D transpose feeding a matmul operand (how a Linear layer's [out, in] weight arrives)
+  becomes that matmul's indexing map, so the contraction reads the weight where it lies
+  (packing B from [N, K] rows) instead of copying it transposed on every call.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import linalg
+
+from mlirtune.ir.maps import projection_map
+
+
+def prepare_for_dispatch(function: ir.Operation) -> list[str]:
+    """Apply the clean-ups to `function` in place; returns one note per kind of change."""
+    notes = []
+    dropped = _drop_assertions(function)
+    if dropped:
+        notes.append(f"{dropped} runtime assertion(s) (cf.assert) dropped")
+    folded = _fold_transposes_into_matmuls(function)
+    if folded:
+        notes.append(f"{folded} transposed matmul operand(s) read in place")
+    return notes
+
+
+def _drop_assertions(function: ir.Operation) -> int:
+    asserts: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "cf.assert":
+            asserts.append(op)
+        return ir.WalkResult.ADVANCE
+
+    function.walk(visit)
+    for op in asserts:
+        op.erase()
+    return len(asserts)
+
+
+def _fold_transposes_into_matmuls(function: ir.Operation) -> int:
+    """Rebuild each default-layout `linalg.matmul` whose A or B is a 2-D `linalg.transpose`
+    with maps that read the transpose's input; the transposes left unused are erased."""
+    matmuls: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "linalg.matmul" and _default_layout(op):
+            matmuls.append(op)
+        return ir.WalkResult.ADVANCE
+
+    function.walk(visit)
+    folded = 0
+    for op in matmuls:
+        a, b, init = op.operands
+        a_source, b_source = _transposed_source(a), _transposed_source(b)
+        if a_source is None and b_source is None:
+            continue
+        # Loops (m, n, k): A as [K, M] when transposed, B as [N, K].
+        a_map = projection_map(3, [2, 0] if a_source is not None else [0, 2])
+        b_map = projection_map(3, [1, 2] if b_source is not None else [2, 1])
+        with ir.InsertionPoint(op), op.location:
+            result = linalg.matmul(
+                a_source if a_source is not None else a,
+                b_source if b_source is not None else b,
+                outs=[init],
+                indexing_maps=[a_map, b_map, projection_map(3, [0, 1])],
+            )
+        op.results[0].replace_all_uses_with(result)
+        transposes = [v.owner.operation for v in (a, b) if _transposed_source(v) is not None]
+        op.erase()
+        for transpose in transposes:
+            if not list(transpose.results[0].uses):
+                transpose.erase()
+        folded += (a_source is not None) + (b_source is not None)
+    return folded
+
+
+def _default_layout(matmul: ir.Operation) -> bool:
+    maps = [ir.AffineMapAttr(m).value for m in linalg.get_indexing_maps(matmul)]
+    return maps == [projection_map(3, dims) for dims in ([0, 2], [2, 1], [0, 1])]
+
+
+def _transposed_source(value: ir.Value) -> ir.Value | None:
+    """The input of the 2-D `linalg.transpose` (permutation [1, 0]) defining `value`."""
+    if isinstance(value.owner, ir.Block):
+        return None
+    owner = value.owner.operation
+    if owner.name != "linalg.transpose":
+        return None
+    permutation = list(ir.DenseI64ArrayAttr(owner.attributes["permutation"]))
+    return owner.operands[0] if permutation == [1, 0] else None
