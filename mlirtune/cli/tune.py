@@ -158,6 +158,7 @@ def _strategy(name: str) -> str:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
+    from mlirtune.specs.export import write_verdict
     from mlirtune.tune.evaluator import EvaluatorSettings
     from mlirtune.tune.tuner import TuneOptions
 
@@ -183,7 +184,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if report is None:
         return 0 if args.show_space else 130
     if args.update_spec:
-        entry = _update_spec(args.update_spec, report)
+        entry = write_verdict(args.update_spec, report)
         if not args.json:
             _print_plain(Console(stderr=True), f"updated entry {entry} in {args.update_spec}")
     if args.json:
@@ -280,21 +281,6 @@ def _starters(spec: str | None, problem) -> list[Starter]:
         if all(starter.config != s.config for s in starters):
             starters.append(starter)
     return starters
-
-
-def _update_spec(path: str, report) -> str:
-    """Add or replace this run's entry in the library at `path`; returns the entry name."""
-    from mlirtune.specs.export import add_verdict, library_at
-
-    target = report.problem.target
-    with new_context(), ir.Location.unknown():
-        library = library_at(path, target)
-        problem = report.problem
-        name = add_verdict(
-            library, problem.key, report.verdict, target.hardware_class(), workload=problem.workload
-        )
-        library.save(path)
-    return name
 
 
 class _ProgressBar:

@@ -26,10 +26,10 @@ def tune_dispatches(
     tune_one: Callable[[Workload], TuneReport | None],
 ) -> int:
     from mlirtune.bench.baseline import measure_torch
-    from mlirtune.cli.tune import _update_spec
     from mlirtune.dispatch.workload import dispatch_workloads, root_signature
     from mlirtune.engine.mlir_jit import MlirJitEngine
     from mlirtune.interfaces.bench import BenchOptions
+    from mlirtune.specs.export import write_verdict
     from mlirtune.specs.specset import SpecSet
 
     if not args.update_spec or args.show_space or args.json:
@@ -54,7 +54,7 @@ def tune_dispatches(
         report = tune_one(part)
         if report is None:
             return 130
-        entry = _update_spec(args.update_spec, report)
+        entry = write_verdict(args.update_spec, report)
         verdict = report.verdict
         outcome = f"{verdict.speedup:.3f}x over the selector" if verdict.won else "selector kept"
         console.print(f"  {part.function}: {outcome}, entry {entry}", markup=False)

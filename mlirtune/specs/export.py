@@ -8,7 +8,7 @@ verdict.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlir import ir
 
@@ -16,6 +16,7 @@ import mlirtune
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.target import Target
 from mlirtune.interfaces.workload import Workload
+from mlirtune.ir.context import new_context
 from mlirtune.ir.roots import ROOT_ATTRIBUTE, annotate_roots
 from mlirtune.specs.library import SpecLibrary
 from mlirtune.specs.matchers import OpSignature, signature_of
@@ -25,6 +26,9 @@ from mlirtune.toolchain import current_toolchain, digest
 from mlirtune.tune.db import TuningDB, Verdict
 from mlirtune.tune.key import TuningKey
 from mlirtune.workloads import WORKLOADS, workload_class
+
+if TYPE_CHECKING:
+    from mlirtune.tune.tuner import TuneReport
 
 
 def entry_name(workload: dict[str, Any], pipeline: str) -> str:
@@ -157,6 +161,20 @@ def add_verdict(
         annotate_roots(payload)
         signature = signature_of(root_ops(payload)[0])
     library.add(name, signature, verdict.params, metadata)
+    return name
+
+
+def write_verdict(path: str, report: TuneReport) -> str:
+    """Add or replace a tuning run's entry in the library at `path` (created if missing);
+    returns the entry name. The root signature comes from the run's own workload."""
+    problem = report.problem
+    target = problem.target
+    with new_context(), ir.Location.unknown():
+        library = library_at(path, target)
+        name = add_verdict(
+            library, problem.key, report.verdict, target.hardware_class(), workload=problem.workload
+        )
+        library.save(path)
     return name
 
 
