@@ -1,5 +1,6 @@
 """The `convolution` family: 2-D convolutions in NHWC / HWCF layout (linalg.conv_2d_nhwc_hwcf)
-and in PyTorch's NCHW / FCHW layout (linalg.conv_2d_nchw_fchw, see `channels_first_schedule`).
+and in PyTorch's NCHW / FCHW layout (linalg.conv_2d_nchw_fchw, see `channels_first_schedule`;
+strided along W, nchw_strided.py).
 
 The output is tiled into one image row of OW_TILE x F_TILE outputs (fusing the zero fill), and
 the filter window is walked one (kh, kw) tap and C_TILE channels at a time. A tile with unit
@@ -45,6 +46,7 @@ from mlirtune.schedules.knobs import (
     threads_knob,
     vector_columns,
 )
+from mlirtune.schedules.nchw_strided import strided_channels_first
 from mlirtune.targets.host_cpu import HostCPU
 
 CONV_OP = "linalg.conv_2d_nhwc_hwcf"
@@ -53,24 +55,32 @@ NCHW_OP = "linalg.conv_2d_nchw_fchw"
 STEP_FMAS = 64
 # nchw register rows (output channels), each one vector of output pixels.
 NCHW_ROWS = 8
+# Strided nchw register rows (output pixels), each one vector of output channels.
+STRIDED_PIXELS = 8
+# Shuffles per accumulator vector to transpose a strided nchw tile back to rows of pixels
+# (a 16 x 16 f32 transpose is 64 two-source shuffles; an estimate, not measured).
+TRANSPOSE_CYCLES = 4.0
 
 
 def f_tile_default(op: OpInfo) -> int:
     """F_TILE spans 128 bytes (two AVX-512 registers), so the OW_TILE x F_TILE accumulators
-    fit the register file for f32 and f64 alike; nchw: NCHW_ROWS register rows."""
-    if op.attributes.get("nchw"):
+    fit the register file for f32 and f64 alike; unit-stride nchw: NCHW_ROWS register rows;
+    strided nchw: one 64-byte vector (each tile is transposed back to rows of pixels)."""
+    if unit_taps(op):
         return NCHW_ROWS
-    return 128 // element_bytes(op.element_type)
+    vector = 64 if op.attributes.get("nchw") else 128
+    return vector // element_bytes(op.element_type)
 
 
 def ow_tile_default(op: OpInfo) -> int:
-    """Eight pixel rows; nchw: one 64-byte vector of the contiguous output row."""
-    return 64 // element_bytes(op.element_type) if op.attributes.get("nchw") else 8
+    """Eight pixel rows; unit-stride nchw: one 64-byte vector of the contiguous output row."""
+    return 64 // element_bytes(op.element_type) if unit_taps(op) else 8
 
 
 def by_layout(nhwc: Derivation, nchw: Derivation) -> Derivation:
-    """A knob's candidates by the conv's layout (nchw swaps the register rows and columns)."""
-    return lambda op, lanes: (nchw if op.attributes.get("nchw") else nhwc)(op, lanes)
+    """A knob's candidates by the register tile's orientation (unit-stride nchw swaps its
+    rows and columns, see `pixel_rows`)."""
+    return lambda op, lanes: (nhwc if pixel_rows(op) else nchw)(op, lanes)
 
 
 def unit_taps(op: OpInfo) -> bool:
@@ -79,9 +89,15 @@ def unit_taps(op: OpInfo) -> bool:
     return bool(op.attributes.get("nchw")) and op.attributes.get("stride_w", 1) == 1
 
 
+def pixel_rows(op: OpInfo) -> bool:
+    """Whether the register tile's rows are output pixels and its vectors output channels:
+    NHWC, and NCHW strided along W (nchw_strided.py); unit-stride NCHW swaps them."""
+    return not unit_taps(op)
+
+
 def c_tiles(op: OpInfo, lanes: int) -> list[int]:
-    """Divisors of C up to 16; only 1 for unit-tap nchw steps."""
-    return [1] if unit_taps(op) else divisors("C", 16)(op, lanes)
+    """Divisors of C up to 16 (NHWC); nchw steps take one channel at a time."""
+    return [1] if op.attributes.get("nchw") else divisors("C", 16)(op, lanes)
 
 
 class Convolution(HostFamily):
@@ -119,10 +135,18 @@ class Convolution(HostFamily):
         up to the vector width, so each step's unrolled FMAs stay within one L1 line of
         input channels per pixel."""
         dims = op.dims
+        lanes = cpu.lanes(op.element_type)
+        if op.attributes.get("nchw") and not unit_taps(op):
+            # STRIDED_PIXELS pixels x one vector of channels (measured on KernelBench 76:
+            # 8 x 16 f32 28 us, 16 x 16 29 us, 8 x 32 34 us, 1 x 16 36 us).
+            return {
+                "OW_TILE": min(STRIDED_PIXELS, dims["OW"]),
+                "F_TILE": min(lanes, dims["F"]),
+                "C_TILE": 1,
+            }
         if op.attributes.get("nchw"):
             # F_TILE rows x one vector of the contiguous output row (measured best on
             # KernelBench shapes: more rows or columns spill or stall).
-            lanes = cpu.lanes(op.element_type)
             return {
                 "OW_TILE": min(lanes, dims["OW"]),
                 "F_TILE": min(NCHW_ROWS, dims["F"]),
@@ -140,9 +164,11 @@ class Convolution(HostFamily):
         lanes = cpu.lanes(op.element_type)
         d = op.dims
         if op.attributes.get("nchw"):
+            rows, columns = ("OW_TILE", "F_TILE") if pixel_rows(op) else ("F_TILE", "OW_TILE")
+            dim = d["F"] if pixel_rows(op) else d["OW"]
             return [
-                whole_vectors("OW_TILE", d["OW"], knobs, lanes),
-                *outer_product("F_TILE", "OW_TILE", knobs, domains, lanes, f.vector_registers),
+                whole_vectors(columns, dim, knobs, lanes),
+                *outer_product(rows, columns, knobs, domains, lanes, f.vector_registers),
                 Constraint(
                     "c_tile_divides_c",
                     f"{d['C']} % C_TILE == 0: whole channel steps, no peeled remainder",
@@ -170,8 +196,9 @@ class Convolution(HostFamily):
     def cost_on(self, op: OpInfo, cpu: HostCPU, config: Config) -> float:
         """Every register tile (partial ones at their own width) runs KH*KW*C outer-product
         steps with loop control shared by C_TILE channels, and loads and stores its
-        accumulators once; the filter slice of a tile is re-read by every pixel tile and the
-        input rows by every channel tile, from wherever they stay."""
+        accumulators once (strided nchw: and transposes them, TRANSPOSE_CYCLES a vector); the
+        filter slice of a tile is re-read by every pixel tile and the input rows by every
+        channel tile, from wherever they stay."""
         d = op.dims
         size = element_bytes(op.element_type)
         lanes = cpu.lanes(op.element_type)
@@ -179,7 +206,7 @@ class Convolution(HostFamily):
         c_tile = min(config["C_TILE"], d["C"])
         cols = tile_extents(d["OW"], d["OW"], ow_tile)
         chans = tile_extents(d["F"], d["F"], f_tile)
-        if op.attributes.get("nchw"):  # rows of output channels, columns of pixels
+        if not pixel_rows(op):  # rows of output channels, columns of pixels
             cols, chans = chans, cols
         images = d["N"] * d["OH"]
         steps = d["KH"] * d["KW"] * d["C"]
@@ -187,7 +214,9 @@ class Convolution(HostFamily):
         compute = steps * sum(n * step_cycles(r, c, lanes, c_tile) for r, c, n in tiles)
         accumulators = sum(n * r * ceil_div(c, lanes) for r, c, n in tiles)
         pixel_tiles, channel_tiles = sum(cols.values()), sum(chans.values())
-        overhead = pixel_tiles * channel_tiles * TILE_CYCLES + 2 * ACCUMULATOR_CYCLES * accumulators
+        transposed = TRANSPOSE_CYCLES if op.attributes.get("nchw") and pixel_rows(op) else 0.0
+        per_vector = 2 * ACCUMULATOR_CYCLES + transposed
+        overhead = pixel_tiles * channel_tiles * TILE_CYCLES + per_vector * accumulators
         filter_bytes = steps * d["F"] * size
         input_row = (d["OW"] + d["KW"] - 1) * d["C"] * size
         traffic = Traffic(cpu)
@@ -242,24 +271,22 @@ def convolution_schedule(
 
 def channels_first_schedule(op: OpInfo, parameters: Config, name: str = "convolution") -> ir.Module:
     """Schedule a `linalg.conv_2d_nchw_fchw` (loops N, F, OH, OW, C, KH, KW). A padded input
-    is materialised first (fill + row copies). The output is tiled into F_TILE channels x
-    one row x OW_TILE contiguous pixels, the fill fused. With unit stride along W, each
+    is materialised first (fill + row copies). With unit stride along W, the output is tiled
+    into F_TILE channels x one row x OW_TILE contiguous pixels, the fill fused, and each
     filter step is one tap of one channel: generalized, its unit loops folded, it is
     out[f, ow] += K[f] * I[ow], a broadcast filter value times a contiguous input row, and
-    the accumulators stay in registers across the C, KH, KW loops. Strided convs take
-    C_TILE channels and one filter row per step, decomposed into MLIR's vectorized 1-D conv
-    (which transposes its tiles to vectorize along F)."""
+    the accumulators stay in registers across the C, KH, KW loops. Convs strided along W
+    vectorize along F instead (nchw_strided.py)."""
     d, p = op.dims, parameters
-    ow_tile, f_tile, c_tile = (
-        min(p[k], d[x]) for k, x in (("OW_TILE", "OW"), ("F_TILE", "F"), ("C_TILE", "C"))
-    )
-    taps = unit_taps(op)
-    c_tile = 1 if taps else c_tile
+    ow_tile, f_tile = min(p["OW_TILE"], d["OW"]), min(p["F_TILE"], d["F"])
     with ScheduleBuilder(name) as s:
         function = s.match(s.root, ["func.func"], step="match_function")
         if op.attributes.get("padded"):
             s.materialize_padding(function, 4, op.attributes["IW"], op.attributes["pad"])
         conv = s.match(s.root, [NCHW_OP], step="match_conv")
+        if not unit_taps(op):
+            strided_channels_first(s, op, conv, function, p)
+            return s.module
         if p.get("THREADS", 1) > 1:
             s.fuse_with_loops(conv, [1, 0, 1, 0, 0, 0, 0], step="parallel_rows", parallel=True)
             conv = s.match(s.root, [NCHW_OP], step="match_conv_rows")
@@ -271,31 +298,22 @@ def channels_first_schedule(op: OpInfo, parameters: Config, name: str = "convolu
         function = s.match(s.root, ["func.func"], step="match_function_tiled")
         s.canonicalize(function, step="static_tile_shapes")
         conv = s.match(s.root, [NCHW_OP], step="match_conv_tiles")
-        sizes = [0, 0, 0, 0, c_tile, 1, int(taps)]
-        conv, filter_loops = s.tile(conv, sizes, step="filter_tile")
-        if d["C"] % c_tile:
-            s.peel(filter_loops[0], step="peel_c")
+        s.tile(conv, [0, 0, 0, 0, 1, 1, 1], step="filter_tile")  # one channel and tap a step
         function = s.match(s.root, ["func.func"], step="match_function_again")
         s.canonicalize(function, step="static_channel_tiles")
         conv = s.match(s.root, [NCHW_OP], step="match_conv_steps")
-        if taps:
-            with s.at("generalize"):
-                structured.GeneralizeOp(conv)
-            s.apply_patterns(
-                function,
-                "drop_unit_loops",
-                structured.apply_patterns_linalg_fold_unit_extent_dims_via_slices,
-            )
-            _vectorize_taps(s, function)
-        else:
-            with s.at("decompose_to_1d"):
-                structured.DecomposeOp(conv)
-            s.vectorize_linalg(function)
+        with s.at("generalize"):
+            structured.GeneralizeOp(conv)
+        s.apply_patterns(
+            function,
+            "drop_unit_loops",
+            structured.apply_patterns_linalg_fold_unit_extent_dims_via_slices,
+        )
+        _vectorize_taps(s, function)
         s.drop_leading_unit_dims(function)
         s.hoist_invariant_subsets(function)
-        if taps:
-            # Canonicalizing here as well crashes the pattern driver (see lower_vectors).
-            s.lower_vectors(function, canonicalize=False)
+        # Canonicalizing here as well crashes the pattern driver (see lower_vectors).
+        s.lower_vectors(function, canonicalize=False)
     return s.module
 
 

@@ -74,7 +74,10 @@ def test_shapes_options_and_root():
     assert root.dims == {"N": 1, "OH": oh, "OW": ow, "F": 16, "KH": 3, "KW": 3, "C": 4}
     assert root.attributes["nchw"] == 1 and root.attributes["pad"] == 2
     assert root.attributes["IW"] == 18 + 4
-    assert CONVOLUTION.defaults(root)["F_TILE"] == 8
+    # Strided along W: one 64-byte vector of output channels (nchw_strided.py); unit
+    # stride: NCHW_ROWS register rows of channels.
+    assert CONVOLUTION.defaults(root)["F_TILE"] == 16
+    assert CONVOLUTION.defaults(Conv2d(**SMALL).root)["F_TILE"] == 8
 
 
 @pytest.mark.jit

@@ -2,7 +2,9 @@
 their fill and element-wise consumers (bias, ReLU) fused into the cache tiles.
 
 transform.py builds the transform module; host.py holds the host CPU selector, constraints
-and cost model. The knobs and their defaults are declared here, once.
+and cost model. packed.py (PACK > 0) packs the operands' panels; dot.py (UNIT 1 and 2) takes
+bf16 pairs; rows.py (UNIT 3) runs products of one column (N == 1) as row dot products along
+K. The knobs and their defaults are declared here, once.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from mlirtune.interfaces.schedule import Config, Constraint, Domains, Knob, Knob
 from mlirtune.schedules.contraction import host
 from mlirtune.schedules.contraction.dot import UNIT_AMX, UNIT_DOT, UNIT_FMA, dot_schedule
 from mlirtune.schedules.contraction.packed import PACK_AB, PACK_B, PACK_NONE, packed_schedule
+from mlirtune.schedules.contraction.rows import UNIT_ROWS, rows_schedule
+from mlirtune.schedules.contraction.rows_host import rows_k_steps
 from mlirtune.schedules.contraction.transform import contraction_schedule
 from mlirtune.schedules.cpu_model import HostFamily
 from mlirtune.schedules.knobs import (
@@ -27,11 +31,18 @@ from mlirtune.targets.host_cpu import HostCPU
 
 
 def _k_blocks(op: OpInfo, lanes: int) -> list[int]:
-    """KC candidates: cache-sized K blocks, and for skinny products a few rows of B."""
-    blocks = [*cache_tiles("K", floor=64, granule=8)(op, lanes)]
+    """KC candidates: cache-sized K blocks, for skinny products a few rows of B, and for
+    products of one column the row-dot path's K steps (rows_host.py)."""
+    blocks = [*cache_tiles("K", floor=64, granule=8)(op, lanes), *rows_k_steps(op, lanes)]
     if op.dims["M"] <= host.SKINNY_ROWS:
         blocks += [size for size in (8, 16, 32) if op.dims["K"] % size == 0]
     return blocks
+
+
+def _units(op: OpInfo, lanes: int) -> tuple[int, ...]:
+    """UNIT candidates: the bf16 pair paths on bf16 matmuls, the row-dot path on one column."""
+    pairs = (UNIT_DOT, UNIT_AMX) if op.kind == "matmul" and op.element_type == "bf16" else ()
+    return (UNIT_FMA, *pairs, *((UNIT_ROWS,) if op.dims["N"] == 1 else ()))
 
 
 class Contraction(HostFamily):
@@ -93,24 +104,24 @@ class Contraction(HostFamily):
         ),
         # bf16 matmul roots only (dot.py): 0 converts bf16 to f32 for FMA micro-kernels, 1
         # multiplies bf16 pairs with AVX512-BF16 dot products, 2 with AMX tiles (the
-        # target's features decide).
+        # target's features decide). Products of one column only (rows.py): 3 runs FMAs
+        # along K and sums each row's lanes at the end.
         Knob(
             "UNIT",
             "micro-kernel instructions: 0 = f32 FMA, 1 = AVX512-BF16 dot products, 2 = AMX "
-            "tiles (bf16)",
+            "tiles (bf16), 3 = FMA along K, lanes summed per row (N == 1)",
             UNIT_FMA,
-            lambda op, lanes: (
-                (UNIT_FMA, UNIT_DOT, UNIT_AMX)
-                if op.kind == "matmul" and op.element_type == "bf16"
-                else (UNIT_FMA,)
-            ),
+            _units,
             minimum=UNIT_FMA,
         ),
         threads_knob(),
     )
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
-        if parameters.get("UNIT", UNIT_FMA) != UNIT_FMA:
+        unit = parameters.get("UNIT", UNIT_FMA)
+        if unit == UNIT_ROWS:
+            return rows_schedule(op, parameters)
+        if unit != UNIT_FMA:
             return dot_schedule(op, parameters)
         if parameters.get("PACK", PACK_NONE) != PACK_NONE:
             return packed_schedule(op, parameters)

@@ -134,7 +134,7 @@ def packed_blocks_in_caches(
     return [
         Constraint(
             "packed_a_block_in_l2",
-            f"(PACK == 0 and UNIT == 0) or ceil(MC*KC*{size} / {l2.way_bytes}) + "
+            f"(PACK == 0 and UNIT not in (1, 2)) or ceil(MC*KC*{size} / {l2.way_bytes}) + "
             f"ceil(KC*NR*{size} / {l2.way_bytes}) <= {l2.ways - 1}: the packed A block, "
             "re-read by every B micro-panel, and one micro-panel keep to L2's ways but one "
             "(for C)",
@@ -145,7 +145,7 @@ def packed_blocks_in_caches(
         ),
         Constraint(
             "packed_b_block_in_l3",
-            f"(PACK == 0 and UNIT == 0) or ceil(KC*NC*{size} / {l3.way_bytes}) + "
+            f"(PACK == 0 and UNIT not in (1, 2)) or ceil(KC*NC*{size} / {l3.way_bytes}) + "
             f"ceil(MC*KC*{size} / {l3.way_bytes}) <= {l3.ways - 1}: the packed B block, "
             "re-read by every MC block, and the A block keep to L3's ways but one (for C)",
             z3.Or(z3.Not(blocked), l3.ways_term(b_block) + l3.ways_term(a_block) <= l3.ways - 1),

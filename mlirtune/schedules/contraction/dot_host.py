@@ -23,7 +23,6 @@ from mlirtune.schedules.contraction.dot import (
     DOT_PAIR,
     UNIT_AMX,
     UNIT_DOT,
-    UNIT_FMA,
     transposed,
 )
 from mlirtune.schedules.contraction.packed import PACK_NONE
@@ -78,7 +77,10 @@ def dot_constraints(op: OpInfo, cpu: HostCPU, knobs: KnobVariables) -> list[Cons
     """The pair paths' conditions (dot.dot_unusable), and the host features they need."""
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
     mc, nc, kc, mr, nr, unit = (knobs[name] for name in ("MC", "NC", "KC", "MR", "NR", "UNIT"))
-    fma = unit == UNIT_FMA
+    # The pair paths' conditions hold for UNIT 1 and 2 only (0 is the FMA path, 3 the
+    # row-dot path of rows.py).
+    not_pairs = z3.And(unit != UNIT_DOT, unit != UNIT_AMX)
+    off = f"UNIT not in ({UNIT_DOT}, {UNIT_AMX})"
     bf16_matmul = op.kind == "matmul" and op.element_type == "bf16"
     layout = transposed(op)
     amx_k = DOT_PAIR * AMX_PAIRS
@@ -103,31 +105,35 @@ def dot_constraints(op: OpInfo, cpu: HostCPU, knobs: KnobVariables) -> list[Cons
         ),
         Constraint(
             "dot_needs_plain_layout",
-            f"UNIT == {UNIT_FMA} or neither operand stored transposed (here: "
+            f"{off} or neither operand stored transposed (here: "
             f"{', '.join(layout) or 'none'}): the pair paths pack K pairs of A [M, K] and "
             "B [K, N] only",
-            z3.Or(fma, z3.BoolVal(not layout)),
+            z3.Or(not_pairs, z3.BoolVal(not layout)),
         ),
         Constraint(
             "dot_needs_k_pairs",
-            f"UNIT == {UNIT_FMA} or K ({k}) and KC even: each dot product takes a pair of K",
-            z3.Or(fma, z3.And(z3.BoolVal(k % DOT_PAIR == 0), kc % DOT_PAIR == 0)),
+            f"{off} or K ({k}) and KC even: each dot product takes a pair of K",
+            z3.Or(not_pairs, z3.And(z3.BoolVal(k % DOT_PAIR == 0), kc % DOT_PAIR == 0)),
         ),
         Constraint(
             "dot_needs_whole_vectors",
-            f"UNIT == {UNIT_FMA} or NR % {DOT_LANES} == 0: one dot product fills 16 columns",
-            z3.Or(fma, nr % DOT_LANES == 0),
+            f"{off} or NR % {DOT_LANES} == 0: one dot product fills 16 columns",
+            z3.Or(not_pairs, nr % DOT_LANES == 0),
         ),
         Constraint(
             "dot_needs_whole_blocks",
-            f"UNIT == {UNIT_FMA}, or MC, NC and KC divide {m}, {n} and {k} and MR and NR "
+            f"{off}, or MC, NC and KC divide {m}, {n} and {k} and MR and NR "
             "divide MC and NC: the dot path's loops have no partial tiles",
-            z3.Or(fma, z3.And(m % mc == 0, n % nc == 0, k % kc == 0, mc % mr == 0, nc % nr == 0)),
+            z3.Or(
+                not_pairs, z3.And(m % mc == 0, n % nc == 0, k % kc == 0, mc % mr == 0, nc % nr == 0)
+            ),
         ),
         Constraint(
             "dot_repeats_nothing",
-            f"UNIT == {UNIT_FMA} or (PACK == 0, KU == 1 and ORDER == 1): the dot path packs B "
+            f"{off} or (PACK == 0, KU == 1 and ORDER == 1): the dot path packs B "
             "its own way and has its own loop order, so other values would repeat its kernel",
-            z3.Or(fma, z3.And(knobs["PACK"] == PACK_NONE, knobs["KU"] == 1, knobs["ORDER"] == 1)),
+            z3.Or(
+                not_pairs, z3.And(knobs["PACK"] == PACK_NONE, knobs["KU"] == 1, knobs["ORDER"] == 1)
+            ),
         ),
     ]

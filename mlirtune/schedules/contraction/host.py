@@ -19,9 +19,11 @@ from mlirtune.schedules.contraction.blocking import (
     padded_block,
     whole_block,
 )
-from mlirtune.schedules.contraction.dot import DOT_PAIR, UNIT_AMX, UNIT_FMA
+from mlirtune.schedules.contraction.dot import DOT_PAIR, UNIT_AMX, UNIT_DOT, UNIT_FMA
 from mlirtune.schedules.contraction.dot_host import dot_blocks, dot_constraints, pair_view
 from mlirtune.schedules.contraction.packed import PACK_AB, PACK_B, PACK_NONE
+from mlirtune.schedules.contraction.rows import UNIT_ROWS
+from mlirtune.schedules.contraction.rows_host import rows_constraints, rows_cost, rows_select
 from mlirtune.schedules.cpu_model import (
     ACCUMULATOR_CYCLES,
     L2_BROADCAST_CYCLES,
@@ -78,9 +80,9 @@ def contraction_sizes(op: OpInfo) -> tuple[int, int, int, int, int, int]:
 
 
 def select(op: OpInfo, cpu: HostCPU) -> Config:
-    """The dot-product path where the host and shape allow it (`dot_blocks`), else the
-    FMA path (`_fma_select`)."""
-    return dot_blocks(op, cpu) or {**_fma_select(op, cpu), "UNIT": UNIT_FMA}
+    """The row-dot path for a product of one column (`rows_select`), the dot-product path
+    where the host and shape allow it (`dot_blocks`), else the FMA path (`_fma_select`)."""
+    return rows_select(op, cpu) or dot_blocks(op, cpu) or {**_fma_select(op, cpu), "UNIT": UNIT_FMA}
 
 
 def _fma_select(op: OpInfo, cpu: HostCPU) -> Config:
@@ -184,10 +186,16 @@ def constraints(
     v = vectors(nr, lanes)
     half_l1 = f.l1d_bytes // 2
     # Packed B panels (PACK > 0) or B packed in pairs (the dot and AMX paths): blocked by the model.
-    blocked = z3.Or(pack != PACK_NONE, unit != UNIT_FMA)
+    blocked = z3.Or(pack != PACK_NONE, unit == UNIT_DOT, unit == UNIT_AMX)
+    # The row-dot path (UNIT=3) has no outer-product tile and no output block: its own
+    # constraints (rows_host.py) replace those.
+    outer = [
+        _unless_rows(c, unit)
+        for c in outer_product("MR", "NR", knobs, domains, lanes, f.vector_registers)
+    ]
     return [
         whole_vectors("NR", n, knobs, lanes),
-        *outer_product("MR", "NR", knobs, domains, lanes, f.vector_registers),
+        *outer,
         Constraint("mr_within_mc", "MR <= MC: a register tile lies in its cache tile", mr <= mc),
         Constraint("nr_within_nc", "NR <= NC: a register tile lies in its cache tile", nr <= nc),
         Constraint(
@@ -211,7 +219,8 @@ def constraints(
         ),
         Constraint(
             "b_block_in_l2",
-            f"PACK > 0, UNIT > {UNIT_FMA} or KC*NC*{size_in} <= {f.l2_bytes}: the unpacked "
+            f"PACK > 0, UNIT in ({UNIT_DOT}, {UNIT_AMX}) or KC*NC*{size_in} <= {f.l2_bytes}: "
+            "the unpacked "
             "B block, re-read by every row of register tiles, stays in L2",
             z3.Or(blocked, kc * nc * size_in <= f.l2_bytes),
         ),
@@ -226,6 +235,7 @@ def constraints(
             "128x128), for no gain once the block is past L1",
             z3.Or(
                 blocked,
+                unit == UNIT_ROWS,
                 mc * nc * size_out <= OUTPUT_BLOCK_BYTES,
                 z3.And(
                     mc == m,
@@ -271,7 +281,17 @@ def constraints(
             z3.Or(pack == PACK_NONE, z3.And(ku == 1, knobs["ORDER"] == 1)),
         ),
         *dot_constraints(op, cpu, knobs),
+        *rows_constraints(op, cpu, knobs, domains),
     ]
+
+
+def _unless_rows(constraint: Constraint, unit: z3.ArithRef) -> Constraint:
+    """`constraint`, waived for the row-dot path (UNIT=3)."""
+    return Constraint(
+        constraint.name,
+        f"UNIT == {UNIT_ROWS}, or {constraint.description}",
+        z3.Or(unit == UNIT_ROWS, constraint.expr),
+    )
 
 
 def cost(op: OpInfo, cpu: HostCPU, config: Config) -> float:
@@ -288,6 +308,8 @@ def cost(op: OpInfo, cpu: HostCPU, config: Config) -> float:
     costs fixed loop and set-up cycles, which penalises tiny tiles.
     """
     unit = config.get("UNIT", UNIT_FMA)
+    if unit == UNIT_ROWS:
+        return rows_cost(op, cpu, config)
     if unit != UNIT_FMA:
         # A dot product over a bf16 pair costs what an FMA over an f32 does, on B packed
         # once (into pairs) and read from there; an AMX tile product, AMX_SPEEDUP times less.

@@ -1,0 +1,130 @@
+"""The convolution family's NCHW path for convolutions strided along W (stride_w > 1).
+
+The unit-stride NCHW path vectorizes along the output row, each filter tap a broadcast
+weight times a contiguous input row; with a stride along W that input row is strided (a
+gather per tap), and MLIR's vectorized 1-D conv instead transposes its tiles at every
+channel step. Here the output channels are made contiguous instead:
+`transform.structured.pack` packs the F loop by F_TILE, so the filter becomes
+[F/F_TILE, C, KH, KW, F_TILE] (packed once per call and F_TILE block) and the output
+[N, F/F_TILE, OH, OW, F_TILE]. The output is tiled into F_TILE channels x OW_TILE pixels
+of one row (each tile's unpack fused with its producers), and every pixel of a tile is
+its own op: per tap, one input value broadcast times the tap's F_TILE weights, into an
+accumulator that stays in a register across the C, KH and KW loops. The finished tile is
+transposed back to NCHW rows (the vectorized unpack) and stored contiguously.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import transform
+from mlir.dialects.transform import structured
+from mlir.dialects.transform import tensor as ttensor
+from mlir.dialects.transform import vector as tvector
+
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.schedule import Config
+from mlirtune.schedules.builder import ScheduleBuilder
+
+# Loops of the packed conv: N, F blocks, OH, OW, C, KH, KW, then the F_TILE channels.
+# Its taps and pixels one at a time, the pixel loop innermost (inside the taps'), so
+# that each tap's weights are loaded once for all pixels of a tile.
+TAP_TILES = [0, 0, 0, 1, 1, 1, 1, 0]
+PIXELS_INNERMOST = [0, 1, 2, 4, 5, 6, 3, 7]
+
+
+def strided_channels_first(
+    s: ScheduleBuilder, op: OpInfo, conv: ir.Value, function: ir.Value, parameters: Config
+) -> None:
+    """Schedule the `linalg.conv_2d_nchw_fchw` handle `conv` (padding already materialized)
+    into `s`, as the module docstring says."""
+    d, p = op.dims, parameters
+    f_tile, ow_tile = min(p["F_TILE"], d["F"]), min(p["OW_TILE"], d["OW"])
+    with s.at("pack_output_channels"):
+        structured.PackOp(
+            transform.OperationType.get("linalg.generic"),
+            conv,
+            [],
+            static_packed_sizes=[0, f_tile, 0, 0, 0, 0, 0],
+        )
+    # The zero fill of the output packed is a fill of the packed output.
+    s.apply_patterns(
+        function, "fill_packed_output", structured.apply_patterns_tensor_fold_into_pack_and_unpack
+    )
+    unpack = s.match(function, ["linalg.unpack"], step="match_unpack")
+    if p.get("THREADS", 1) > 1:
+        # Images (N) as one scf.forall spread over the threads.
+        s.fuse_with_loops(unpack, [1, 0, 0, 0], step="parallel_images", parallel=True)
+        unpack = s.match(function, ["linalg.unpack"], step="match_unpack_per_image")
+    # F blocks outermost, so that the filter's packing (fused per block) is hoisted out of
+    # the image and pixel loops.
+    _, loops = s.fuse_with_loops(
+        unpack, [1, f_tile, 1, ow_tile], step="output_tile", interchange=[1, 0, 2, 3]
+    )
+    # Partial F blocks and pixel tiles peeled, F first (peeling a loop invalidates the
+    # handles inside it), then each part's conv matched, before canonicalization inlines
+    # the one-iteration remainder loops.
+    f_parts = [loops[0]]
+    if d["F"] % f_tile:
+        f_parts = list(s.peel(loops[0], step="peel_f"))
+    convs = []
+    for f_part in f_parts:
+        tile_conv = s.match(f_part, ["linalg.generic"], step="match_block_conv")
+        if d["OW"] % ow_tile == 0:
+            convs.append((tile_conv, ow_tile))
+            continue
+        with s.at("pixel_tile_loop"):
+            ow_loop = transform.GetParentOp(
+                transform.AnyOpType.get(), tile_conv, op_name="scf.for"
+            ).result
+        main, rest = s.peel(ow_loop, step="peel_ow")
+        for part, pixels in ((main, ow_tile), (rest, d["OW"] % ow_tile)):
+            convs.append((s.match(part, ["linalg.generic"], step="match_tile_conv"), pixels))
+    s.canonicalize(function, step="static_tile_shapes")
+    with s.at("hoist_filter_packing"):
+        transform.apply_licm(s.match(function, ["scf.for"], step="match_loops"))
+    for tile_conv, pixels in convs:
+        with s.at("tap_and_pixel_loops"):
+            tiled = structured.TileUsingForOp(
+                tile_conv, sizes=TAP_TILES, interchange=PIXELS_INNERMOST
+            )
+        if pixels > 1:
+            s.unroll(tiled.loops[-1], pixels, step="unroll_pixels")
+    s.canonicalize_loops(function, step="fold_unrolled_pixels")
+    # Unit loops folded away: each pixel's op is acc[F_TILE] += x * w[F_TILE], and its
+    # accumulator one rank-reduced slice of the tile (not a slice of a slice), so that the
+    # accumulator's final write lands in the tile in place.
+    s.apply_patterns(
+        function,
+        "drop_unit_loops",
+        structured.apply_patterns_linalg_fold_unit_extent_dims_via_slices,
+    )
+    s.apply_patterns(
+        function,
+        "merge_pixel_slices",
+        ttensor.apply_patterns_tensor_merge_consecutive_insert_extract_slice,
+    )
+    for name in ("linalg.unpack", "linalg.pack"):
+        packing = s.match(function, [name], step="match_packing")
+        with s.at("vectorize_packing"):
+            structured.VectorizeOp(packing)
+    # Each pixel's accumulator slice a value carried by the tap loops, then a register.
+    s.hoist_invariant_subsets(function)
+    with s.at("vectorize"):
+        linalg_ops = structured.MatchOp(
+            transform.AnyOpType.get(), function, interface=structured.MatchInterfaceEnum.LinalgOp
+        ).result
+        structured.VectorizeOp(linalg_ops)
+    s.apply_patterns(
+        function,
+        "fold_transfers",
+        tvector.apply_patterns_vector_fold_arith_extension,
+        tvector.apply_patterns_vector_sink_ops,
+        ttensor.apply_patterns_tensor_fold_tensor_subset_ops_into_vector_transfers,
+    )
+    s.hoist_invariant_subsets(function)
+    s.apply_patterns(
+        function,
+        "accumulators_into_tile",
+        ttensor.apply_patterns_tensor_fold_tensor_subset_ops_into_vector_transfers,
+    )
+    s.allow_fma(function)

@@ -1,0 +1,90 @@
+"""The convolution family's NCHW path for convolutions strided along W (nchw_strided.py):
+the selector's pixel-row x channel-vector tiles, their constraints, results against the
+float64 reference on partial channel blocks and pixel tiles, padding, dilation and
+threads, and a schedule that leaves no scalar loops. Nothing is timed."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from mlir import ir
+
+from mlirtune.api import engine_for
+from mlirtune.schedules.convolution import CONVOLUTION, NCHW_ROWS
+from mlirtune.targets.host_cpu import HostCPU
+from mlirtune.workloads.conv2d import Conv2d
+from tests.targets.test_targets_host import AVX512
+
+TARGET = HostCPU(AVX512)
+# KernelBench 76 (a dilated, strided conv1d), scaled down.
+CONV1D = {"layout": "nchw", "N": 2, "C": 3, "F": 64, "H": 1, "W": 70, "KH": 1, "KW": 3}
+STRIDED = {**CONV1D, "stride": "1,3", "dilation": "1,4"}
+
+
+def test_strided_convs_take_pixel_rows_of_channel_vectors():
+    op = Conv2d(**STRIDED).root
+    config = CONVOLUTION.select(op, TARGET)
+    assert config == {"OW_TILE": 8, "F_TILE": 16, "C_TILE": 1}
+    assert CONVOLUTION.violations(op, TARGET, config) == []
+    unit_stride = Conv2d(**CONV1D).root
+    assert CONVOLUTION.select(unit_stride, TARGET)["F_TILE"] == NCHW_ROWS
+
+
+def test_strided_tiles_are_checked_as_pixel_rows():
+    op = Conv2d(**STRIDED).root
+    assert "f_tile_whole_vectors" in CONVOLUTION.violations(
+        op, TARGET, {"OW_TILE": 8, "F_TILE": 24, "C_TILE": 1}
+    )
+    assert "register_budget" in CONVOLUTION.violations(
+        op, TARGET, {"OW_TILE": 16, "F_TILE": 64, "C_TILE": 1}
+    )
+
+
+@pytest.mark.jit
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},  # 21 output pixels: two tiles of 8 and a partial one
+        {"F": 20},  # a partial block of channels, padded
+        {"F": 5, "stride": 2},  # fewer channels than a vector
+        {"H": 7, "KH": 2, "stride": "2,2", "dilation": "2,1", "padding": "1,2"},
+        {"W": 9, "F": 16},  # one tile
+        {"C": 4, "F": 17, "W": 33, "KW": 5, "stride": 2, "dtype": "f64"},
+    ],
+    ids=["kb76", "partial-f", "narrow-f", "2d-padded", "one-tile", "f64"],
+)
+def test_strided_kernels_match_the_reference(engine, options):
+    workload = Conv2d(**{**STRIDED, **options})
+    result = engine.execute(workload)
+    assert result.verification.ok, result.verification.summary()
+
+
+@pytest.mark.jit
+@pytest.mark.parametrize(
+    "parameters",
+    [{"OW_TILE": 1, "F_TILE": 16}, {"OW_TILE": 3, "F_TILE": 32}, {"OW_TILE": 16, "F_TILE": 8}],
+)
+def test_strided_tile_parameters(engine, parameters):
+    result = engine.execute(Conv2d(**STRIDED), parameters)
+    assert result.verification.ok, result.verification.summary()
+
+
+@pytest.mark.jit
+def test_the_strided_schedule_leaves_no_scalar_loops(engine):
+    seen: list[str] = []
+
+    def observer(stage: str, module: ir.Module) -> None:
+        if stage.startswith("schedule"):
+            module.operation.walk(lambda op: seen.append(op.name) or ir.WalkResult.ADVANCE)
+
+    engine.lower_payload(Conv2d(**{**STRIDED, "F": 20, "padding": 1}), observer=observer)
+    assert seen and not [name for name in seen if name.startswith("linalg.")]
+
+
+@pytest.mark.jit
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs 2 cores")
+def test_threads_split_the_images():
+    engine = engine_for(HostCPU(threads=2), use_specs=False)
+    result = engine.execute(Conv2d(**{**STRIDED, "N": 3}))
+    assert result.verification.ok, result.verification.summary()
