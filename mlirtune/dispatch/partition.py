@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from mlir import ir
 from mlir.dialects import bufferization, func, memref
+from mlir.passmanager import PassManager
 
 from mlirtune.dispatch.prepare import prepare_for_dispatch
 from mlirtune.ir.context import run_passes
@@ -27,6 +28,12 @@ from mlirtune.ir.roots import describe
 # convolution family tiles its root alone: a consumer would be vectorized whole).
 TAKES_CONSUMERS = ("matmul", "batch_matmul")
 VIEWS = ("tensor.expand_shape", "tensor.collapse_shape")
+# Rewrites a kind's schedule needs: reductions without their kept unit dims (a softmax's
+# [rows, 1] maxima), element-wise runs with transposes as generics.
+PER_KIND_PASSES = {
+    "reduction": "func.func(linalg-fold-unit-extent-dims, canonicalize, cse)",
+    "elementwise": "func.func(linalg-generalize-named-ops)",
+}
 SOURCE = "bufferization.to_tensor"
 SINK = "bufferization.materialize_in_destination"
 
@@ -114,7 +121,8 @@ def _accepts(group: Group, op: ir.Operation, kind: str | None) -> bool:
             and ir.ShapedType(op.results[0].type).shape == ir.ShapedType(group.tail.type).shape
         )
     if group.kind in ("reduction", "elementwise"):
-        return kind is None or kind == "reduction"
+        # A zero padding stays apart: the convolution that reads it takes it.
+        return (kind is None or kind == "reduction") and op.name != "tensor.pad"
     return False
 
 
@@ -326,8 +334,11 @@ def split_into_dispatches(module: ir.Module, entry: str) -> tuple[list[Dispatch]
         return [], [*notes, f"not split into dispatches: {reason}"]
     run_passes(
         module,
-        "builtin.module(func.func(linalg-fuse-elementwise-ops, linalg-fold-unit-extent-dims),"
-        " canonicalize, cse)",
+        "builtin.module(func.func(linalg-fuse-elementwise-ops), canonicalize, cse)",
         stage="dispatch",
     )
+    for dispatch in dispatches:
+        if dispatch.kind in PER_KIND_PASSES:
+            function = find_function(module, dispatch.function).operation
+            PassManager.parse(PER_KIND_PASSES[dispatch.kind]).run(function)
     return dispatches, notes

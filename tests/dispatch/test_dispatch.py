@@ -31,7 +31,8 @@ func.func @payload(%a: memref<24x40xf32>, %b: memref<40x32xf32>, %bias: memref<3
   %init = linalg.fill ins(%zero : f32) outs(%empty : tensor<24x32xf32>) -> tensor<24x32xf32>
   %c = linalg.matmul ins(%ta, %tb : tensor<24x40xf32>, tensor<40x32xf32>)
                      outs(%init : tensor<24x32xf32>) -> tensor<24x32xf32>
-  %act = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+  %act = linalg.generic
+      {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
       ins(%c, %tbias : tensor<24x32xf32>, tensor<32xf32>) outs(%empty : tensor<24x32xf32>) {
   ^bb0(%x: f32, %y: f32, %o: f32):
     %s = arith.addf %x, %y : f32
@@ -60,10 +61,8 @@ def test_an_mlir_file_of_two_matmuls_runs_as_two_scheduled_dispatches(tmp_path, 
         np.save(tmp_path / f"{name}.npy", array)
     (tmp_path / "two.mlir").write_text(TWO_MATMULS)
     inputs = ",".join(str(tmp_path / f"{n}.npy") for n in arrays)
-    code = main(
-        ["run", "--payload", str(tmp_path / "two.mlir"), "--inputs", inputs]
-        + ["--expect", str(tmp_path / "out.npy"), "--no-specs"]
-    )
+    expect = ["--expect", str(tmp_path / "out.npy"), "--no-specs"]
+    code = main(["run", "--payload", str(tmp_path / "two.mlir"), "--inputs", inputs, *expect])
     out = capsys.readouterr().out
     assert code == 0, out
     assert "dispatches: 2, 0 lowered untuned" in out
@@ -119,10 +118,8 @@ def test_tune_torch_writes_a_spec_per_dispatch_that_the_whole_module_applies(tmp
     factory = tmp_path / "small.py"
     factory.write_text(SMALL_MLP)
     library = tmp_path / "specs.mlir"
-    code = main(
-        ["tune", "--torch", f"{factory}:make", "--budget", "2", "--workers", "1"]
-        + ["--update-spec", str(library), "--db", str(tmp_path / "t.db")]
-    )
+    output = ["--update-spec", str(library), "--db", str(tmp_path / "t.db")]
+    code = main(["tune", "--torch", f"{factory}:make", "--budget", "2", "--workers", "1", *output])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "2 dispatches, 2 distinct with a schedule family" in captured.err
@@ -138,3 +135,21 @@ def test_tune_torch_needs_a_library_to_write(tmp_path, capsys):
     factory.write_text(SMALL_MLP)
     assert main(["tune", "--torch", f"{factory}:make", "--budget", "2"]) == 2
     assert "give --update-spec LIB.mlir" in capsys.readouterr().err
+
+
+@needs_torch
+def test_a_small_encoder_layer_verifies_with_its_head_transposes_scheduled():
+    import runpy
+
+    from mlirtune.api import engine_for
+    from mlirtune.targets.host_cpu import HostCPU
+    from mlirtune.torch import workload
+
+    namespace = runpy.run_path(str(EXAMPLES / "encoder_layer.py"))
+    torch = namespace["torch"]
+    torch.manual_seed(0)
+    layer = namespace["EncoderLayer"](hidden=32, heads=2, inner=64)
+    result = engine_for(HostCPU(), use_specs=False).execute(workload(layer, (torch.randn(8, 32),)))
+    assert result.verification.ok
+    kinds = {d["kind"] for d in result.extra["dispatches"] if d["scheduled"]}
+    assert {"matmul", "batch_matmul", "elementwise"} <= kinds
