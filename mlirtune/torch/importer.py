@@ -29,7 +29,8 @@ ENTRY = "main"
 class ImportedModule:
     """A module's linalg-on-tensors IR (generic form text, function @main), its inputs in
     call order (weights first when they are inputs) and torch eager's outputs on them;
-    `module` is the torch.nn.Module called with those inputs (the eager baseline)."""
+    `module` is the torch.nn.Module itself, which takes the last `examples` inputs (the
+    eager baseline)."""
 
     name: str
     text: str
@@ -37,6 +38,7 @@ class ImportedModule:
     inputs: tuple[np.ndarray, ...]
     outputs: tuple[np.ndarray, ...]
     module: object = None
+    examples: int = 0
 
 
 def require_torch() -> None:
@@ -98,7 +100,8 @@ def import_module(
         input_names=(*names, *(f"input{i}" for i in range(len(examples)))),
         inputs=tuple(_numpy(x) for x in arguments),
         outputs=tuple(_numpy(y) for y in outputs),
-        module=callable_module,
+        module=module,
+        examples=len(examples),
     )
 
 

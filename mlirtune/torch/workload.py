@@ -91,7 +91,7 @@ class TorchWorkload(PayloadWorkload):
         module = self.imported.module
         if module is None:
             return None
-        arguments = [torch_tensor(x) for x in self.inputs]
+        arguments = [torch_tensor(x) for x in self.inputs[-self.imported.examples :]]
         return lambda: module(*arguments)
 
     def __getstate__(self) -> dict[str, object]:
