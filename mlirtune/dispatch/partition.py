@@ -1,11 +1,12 @@
 """Grouping a payload's ops into dispatches and outlining each into a function.
 
-Ops are taken in program order. A contraction or convolution opens a dispatch, which takes
-the element-wise ops that consume its result alone (bias, activation, residual add). A
-row reduction opens one that takes the reductions and element-wise ops that follow it on
-its values (a softmax, a layer norm). Other ops gather in element-wise dispatches. An op
-only joins the dispatch opened last, so dispatches stay in program order, and one whose
-values are read outside it at more than one point is split, so each has one output.
+Ops are taken in program order. A contraction or convolution opens a dispatch; a matmul's
+also takes the element-wise ops that consume its result alone (bias, activation, residual
+add), and a convolution's the zero padding it reads. A row reduction opens one that takes
+the reductions and element-wise ops that follow it on its values (a softmax, a layer
+norm). Other ops gather in element-wise dispatches. An op only joins the dispatch opened
+last, so dispatches stay in program order, and one whose values are read outside it at
+more than one point is split, so each has one output.
 
 Constants, empty tensors, fills of them and reshapes of inputs are not dispatched: each
 dispatch that reads one gets its own copy, so a matmul dispatch keeps its zero fill.
@@ -22,7 +23,7 @@ from mlir.passmanager import PassManager
 from mlirtune.dispatch.prepare import prepare_for_dispatch
 from mlirtune.ir.context import run_passes
 from mlirtune.ir.inspect import find_function
-from mlirtune.ir.roots import describe
+from mlirtune.ir.roots import describe, has_reduction
 
 # Root kinds whose schedules fuse element-wise consumers into their output tiles (the
 # convolution family tiles its root alone: a consumer would be vectorized whole).
@@ -86,8 +87,8 @@ def group_ops(function: ir.Operation) -> list[Group] | None:
 
 def _earliest_first(function: ir.Operation) -> list[ir.Operation]:
     """The function's compute ops, each moved up to just after the last op it reads (so
-    ops on inputs alone, such as a batchnorm's per-channel factors, come before the
-    convolution whose output they scale, which then takes the scaling as its epilogue)."""
+    ops on inputs alone, such as a batchnorm's per-channel factors, do not come between a
+    contraction and the epilogue that reads both)."""
     order: list[ir.Operation] = []
     for op in function.regions[0].blocks[0].operations:
         op = op.operation
@@ -127,10 +128,7 @@ def _accepts(group: Group, op: ir.Operation, kind: str | None) -> bool:
 
 
 def _is_elementwise(op: ir.Operation) -> bool:
-    if op.name != "linalg.generic":
-        return False
-    iterators = ir.ArrayAttr(op.attributes["iterator_types"])
-    return all("parallel" in str(it) for it in iterators)
+    return op.name == "linalg.generic" and not has_reduction(op)
 
 
 def _one_output_each(groups: list[Group]) -> list[Group] | None:
@@ -182,7 +180,6 @@ def outline(function: ir.Operation, groups: list[Group]) -> list[Dispatch]:
     """Move each group into a private function `dispatch_<i>_<kind>(inputs..., output)` on
     memrefs, and make `function` allocate the intermediate buffers and call them in turn."""
     body = function.regions[0].blocks[0]
-    module_body = function.parent.regions[0].blocks[0]
     # Values the payload reads and writes as memrefs: its inputs, and the outputs a sink
     # writes (a group whose tail is an output writes that argument directly).
     buffers: dict[ir.Value, ir.Value] = {}
@@ -212,7 +209,7 @@ def outline(function: ir.Operation, groups: list[Group]) -> list[Dispatch]:
             if output is None:
                 # Freed after its last use by the lowering (buffer-deallocation-pipeline).
                 output = memref.alloc(_memref_type(group.tail.type), [], [], alignment=64)
-            callee = _build_function(module_body, function, name, group, reads)
+            callee = _build_function(function, name, group, reads)
             func.CallOp(callee, [buffers[v] for v in reads] + [output])
         buffers[group.tail] = output
         dispatches.append(Dispatch(name, group.kind))
@@ -262,7 +259,6 @@ def _memref_type(tensor: ir.Type) -> ir.MemRefType:
 
 
 def _build_function(
-    module_body: ir.Block,
     payload: ir.Operation,
     name: str,
     group: Group,
@@ -276,7 +272,7 @@ def _build_function(
     block = function.add_entry_block()
     mapping: dict[ir.Value, ir.Value] = {}
     with ir.InsertionPoint(block):
-        for value, argument in zip(inputs, block.arguments, strict=False):
+        for value, argument in zip(inputs, list(block.arguments)[:-1], strict=True):
             mapping[value] = bufferization.to_tensor(value.type, argument, restrict=True)
         for op in group.ops:
             _copy(op, mapping)
@@ -321,8 +317,8 @@ def _nested(op: ir.Operation) -> list[ir.Operation]:
 
 def split_into_dispatches(module: ir.Module, entry: str) -> tuple[list[Dispatch], list[str]]:
     """Split `entry` of `module` into dispatch functions in place, with element-wise ops
-    fused inside each; ([], notes) when the payload cannot be split (it is then left as
-    it was)."""
+    fused inside each; ([], notes) when the payload cannot be split (it is then left
+    whole, with the clean-ups of mlirtune.dispatch.prepare applied)."""
     function = find_function(module, entry).operation
     notes = prepare_for_dispatch(function)
     groups = group_ops(function)

@@ -9,6 +9,9 @@ own reference) vouches for. So a schedule is tuned on the data it will see in th
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 import numpy as np
 from mlir import ir
 from mlir.dialects import func
@@ -16,12 +19,16 @@ from mlir.dialects import func
 from mlirtune.dispatch.functions import standalone_module
 from mlirtune.dispatch.partition import split_into_dispatches
 from mlirtune.interfaces.errors import UsageError
+from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.workload import ArgSpec, Complexity, Workload
 from mlirtune.ir.context import new_context
 from mlirtune.ir.dtypes import dtype_of_mlir
 from mlirtune.ir.inspect import find_function
-from mlirtune.ir.roots import find_roots
+from mlirtune.ir.roots import find_roots, root_flops, summed_terms
 from mlirtune.workloads.base import SEED_PARAM, PayloadWorkload
+
+if TYPE_CHECKING:
+    from mlirtune.engine.mlir_jit import MlirJitEngine
 
 
 class DispatchWorkload(PayloadWorkload):
@@ -58,6 +65,10 @@ class DispatchWorkload(PayloadWorkload):
     def payload_module(self) -> ir.Module:
         return ir.Module.parse(self.text)
 
+    def _roots(self) -> list[tuple[ir.Operation, OpInfo]]:
+        with new_context(), ir.Location.unknown():
+            return find_roots(self.payload_module())
+
     def make_inputs(self) -> list[np.ndarray]:
         return self._inputs
 
@@ -65,27 +76,19 @@ class DispatchWorkload(PayloadWorkload):
         return [r.astype(np.float64) for r in self._reference]
 
     def accumulation_length(self) -> int:
-        root = self.root
-        if root is None:
-            return 1
-        d = root.dims
-        return d.get("K") or d.get("C", 1) * d.get("KH", 1) * d.get("KW", 1) * d.get("COLS", 1)
+        return max([1, *(summed_terms(op) for _, op in self._roots())])
 
     def get_complexity(self) -> Complexity:
-        """Two FLOPs per multiply-add of a contraction or convolution root, one per element
-        of other ops' outputs; the bytes of the arguments."""
-        d = self.root.dims if self.root is not None else {}
-        if "K" in d:
-            flops = 2 * d.get("B", 1) * d["M"] * d["N"] * d["K"]
-        elif "KH" in d and "F" in d:
-            flops = 2 * d["N"] * d["OH"] * d["OW"] * d["F"] * d["KH"] * d["KW"] * d["C"]
-        else:
-            flops = self._args[-1].elements
+        """The root ops' FLOPs (2 per multiply-add, one per element of the others), or one
+        per output element where there are none; the bytes of the arguments."""
+        flops = sum(root_flops(op) for _, op in self._roots()) or self._args[-1].elements
         read = sum(a.nbytes for a in self._args if not a.is_output)
         return Complexity(flops, read, self._args[-1].nbytes)
 
 
-def dispatch_workloads(workload: Workload, engine_factory) -> list[DispatchWorkload]:
+def dispatch_workloads(
+    workload: Workload, engine_factory: Callable[[], MlirJitEngine]
+) -> list[DispatchWorkload]:
     """The dispatches of `workload`'s payload, in program order, with the values each reads
     and writes when the payload runs on `workload.inputs`, every dispatch compiled by an
     engine from `engine_factory()` lowering it as it is. A UsageError if the payload is not

@@ -50,6 +50,28 @@ def find_roots(module: ir.Module) -> list[tuple[ir.Operation, OpInfo]]:
     return roots
 
 
+def summed_terms(op: OpInfo) -> int:
+    """Terms each output element of a root op sums: K of a contraction, C*KH*KW of a
+    convolution, a row of a reduction (it scales verification tolerances)."""
+    d = op.dims
+    if op.kind in ("matmul", "batch_matmul"):
+        return d["K"]
+    if op.kind == "conv2d":
+        return d["C"] * d["KH"] * d["KW"]
+    return d.get("COLS", 1)
+
+
+def root_flops(op: OpInfo) -> int:
+    """A root op's FLOPs: 2 per multiply-add of a contraction or convolution, one per
+    element read by another (a reduction's rows)."""
+    d = op.dims
+    if op.kind in ("matmul", "batch_matmul"):
+        return 2 * d.get("B", 1) * d["M"] * d["N"] * d["K"]
+    if op.kind == "conv2d":
+        return 2 * d["N"] * d["OH"] * d["OW"] * d["F"] * d["KH"] * d["KW"] * d["C"]
+    return d.get("ROWS", 1) * d.get("COLS", 1)
+
+
 def annotate_roots(module: ir.Module) -> list[OpInfo]:
     """Mark each root op with `mlirtune.root`; returns their descriptions."""
     infos = []
@@ -105,7 +127,7 @@ def describe(op: ir.Operation) -> OpInfo | None:
             )
         if not contraction.batch:
             return OpInfo("matmul", dims, dtypes, op.name, _layout(op, contraction))
-    if _has_reduction(op):
+    if has_reduction(op):
         reduced = _reduction_loops(op)
         if len(reduced) == 1 and reduced[0] != len(loops) - 1:
             # One reduced loop with parallel loops inside it (a sum over a middle axis):
@@ -243,7 +265,8 @@ def loop_sizes(op: ir.Operation) -> list[int] | None:
     return [sizes[d] for d in range(n_loops)]
 
 
-def _has_reduction(op: ir.Operation) -> bool:
+def has_reduction(op: ir.Operation) -> bool:
+    """Whether a linalg op has a reduction loop."""
     if "iterator_types" not in op.attributes:
         return False
     reduction = ir.Attribute.parse("#linalg.iterator_type<reduction>")

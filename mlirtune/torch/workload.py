@@ -17,10 +17,11 @@ from mlir.dialects import func
 
 from mlirtune.bench.baseline import torch_tensor
 from mlirtune.interfaces.errors import UsageError
+from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.workload import ArgSpec, Complexity
 from mlirtune.ir.context import run_passes
 from mlirtune.ir.dtypes import dtype_of_mlir
-from mlirtune.ir.roots import find_roots
+from mlirtune.ir.roots import find_roots, root_flops, summed_terms
 from mlirtune.torch.importer import ENTRY, ImportedModule
 from mlirtune.workloads.base import SEED_PARAM, PayloadWorkload
 from mlirtune.workloads.payload import build_payload
@@ -101,33 +102,16 @@ class TorchWorkload(PayloadWorkload):
 
     def accumulation_length(self) -> int:
         """The longest sum a root op computes (K of a contraction, C*KH*KW of a convolution)."""
-        lengths = [1]
-        for _, op in self._roots():
-            d = op.dims
-            if op.kind in ("matmul", "batch_matmul"):
-                lengths.append(d["K"])
-            elif op.kind == "conv2d":
-                lengths.append(d["C"] * d["KH"] * d["KW"])
-            else:
-                lengths.append(d.get("COLS", 1))
-        return max(lengths)
+        return max([1, *(summed_terms(op) for _, op in self._roots())])
 
     def get_complexity(self) -> Complexity:
         """The root ops' FLOPs (2 per multiply-add, one per element of the others); the
         bytes of the module's inputs and outputs."""
-        flops = 0
-        for _, op in self._roots():
-            d = op.dims
-            if op.kind in ("matmul", "batch_matmul"):
-                flops += 2 * d.get("B", 1) * d["M"] * d["N"] * d["K"]
-            elif op.kind == "conv2d":
-                flops += 2 * d["N"] * d["OH"] * d["OW"] * d["F"] * d["KH"] * d["KW"] * d["C"]
-            else:
-                flops += d.get("ROWS", 1) * d.get("COLS", 1)
+        flops = sum(root_flops(op) for _, op in self._roots())
         read = sum(a.nbytes for a in self._args if not a.is_output)
         return Complexity(flops, read, sum(a.nbytes for a in self._args if a.is_output))
 
-    def _roots(self) -> list:
+    def _roots(self) -> list[tuple[ir.Operation, OpInfo]]:
         with ir.Context(), ir.Location.unknown():
             return find_roots(self.payload_module())
 
