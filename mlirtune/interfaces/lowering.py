@@ -77,12 +77,13 @@ class DispatchPlan:
     function: str
     kind: str
     lowering: Lowering
+    schedule_failed: bool = False  # set when its schedule fails to apply (see its notes)
 
     @property
     def scheduled(self) -> bool:
         """Whether a schedule family tiles it (else it is lowered as it is, untuned)."""
-        failed = any("lowered untuned" in note for note in self.lowering.notes)
-        return not failed and any(s.kind == "schedule" for s in self.lowering.descriptor.stages)
+        staged = any(s.kind == "schedule" for s in self.lowering.descriptor.stages)
+        return staged and not self.schedule_failed
 
     def to_json(self) -> dict[str, object]:
         return {

@@ -198,12 +198,14 @@ def _schedule_dispatches(module: ir.Module, lowering: Lowering, observer: Observ
         except MlirtuneError as error:
             first_line = str(error.args[0]).splitlines()[0]
             plan.notes.append(f"its schedule failed ({first_line}): lowered untuned")
+            dispatch.schedule_failed = True
             continue
         if (elements := largest_vector(standalone)) > LARGEST_VECTOR:
             plan.notes.append(
                 f"its schedule left an op untiled (a vector of {elements} elements): "
                 "lowered untuned"
             )
+            dispatch.schedule_failed = True
             continue
         replace_function(module, dispatch.function, standalone)
     if observer:
