@@ -232,13 +232,22 @@ class ScheduleBuilder:
             param = transform.ParamConstantOp(transform.AnyParamType.get(), contract).param
             transform.AnnotateOp(ops, "fastmath", param=param)
 
-    def vectorize_linalg(self, function: ir.Value, *, reductions_to_contract: bool = True) -> None:
+    def vectorize_linalg(
+        self,
+        function: ir.Value,
+        *,
+        reductions_to_contract: bool = True,
+        minor_transfers: bool = True,
+    ) -> None:
         """Vectorize the (static-shaped) linalg ops of the function, then fold transfers into
         the slices around them. Unlike `vectorize_function`, tensor.insert_slice ops stay as
         they are: vectorizing a cache tile's insert_slice would copy the whole tile through
         one large vector value, slow to compile and a needless copy at run time.
         `reductions_to_contract` turns multiply-and-sum reductions into vector.contract (the
-        contraction micro-kernels want that; element-wise sums of products do not)."""
+        contraction micro-kernels want that; element-wise sums of products do not).
+        `minor_transfers` rewrites permuted transfers as minor-identity ones plus
+        transposes; without it an accumulator's read and write keep one permutation map, so
+        they hoist out of a convolution's filter loops as a pair."""
         with self.at("vectorize"):
             linalg_ops = structured.MatchOp(
                 transform.AnyOpType.get(),
@@ -247,11 +256,12 @@ class ScheduleBuilder:
             ).result
             structured.VectorizeOp(linalg_ops)
         contract = [tvector.apply_patterns_vector_reduction_to_contract] * reductions_to_contract
+        minor = [tvector.apply_patterns_vector_transfer_permutation_patterns] * minor_transfers
         self.apply_patterns(
             function,
             "fold_transfers",
             *contract,
-            tvector.apply_patterns_vector_transfer_permutation_patterns,
+            *minor,
             tvector.apply_patterns_vector_fold_arith_extension,
             tvector.apply_patterns_vector_sink_ops,
             ttensor.apply_patterns_tensor_fold_tensor_subset_ops_into_vector_transfers,

@@ -14,10 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mlir import ir
-from mlir.dialects import transform
 from mlir.dialects.transform import structured
-from mlir.dialects.transform import tensor as ttensor
-from mlir.dialects.transform import vector as tvector
 
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
@@ -309,27 +306,9 @@ def channels_first_schedule(op: OpInfo, parameters: Config, name: str = "convolu
             "drop_unit_loops",
             structured.apply_patterns_linalg_fold_unit_extent_dims_via_slices,
         )
-        _vectorize_taps(s, function)
+        s.vectorize_linalg(function, reductions_to_contract=False, minor_transfers=False)
         s.drop_leading_unit_dims(function)
         s.hoist_invariant_subsets(function)
         # Canonicalizing here as well crashes the pattern driver (see lower_vectors).
         s.lower_vectors(function, canonicalize=False)
     return s.module
-
-
-def _vectorize_taps(s: ScheduleBuilder, function: ir.Value) -> None:
-    """Vectorize the per-tap matmuls and fold the slices into their transfers, leaving the
-    accumulator's read and write with the same (non-minor) permutation map, so that they
-    hoist out of the filter loops as a pair."""
-    with s.at("vectorize"):
-        linalg_ops = structured.MatchOp(
-            transform.AnyOpType.get(), function, interface=structured.MatchInterfaceEnum.LinalgOp
-        ).result
-        structured.VectorizeOp(linalg_ops)
-    s.apply_patterns(
-        function,
-        "fold_transfers",
-        tvector.apply_patterns_vector_fold_arith_extension,
-        tvector.apply_patterns_vector_sink_ops,
-        ttensor.apply_patterns_tensor_fold_tensor_subset_ops_into_vector_transfers,
-    )

@@ -19,7 +19,6 @@ from mlir import ir
 from mlir.dialects import transform
 from mlir.dialects.transform import structured
 from mlir.dialects.transform import tensor as ttensor
-from mlir.dialects.transform import vector as tvector
 
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config
@@ -109,18 +108,7 @@ def strided_channels_first(
             structured.VectorizeOp(packing)
     # Each pixel's accumulator slice a value carried by the tap loops, then a register.
     s.hoist_invariant_subsets(function)
-    with s.at("vectorize"):
-        linalg_ops = structured.MatchOp(
-            transform.AnyOpType.get(), function, interface=structured.MatchInterfaceEnum.LinalgOp
-        ).result
-        structured.VectorizeOp(linalg_ops)
-    s.apply_patterns(
-        function,
-        "fold_transfers",
-        tvector.apply_patterns_vector_fold_arith_extension,
-        tvector.apply_patterns_vector_sink_ops,
-        ttensor.apply_patterns_tensor_fold_tensor_subset_ops_into_vector_transfers,
-    )
+    s.vectorize_linalg(function, reductions_to_contract=False, minor_transfers=False)
     s.hoist_invariant_subsets(function)
     s.apply_patterns(
         function,
