@@ -20,28 +20,16 @@ from pathlib import Path
 import torch
 
 from mlirtune.api import engine_for
-from mlirtune.bench.baseline import measure_callable, measure_torch
+from mlirtune.bench.baseline import measure_torch
 from mlirtune.cli import main as mlirtune_main
 from mlirtune.interfaces.bench import BenchOptions
+from mlirtune.interfaces.errors import UsageError
 from mlirtune.specs.specset import SpecSet
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.torch.factory import workload_from_factory
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "torch"
 NAMES = ("mlp_block", "resnet_block", "encoder_layer")
-
-
-def compiled_baseline(workload, options: BenchOptions) -> float | str:
-    """torch.compile's median seconds on one thread, or why it could not run."""
-    module = workload.imported.module
-    arguments = [torch.from_numpy(x) for x in workload.inputs[-workload.imported.examples :]]
-    try:
-        compiled = torch.compile(module)
-        with torch.inference_mode():
-            compiled(*arguments)  # compiles
-            return measure_callable(lambda: compiled(*arguments), workload, options).median_s
-    except Exception as error:  # inductor needs a C++ compiler, among others
-        return f"n/a ({type(error).__name__})"
 
 
 def main() -> None:
@@ -69,8 +57,11 @@ def main() -> None:
             ours.append(engine.benchmark(workload, options=options).median_s)
             eager.append(measure_torch(workload, options).median_s)
         mine, theirs = statistics.median(ours), statistics.median(eager)
-        compiled = compiled_baseline(workload, options)
-        shown = compiled if isinstance(compiled, str) else f"{theirs / compiled:.2f}x eager"
+        try:
+            compiled = measure_torch(workload, options, compiled=True).median_s
+            shown = f"{theirs / compiled:.2f}x eager"
+        except UsageError as error:
+            shown = f"n/a ({error.args[0]})"
         print(
             f"{name:15s} {mine * 1e3:9.3f} {theirs * 1e3:9.3f} {theirs / mine:8.2f}x {shown:>12s}"
         )

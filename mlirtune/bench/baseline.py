@@ -52,24 +52,35 @@ def torch_tensor(array: np.ndarray):
 
 
 def measure_torch(
-    workload: Workload, options: BenchOptions | None = None, threads: int = 1
+    workload: Workload,
+    options: BenchOptions | None = None,
+    threads: int = 1,
+    compiled: bool = False,
 ) -> BenchResult:
     """Time the workload's PyTorch eager baseline (oneDNN kernels; AMX or AVX512-BF16 where
-    the host has them) with `threads` intra-op threads, by the same sampling rules as
-    kernels. A UsageError where PyTorch is missing or the workload has no PyTorch form."""
+    the host has them), or with `compiled` its torch.compile form, with `threads` intra-op
+    threads, by the same sampling rules as kernels. A UsageError where PyTorch is missing,
+    the workload has no such form, or torch.compile fails on this host (its reason)."""
     if not torch_available():
         raise UsageError(
             "PyTorch is not installed: pip install 'mlirtune[bench]'", stage="baseline"
         )
-    run = workload.torch_baseline()
+    run = workload.torch_compiled_baseline() if compiled else workload.torch_baseline()
+    form = "torch.compile" if compiled else "PyTorch"
     if run is None:
-        raise UsageError(f"{workload.name} has no PyTorch baseline", stage="baseline")
+        raise UsageError(f"{workload.name} has no {form} baseline", stage="baseline")
     import torch
 
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
         with torch.inference_mode():
+            try:
+                run()  # compiles, for torch.compile: not timed
+            except Exception as error:  # inductor needs a C++ compiler, among others
+                raise UsageError(
+                    f"{form} fails here: {type(error).__name__}", stage="baseline"
+                ) from None
             return measure_callable(run, workload, options)
     finally:
         torch.set_num_threads(previous)

@@ -178,6 +178,11 @@ class Workload(ABC):
         inside it: PyTorch is optional), for side-by-side timing; None where there is none."""
         return None
 
+    def torch_compiled_baseline(self) -> Callable[[], object] | None:
+        """`torch_baseline` through torch.compile, where the workload is a PyTorch module
+        (an imported model); None for the others."""
+        return None
+
     # --- memory estimates (mlirtune.memory checks them against the budget) ---------------
 
     @abstractmethod

@@ -95,6 +95,16 @@ class TorchWorkload(PayloadWorkload):
         arguments = [torch_tensor(x) for x in self.inputs[-self.imported.examples :]]
         return lambda: module(*arguments)
 
+    def torch_compiled_baseline(self) -> Callable[[], object] | None:
+        """The module through torch.compile (compiled on its first call)."""
+        if self.imported.module is None:
+            return None
+        import torch
+
+        compiled = torch.compile(self.imported.module)
+        arguments = [torch_tensor(x) for x in self.inputs[-self.imported.examples :]]
+        return lambda: compiled(*arguments)
+
     def __getstate__(self) -> dict[str, object]:
         state = super().__getstate__()
         state["imported"] = replace(self.imported, module=None)
