@@ -19,12 +19,11 @@ from mlir.dialects import func
 from mlirtune.dispatch.functions import standalone_module
 from mlirtune.dispatch.partition import split_into_dispatches
 from mlirtune.interfaces.errors import UsageError
-from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.workload import ArgSpec, Complexity, Workload
 from mlirtune.ir.context import new_context
 from mlirtune.ir.dtypes import dtype_of_mlir
 from mlirtune.ir.inspect import find_function
-from mlirtune.ir.roots import find_roots, root_flops, summed_terms
+from mlirtune.ir.roots import root_flops, summed_terms
 from mlirtune.workloads.base import SEED_PARAM, PayloadWorkload
 
 if TYPE_CHECKING:
@@ -65,10 +64,6 @@ class DispatchWorkload(PayloadWorkload):
     def payload_module(self) -> ir.Module:
         return ir.Module.parse(self.text)
 
-    def _roots(self) -> list[tuple[ir.Operation, OpInfo]]:
-        with new_context(), ir.Location.unknown():
-            return find_roots(self.payload_module())
-
     def make_inputs(self) -> list[np.ndarray]:
         return self._inputs
 
@@ -76,12 +71,12 @@ class DispatchWorkload(PayloadWorkload):
         return [r.astype(np.float64) for r in self._reference]
 
     def accumulation_length(self) -> int:
-        return max([1, *(summed_terms(op) for _, op in self._roots())])
+        return max([1, *(summed_terms(op) for op in self.roots)])
 
     def get_complexity(self) -> Complexity:
         """The root ops' FLOPs (2 per multiply-add, one per element of the others), or one
         per output element where there are none; the bytes of the arguments."""
-        flops = sum(root_flops(op) for _, op in self._roots()) or self._args[-1].elements
+        flops = sum(root_flops(op) for op in self.roots) or self._args[-1].elements
         read = sum(a.nbytes for a in self._args if not a.is_output)
         return Complexity(flops, read, self._args[-1].nbytes)
 
@@ -153,10 +148,8 @@ def _calls(module: ir.Module, entry: str) -> list[tuple[str, list[int], int]]:
 def root_signature(workload: DispatchWorkload) -> tuple:
     """What makes two dispatches the same tuning problem: the kind, shapes and types of
     their root ops (a model repeats layers)."""
-    with new_context(), ir.Location.unknown():
-        roots = find_roots(workload.payload_module())
     shapes = [
         (op.kind, sorted(op.dims.items()), op.dtypes, sorted(op.attributes.items()))
-        for _, op in roots
+        for op in workload.roots
     ]
     return (workload.kind, repr(shapes))

@@ -17,11 +17,10 @@ from mlir.dialects import func
 
 from mlirtune.bench.baseline import torch_tensor
 from mlirtune.interfaces.errors import UsageError
-from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.workload import ArgSpec, Complexity
 from mlirtune.ir.context import run_passes
 from mlirtune.ir.dtypes import dtype_of_mlir
-from mlirtune.ir.roots import find_roots, root_flops, summed_terms
+from mlirtune.ir.roots import root_flops, summed_terms
 from mlirtune.torch.importer import ENTRY, ImportedModule
 from mlirtune.workloads.base import SEED_PARAM, PayloadWorkload
 from mlirtune.workloads.payload import build_payload
@@ -92,7 +91,7 @@ class TorchWorkload(PayloadWorkload):
         module = self.imported.module
         if module is None:
             return None
-        arguments = [torch_tensor(x) for x in self.inputs[-self.imported.examples :]]
+        arguments = self._example_tensors()
         return lambda: module(*arguments)
 
     def torch_compiled_baseline(self) -> Callable[[], object] | None:
@@ -102,8 +101,12 @@ class TorchWorkload(PayloadWorkload):
         import torch
 
         compiled = torch.compile(self.imported.module)
-        arguments = [torch_tensor(x) for x in self.inputs[-self.imported.examples :]]
+        arguments = self._example_tensors()
         return lambda: compiled(*arguments)
+
+    def _example_tensors(self) -> list[object]:
+        """The module's own inputs (after the weights) as tensors sharing their memory."""
+        return [torch_tensor(x) for x in self.inputs[-self.imported.examples :]]
 
     def __getstate__(self) -> dict[str, object]:
         state = super().__getstate__()
@@ -112,18 +115,14 @@ class TorchWorkload(PayloadWorkload):
 
     def accumulation_length(self) -> int:
         """The longest sum a root op computes (K of a contraction, C*KH*KW of a convolution)."""
-        return max([1, *(summed_terms(op) for _, op in self._roots())])
+        return max([1, *(summed_terms(op) for op in self.roots)])
 
     def get_complexity(self) -> Complexity:
         """The root ops' FLOPs (2 per multiply-add, one per element of the others); the
         bytes of the module's inputs and outputs."""
-        flops = sum(root_flops(op) for _, op in self._roots())
+        flops = sum(root_flops(op) for op in self.roots)
         read = sum(a.nbytes for a in self._args if not a.is_output)
         return Complexity(flops, read, sum(a.nbytes for a in self._args if a.is_output))
-
-    def _roots(self) -> list[tuple[ir.Operation, OpInfo]]:
-        with ir.Context(), ir.Location.unknown():
-            return find_roots(self.payload_module())
 
 
 def _entry(module: ir.Module) -> func.FuncOp:

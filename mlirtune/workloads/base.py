@@ -67,7 +67,7 @@ class PayloadWorkload(Workload):
         """Pickle the options only: cached inputs, reference and IR facts are rebuilt on
         demand, so sending a workload to a worker process stays cheap."""
         state = dict(self.__dict__)
-        for cached in ("root", "inputs", "reference_outputs"):
+        for cached in ("roots", "inputs", "reference_outputs"):
             state.pop(cached, None)
         state["_buffers"] = None
         return state
@@ -77,11 +77,15 @@ class PayloadWorkload(Workload):
         return {"name": self.name, **self.options}
 
     @cached_property
-    def root(self) -> OpInfo | None:
-        """The payload's first root op, inspected once through the bindings."""
+    def roots(self) -> list[OpInfo]:
+        """The payload's root ops in program order, inspected once through the bindings."""
         with new_context(), ir.Location.unknown():
-            roots = find_roots(self.payload_module())
-        return roots[0][1] if roots else None
+            return [info for _, info in find_roots(self.payload_module())]
+
+    @property
+    def root(self) -> OpInfo | None:
+        """The payload's first root op."""
+        return self.roots[0] if self.roots else None
 
     def schedule_module(self, parameters: dict[str, int] | None = None) -> ir.Module | None:
         """The transform module the host pipeline applies to this payload with these
