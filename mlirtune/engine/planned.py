@@ -28,6 +28,7 @@ class DescriptorEngine(Engine):
         super().__init__(runtime)
         self.target = target
         self.pipeline = pipeline
+        self._given: Descriptor | None = None  # `pipeline`, read
         self._descriptors: dict[str, Descriptor] = {}
 
     @property
@@ -55,9 +56,9 @@ class DescriptorEngine(Engine):
         """The pipeline the engine was given, if any, read once."""
         if self.pipeline is None or isinstance(self.pipeline, Descriptor):
             return self.pipeline
-        if "" not in self._descriptors:
-            self._descriptors[""] = resolve_descriptor(self.pipeline, self.target, [])
-        return self._descriptors[""]
+        if self._given is None:
+            self._given = resolve_descriptor(self.pipeline, self.target, [])
+        return self._given
 
     def _default(self, names: list[str]) -> Descriptor:
         """The default descriptor for `names`, read once per engine (files are not

@@ -141,9 +141,7 @@ def run_pipeline(
     after each schedule stage and at the end. `after_schedules` runs once the last schedule
     stage is done (e.g. to add functions that schedules must not see)."""
     stages = lowering.descriptor.stages
-    last_schedule = max(
-        (i for i, s in enumerate(stages) if s.kind in ("schedule", "dispatch")), default=-1
-    )
+    last_schedule = _last_stage(stages, ("schedule", "dispatch"))
     if after_schedules and last_schedule < 0:
         after_schedules(module)
     generic_path = _bring_roots_to_tensors(module, lowering)
@@ -190,9 +188,8 @@ def _schedule_dispatches(module: ir.Module, lowering: Lowering, observer: Observ
     for dispatch in lowering.dispatches:
         standalone = standalone_module(module, dispatch.function)
         plan = dispatch.lowering
-        stages = plan.descriptor.stages
-        last = max((i for i, s in enumerate(stages) if s.kind == "schedule"), default=-1)
-        scheduling = replace(plan, descriptor=replace(plan.descriptor, stages=stages[: last + 1]))
+        stages = plan.descriptor.stages[: _last_stage(plan.descriptor.stages, ("schedule",)) + 1]
+        scheduling = replace(plan, descriptor=replace(plan.descriptor, stages=stages))
         try:
             run_pipeline(standalone, scheduling)
         except MlirtuneError as error:
@@ -210,6 +207,11 @@ def _schedule_dispatches(module: ir.Module, lowering: Lowering, observer: Observ
         replace_function(module, dispatch.function, standalone)
     if observer:
         observer("dispatches scheduled", module)
+
+
+def _last_stage(stages: list[Stage], kinds: tuple[str, ...]) -> int:
+    """Index of the last stage of one of `kinds`, -1 when there is none."""
+    return max((i for i, s in enumerate(stages) if s.kind in kinds), default=-1)
 
 
 def _needs_tensors(stage: Stage) -> bool:
