@@ -116,6 +116,8 @@ def describe(op: ir.Operation) -> OpInfo | None:
         }
         if op.name == "linalg.conv_2d_nchw_fchw":
             attrs.update(_channels_first(op, conv))
+        elif _is_padded(op.operands[0]):
+            attrs["padded"] = 1
         return OpInfo("conv2d", dims, dtypes, op.name, attrs)
     contraction = linalg.infer_contraction_dimensions(op)
     if contraction is not None and len(contraction.m) == 1 and len(contraction.n) == 1:
@@ -161,7 +163,7 @@ def _pooling(op: ir.Operation, loops: list[int], dtypes: tuple[str, ...]) -> OpI
         "spatial": spatial,
         "then_pool": int(_feeds_pooling(op)),
         "pad": _padding(op.operands[0]),
-        "padded": int(getattr(op.operands[0].owner, "name", "") == "tensor.pad"),
+        "padded": int(_is_padded(op.operands[0])),
     }
     dims["IW"] = ir.ShapedType(op.operands[0].type).shape[-2 if "nwc" in op.name else -1]
     return OpInfo("pooling", dims, dtypes, op.name, attrs)
@@ -180,7 +182,7 @@ def _depthwise(op: ir.Operation, loops: list[int], dtypes: tuple[str, ...]) -> O
         "dilation_h": int(dilation_h),
         "dilation": int(dilation_w),
         "pad": _padding(op.operands[0]),
-        "padded": int(getattr(op.operands[0].owner, "name", "") == "tensor.pad"),
+        "padded": int(_is_padded(op.operands[0])),
     }
     return OpInfo("depthwise", dims, dtypes, op.name, attrs)
 
@@ -196,8 +198,13 @@ def _channels_first(op: ir.Operation, conv) -> dict[str, int]:
         "dilation_w": int(list(conv.dilations)[-1]),
         "IW": ir.ShapedType(op.operands[0].type).shape[-1],
         "pad": _padding(op.operands[0]),
-        "padded": int(getattr(op.operands[0].owner, "name", "") == "tensor.pad"),
+        "padded": int(_is_padded(op.operands[0])),
     }
+
+
+def _is_padded(value: ir.Value) -> bool:
+    """Whether a tensor.pad produces `value` (a schedule then materialises the padding)."""
+    return getattr(value.owner, "name", "") == "tensor.pad"
 
 
 def _padding(value: ir.Value) -> int:

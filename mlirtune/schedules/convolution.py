@@ -124,7 +124,11 @@ class Convolution(HostFamily):
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
         if op.attributes.get("nchw"):
             return channels_first_schedule(op, parameters)
-        return convolution_schedule(loop_sizes=list(op.dims.values()), parameters=parameters)
+        return convolution_schedule(
+            loop_sizes=list(op.dims.values()),
+            parameters=parameters,
+            padded=bool(op.attributes.get("padded")),
+        )
 
     def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
         """An OW_TILE x F_TILE register tile like the contraction's MR x NR (output pixels
@@ -227,14 +231,22 @@ CONVOLUTION = Convolution()
 
 
 def convolution_schedule(
-    *, loop_sizes: Sequence[int], parameters: dict[str, int], name: str = "convolution"
+    *,
+    loop_sizes: Sequence[int],
+    parameters: dict[str, int],
+    padded: bool = False,
+    name: str = "convolution",
 ) -> ir.Module:
     """Schedule for a payload whose last op is a `linalg.conv_2d_nhwc_hwcf` with loop sizes
-    `loop_sizes` (N, OH, OW, F, KH, KW, C); tile sizes are clamped to those sizes."""
+    `loop_sizes` (N, OH, OW, F, KH, KW, C); tile sizes are clamped to those sizes. A
+    `padded` input (a tensor.pad) is materialised first, one pixel's channels at a time."""
     _, _, ow, f, _, _, c = loop_sizes
     p = parameters
     ow_tile, f_tile, c_tile = min(p["OW_TILE"], ow), min(p["F_TILE"], f), min(p["C_TILE"], c)
     with ScheduleBuilder(name) as s:
+        if padded:
+            function = s.match(s.root, ["func.func"], step="match_function_padded")
+            s.materialize_padding(function, 4, c, 0)
         conv = s.match(s.root, [CONV_OP], step="match_conv")
         if p.get("THREADS", 1) > 1:
             # Output rows (N, OH) as one scf.forall spread over the threads, the fill fused.

@@ -74,14 +74,17 @@ def generic(
     return op.result
 
 
-def padded_spatially(x: ir.Value, padding: Sequence[int], value: float) -> ir.Value:
-    """A channels-first tensor x [N, C, spatial...] with `padding[i]` elements of `value` on
-    both sides of spatial dim i (tensor.pad); x itself where there is no padding."""
+def padded_spatially(
+    x: ir.Value, padding: Sequence[int], value: float, *, channels_last: bool = False
+) -> ir.Value:
+    """A channels-first tensor x [N, C, spatial...] (channels_last: [N, spatial..., C]) with
+    `padding[i]` elements of `value` on both sides of spatial dim i (tensor.pad); x itself
+    where there is no padding."""
     if not any(padding):
         return x
     x_type = ir.RankedTensorType(x.type)
     element = x_type.element_type
-    low = [0, 0, *padding]
+    low = [0, *padding, 0] if channels_last else [0, 0, *padding]
     shape = [size + 2 * pad for size, pad in zip(x_type.shape, low, strict=True)]
     pad = tensor.PadOp(ir.RankedTensorType.get(shape, element), x, [], [], low, low)
     with ir.InsertionPoint(pad.region.blocks.append(*[ir.IndexType.get()] * len(low))):

@@ -67,7 +67,7 @@ def test_bad_suites_name_the_file_entry_and_field(tmp_path, text, message):
 def test_missing_suite_files_and_unknown_shipped_suites_are_refused(tmp_path):
     with pytest.raises(UsageError, match=r"none\.yaml: No such file"):
         load_suite(str(tmp_path / "none.yaml"))
-    shipped = r"cpu-ops, gemm, kernelbench-l1, smoke"
+    shipped = r"cpu-ops, gemm, kernelbench-l1, resnet50, smoke"
     with pytest.raises(UsageError, match=rf"no shipped suite \({shipped}\)"):
         load_suite("nonesuch")
 

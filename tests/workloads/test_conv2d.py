@@ -28,6 +28,10 @@ SMALL = {"N": 1, "H": 10, "W": 10, "C": 4, "F": 32, "KH": 3, "KW": 3}
         {"N": 1, "H": 4, "W": 4, "C": 1, "F": 1, "KH": 4, "KW": 4},  # a single output
         {"N": 2, "H": 15, "W": 17, "C": 6, "F": 33, "KH": 3, "KW": 3, "stride": 2,
          "dilation": 2, "dtype": "f64"},
+        {"N": 1, "H": 9, "W": 9, "C": 8, "F": 16, "KH": 3, "KW": 3, "padding": 1},
+        {"N": 2, "H": 15, "W": 13, "C": 3, "F": 7, "KH": 7, "KW": 5, "stride": 2,
+         "padding": "3,2"},  # a stem-like conv: odd channels, partial tiles
+        {"N": 1, "H": 1, "W": 6, "C": 5, "F": 4, "KH": 3, "KW": 3, "padding": 1},  # one row
     ],
 )  # fmt: skip
 def test_matches_reference(engine, options):
@@ -134,7 +138,6 @@ def test_dilated_output_size():
         {"KH": 0},
         {"C": 1.5},
         {"dtype": "bf16"},
-        {"padding": 1},
     ],
 )
 def test_bad_options(options):
@@ -159,3 +162,17 @@ def test_bad_strings_and_schedule_parameters():
         Conv2d.from_strings({"stride": "2x"})
     with pytest.raises(UsageError, match="OW_TILE"):
         build_schedule(Conv2d(**SMALL), {"OW_TILE": 0})
+
+
+def test_padding_matches_torch_and_marks_the_root():
+    torch = pytest.importorskip("torch")
+    w = Conv2d(N=1, H=9, W=8, C=3, F=5, KH=3, KW=3, padding="1,2", stride=2)
+    image, kernel = (torch.from_numpy(x.astype(np.float64)) for x in w.inputs)
+    expected = torch.nn.functional.conv2d(
+        image.permute(0, 3, 1, 2), kernel.permute(3, 2, 0, 1), stride=2, padding=(1, 2)
+    ).permute(0, 2, 3, 1)
+    np.testing.assert_allclose(w.reference_outputs[0], expected.numpy(), rtol=1e-10, atol=1e-12)
+    baseline = w.torch_baseline()().permute(0, 2, 3, 1).numpy()
+    np.testing.assert_allclose(baseline, expected.numpy(), rtol=1e-4, atol=1e-5)
+    assert w.root.attributes.get("padded") == 1
+    assert "padded" not in Conv2d(**SMALL).root.attributes

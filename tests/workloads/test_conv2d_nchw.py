@@ -101,7 +101,6 @@ def test_unit_stride_schedule_is_vectorized(engine):
         ({"dilation": "0,1"}, "dilation"),
         ({"layout": "nhcw"}, "layout"),
         ({"H": 2, "KH": 5, "padding": 1}, "padding"),  # window larger than the padded input
-        ({"padding": 1, "layout": "nhwc"}, "padding"),
     ],
 )
 def test_bad_options(options, key):
