@@ -9,6 +9,7 @@ import pytest
 from mlir import ir
 
 from mlirtune.interfaces.errors import UsageError
+from mlirtune.ir.inspect import largest_vector
 from mlirtune.schedules.convolution import CONVOLUTION
 from mlirtune.workloads.conv2d import Conv2d
 
@@ -111,3 +112,18 @@ def test_bad_options(options, key):
 def test_cli_strings():
     w = Conv2d.from_strings({"layout": "nchw", "stride": "2", "padding": "1,2", "H": "9"})
     assert w.stride == (2, 2) and w.padding == (1, 2) and w.options["stride"] == 2
+
+
+@pytest.mark.jit
+def test_strided_schedule_packs_the_filter_a_channel_at_a_time(engine):
+    """A deep strided conv: the filter's packing must not become one vector of the whole
+    C x KH x KW x F_TILE block (at C=256, LLVM did not finish lowering it)."""
+    largest = []
+
+    def observe(stage, module):
+        if stage.startswith("schedule"):
+            largest.append(largest_vector(module))
+
+    w = Conv2d(**{**SMALL, "C": 64, "F": 32, "H": 9, "W": 9, "stride": 2, "padding": 1})
+    engine.lower_payload(w, observer=observe)
+    assert largest and max(largest) <= 3 * 3 * 16
