@@ -157,14 +157,17 @@ def _pooling(op: ir.Operation, loops: list[int], dtypes: tuple[str, ...]) -> OpI
     names.update(zip(conv.output_image, ("OH", "OW")[-spatial:], strict=True))
     names.update(zip(conv.filter_loop, ("KH", "KW")[-spatial:], strict=True))
     dims = {names[d]: loops[d] for d in sorted(names)}
+    then = _next_pooling(op)
     attrs = {
         "stride": int(list(conv.strides)[-1]),
         "dilation": int(list(conv.dilations)[-1]),
         "spatial": spatial,
-        "then_pool": int(_feeds_pooling(op)),
+        "then_pool": int(then is not None),
         "pad": _padding(op.operands[0]),
         "padded": int(_is_padded(op.operands[0])),
     }
+    if then is not None and _is_padded(then.operands[0]):
+        attrs["then_padded"] = 1  # the next stage (a 3-D pool's depth) reads a tensor.pad
     dims["IW"] = ir.ShapedType(op.operands[0].type).shape[-2 if "nwc" in op.name else -1]
     return OpInfo("pooling", dims, dtypes, op.name, attrs)
 
@@ -219,17 +222,17 @@ def _padding(value: ir.Value) -> int:
     return 0
 
 
-def _feeds_pooling(op: ir.Operation) -> bool:
-    """Whether `op`'s result reaches another pooling op through reshapes only."""
+def _next_pooling(op: ir.Operation) -> ir.Operation | None:
+    """The pooling op that `op`'s result reaches through reshapes and pads only, if any."""
     values = list(op.results)
     while values:
         for use in values.pop().uses:
             user = use.owner
             if user.name.startswith("linalg.pooling_"):
-                return True
-            if user.name in {"tensor.expand_shape", "tensor.collapse_shape"}:
+                return user
+            if user.name in {"tensor.expand_shape", "tensor.collapse_shape", "tensor.pad"}:
                 values.extend(user.results)
-    return False
+    return None
 
 
 def _layout(op: ir.Operation, contraction) -> dict[str, int]:

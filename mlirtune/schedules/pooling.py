@@ -1,14 +1,14 @@
 """The `pooling` family: channels-first max / sum pooling (linalg.pooling_ncw_* and
 pooling_nchw_*, and the separable 3-D form whose depth stage is a pooling_nwc_*).
 
-A padded input is materialised once (ScheduleBuilder.materialize_padding): tensor.pad becomes
-a fill of the padded buffer and a linalg.copy of the input into it, both tiled into rows and
-vectorized. The output is tiled into C_TILE channels x one row x OW_TILE pixels along the
-innermost spatial dim (contiguous in NCHW), fusing the fill and, for average pooling, the
-pooled sums into the divide. A 2-D tile is split into one window row per step and decomposed
-into a 1-D pool, which MLIR's vectorizer unrolls over the window: strided windows become
-strided reads of the input row. The depth stage of a 3-D pool is tiled into COLS contiguous
-(h, w) outputs of one plane.
+A padded input is materialised once (ScheduleBuilder.materialize_pad; in 3-D each stage's
+own): tensor.pad becomes a fill of the padded buffer and a linalg.copy of the input into
+it, both tiled into rows and vectorized. The output is tiled into C_TILE channels x one
+row x OW_TILE pixels along the innermost spatial dim (contiguous in NCHW), fusing the fill
+and, for average pooling, the pooled sums into the divide. A 2-D tile is split into one
+window row per step and decomposed into a 1-D pool, which MLIR's vectorizer unrolls over
+the window: strided windows become strided reads of the input row. The depth stage of a
+3-D pool is tiled into COLS contiguous (h, w) outputs of one plane.
 """
 
 from __future__ import annotations
@@ -153,9 +153,11 @@ def pooling_schedule(op: OpInfo, parameters: Config, name: str = "pooling") -> i
     threads = p.get("THREADS", 1)
     with ScheduleBuilder(name) as s:
         function = s.match(s.root, ["func.func"], step="match_function")
-        if op.attributes.get("pad"):
-            rank = 2 + spatial + then_pool
-            s.materialize_padding(function, rank, d["IW"], op.attributes["pad"], ROW_CHUNK)
+        depth_name = op.op_name.replace("nchw", "nwc")
+        if then_pool:
+            _pad_by_stage(s, op, depth_name)
+        elif op.attributes.get("pad"):
+            s.materialize_padding(function, 2 + spatial, d["IW"], op.attributes["pad"], ROW_CHUNK)
         # The image stage: the pool itself, or the divide it feeds (2-D and 1-D averages).
         anchor_name = "linalg.generic" if average and not then_pool else op.op_name
         windows = 0 if anchor_name == "linalg.generic" else spatial
@@ -165,7 +167,6 @@ def pooling_schedule(op: OpInfo, parameters: Config, name: str = "pooling") -> i
         _tile_output(s, anchor, anchor_name, sizes, [d["C"], *rows, d["OW"]], threads)
         if then_pool:
             # The depth stage: [N*C, OD, OH*OW], pooled over OD along contiguous (h, w).
-            depth_name = op.op_name.replace("nchw", "nwc")
             depth_anchor = "linalg.generic" if average else depth_name
             cols = min(p["COLS"], plane(op))
             sizes = [1, 1, cols] + ([0] if depth_anchor == depth_name else [])
@@ -184,6 +185,19 @@ def pooling_schedule(op: OpInfo, parameters: Config, name: str = "pooling") -> i
         s.drop_leading_unit_dims(function)
         s.hoist_invariant_subsets(function)
     return s.module
+
+
+def _pad_by_stage(s: ScheduleBuilder, op: OpInfo, depth_name: str) -> None:
+    """A separable 3-D pool's padding, each stage's padded input materialised on its own:
+    the image stage's along H and W, the depth stage's along D (of planes already pooled
+    down along H and W, so a smaller copy than padding the whole input in D)."""
+    if op.attributes.get("then_padded"):
+        depth = s.match(s.root, [depth_name], step="match_depth_pool")
+        s.materialize_pad(s.producer(depth, 0), 3, plane(op), pad_width=0, chunk=ROW_CHUNK)
+    if op.attributes.get("padded"):
+        image = s.match(s.root, [op.op_name], step="match_image_pool")
+        pad = op.attributes["pad"]
+        s.materialize_pad(s.producer(image, 0), 4, op.dims["IW"], pad_width=pad, chunk=ROW_CHUNK)
 
 
 def _tile_output(

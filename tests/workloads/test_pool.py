@@ -33,6 +33,8 @@ VERIFIED = [
     {"kind": "max", "spatial": "4,4,4", "C": 3, "kernel": 2},
     {"kind": "avg", "spatial": "5,6,7", "kernel": 3, "stride": 2, "padding": 1},
     {"kind": "avg", "spatial": "3,3,3", "N": 1, "C": 1, "kernel": 3},  # a 1x1x1 output
+    {"kind": "avg", "spatial": "5,6,7", "kernel": 3, "padding": "1,0,0"},  # depth stage only
+    {"kind": "max", "spatial": "5,6,7", "kernel": 3, "padding": "0,1,1"},  # image stage only
 ]
 
 
