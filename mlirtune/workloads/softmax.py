@@ -92,7 +92,10 @@ class Softmax(PayloadWorkload):
                     inits[0],
                     [full, row, full],
                     PARALLEL,
-                    lambda e, total, _: arith.divf(e, total),
+                    # arcp: LLVM may take the row's reciprocal once and multiply.
+                    lambda e, total, _: arith.divf(
+                        e, total, fastmath=ir.Attribute.parse("#arith.fastmath<arcp>")
+                    ),
                 )
             ]
 
