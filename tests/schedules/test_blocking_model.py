@@ -100,3 +100,13 @@ def test_packed_blocks_past_the_caches_break_named_constraints():
     config = {"MC": 2048, "NC": 2048, "KC": 512, "MR": 8, "NR": 32, "KU": 1, "ORDER": 1}
     assert "packed_a_block_in_l2" in family.violations(op, AMD_LIKE, {**config, "PACK": 2})
     assert "packed_a_block_in_l2" not in family.violations(op, AMD_LIKE, {**config, "PACK": 0})
+
+
+@pytest.mark.parametrize("cpu", [AMD_LIKE, INTEL_LIKE], ids=["amd", "intel"])
+def test_rows_of_a_read_in_place_stay_within_the_l1_ways_where_they_alias(cpu):
+    """A's rows K*4 bytes apart: a multiple of one L1 way's bytes puts every row of a
+    micro-panel step in one set, so MR is capped at the ways; other K keep the full tile."""
+    aliasing = FAMILIES["contraction"].select(matmul(512, 49, 2048), cpu)
+    assert aliasing["PACK"] == 0 and aliasing["MR"] <= cpu.features.l1d_ways
+    apart = FAMILIES["contraction"].select(matmul(512, 49, 2000), cpu)
+    assert apart["MR"] > cpu.features.l1d_ways or apart["MR"] == 512
