@@ -116,6 +116,12 @@ class Workload(ABC):
     parameters: ClassVar[tuple[Param, ...]] = ()
     entry: str = "payload"
 
+    @property
+    def descriptor_name(self) -> str:
+        """The descriptor looked up first for this workload: its name, unless its payload
+        takes another op's form (a pointwise conv built as a matmul)."""
+        return self.name
+
     @abstractmethod
     def describe(self) -> dict[str, OptionValue]:
         """A JSON-friendly identity: workload name plus its options."""

@@ -128,7 +128,11 @@ def describe(op: ir.Operation) -> OpInfo | None:
                 "batch_matmul", {"B": loops[contraction.batch[0]], **dims}, dtypes, op.name
             )
         if not contraction.batch:
-            return OpInfo("matmul", dims, dtypes, op.name, _layout(op, contraction))
+            attrs = _layout(op, contraction)
+            uses = [use.owner.name for result in op.results for use in result.uses]
+            if "tensor.expand_shape" in uses:
+                attrs["reshaped_output"] = 1  # a pointwise conv's (mlirtune.ir.pointwise)
+            return OpInfo("matmul", dims, dtypes, op.name, attrs)
     if has_reduction(op):
         reduced = _reduction_loops(op)
         if len(reduced) == 1 and reduced[0] != len(loops) - 1:

@@ -42,14 +42,14 @@ MULTI_ROOT = "multi_root"
 
 
 def descriptor_names(workload: Workload, roots: list[OpInfo]) -> list[str]:
-    """Default descriptor names for a workload, most specific first: its own name, then its
-    root op's kind (lookup adds "default"). A payload of several root ops (an imported
-    model) falls to `multi_root`, which splits it into dispatches of one root each, unless
-    a descriptor is named after the workload (a softmax's two row reductions are one
-    schedule's)."""
+    """Default descriptor names for a workload, most specific first: its own
+    (`descriptor_name`), then its root op's kind (lookup adds "default"). A payload of
+    several root ops (an imported model) falls to `multi_root`, which splits it into
+    dispatches of one root each, unless a descriptor is named after the workload (a
+    softmax's two row reductions are one schedule's)."""
     if len(roots) > 1:
-        return [workload.name, MULTI_ROOT]
-    return [workload.name, *(op.kind for op in roots)]
+        return [workload.descriptor_name, MULTI_ROOT]
+    return [workload.descriptor_name, *(op.kind for op in roots)]
 
 
 def plan_payload(

@@ -15,6 +15,7 @@ from mlir.dialects.transform import loop, structured
 from mlir.dialects.transform import tensor as ttensor
 from mlir.dialects.transform import vector as tvector
 
+from mlirtune.interfaces.op import OpInfo
 from mlirtune.ir.roots import ROOT_ATTRIBUTE
 
 ENTRY_POINT = "__transform_main"
@@ -67,6 +68,13 @@ class ScheduleBuilder:
         """The op whose result the payload writes to its output argument."""
         store = self.match(self.root, ["bufferization.materialize_in_destination"], step=step)
         return self.producer(store, 0, step=step)
+
+    def output_op(self, op: OpInfo) -> ir.Value:
+        """The op a schedule tiles the output by: the last op, or the root `op` itself where
+        its result is reshaped into the output (`reshaped_output`, a pointwise conv)."""
+        if op.attributes.get("reshaped_output"):
+            return self.match_root(self.root, op.kind, step="match_output_root")
+        return self.last_op()
 
     def producer(self, consumer: ir.Value, operand: int = 0, step: str = "producer") -> ir.Value:
         """The op defining operand `operand` of `consumer` (e.g. the op whose result a

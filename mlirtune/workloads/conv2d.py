@@ -13,6 +13,7 @@ from mlir.dialects import linalg
 
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
+from mlirtune.ir.pointwise import pointwise_convs_as_matmuls
 from mlirtune.workloads.base import FLOAT_DTYPE_PARAM, SEED_PARAM, PayloadWorkload
 from mlirtune.workloads.payload import build_payload, padded_spatially, zero_filled
 from mlirtune.workloads.windows import output_size, parse_sizes
@@ -122,7 +123,14 @@ class Conv2d(PayloadWorkload):
             )
             return [conv]
 
-        return build_payload(self.arguments(), body)
+        module = build_payload(self.arguments(), body)
+        pointwise_convs_as_matmuls(module.operation)
+        return module
+
+    @property
+    def descriptor_name(self) -> str:
+        """A pointwise conv's payload is a matmul (see mlirtune.ir.pointwise)."""
+        return "matmul" if self.root is not None and self.root.kind == "matmul" else self.name
 
     def reference(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         return [self._convolve(*(x.astype(np.float64) for x in inputs))]

@@ -110,7 +110,7 @@ def dot_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         # on the packed path; an scf.forall spread over the threads when THREADS > 1.
         parallel = p.get("THREADS", 1) > 1
         _, column_loops = s.fuse_with_loops(
-            s.last_op(), [0, nc], step="cache_tile_n", parallel=parallel
+            s.output_op(op), [0, nc], step="cache_tile_n", parallel=parallel
         )
         # B's pairs are packed per column block, into a buffer NC pairs wide: its rows stay
         # close in the TLB and spread over L1's sets, whatever N is.

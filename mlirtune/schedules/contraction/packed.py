@@ -90,7 +90,7 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         # run in turn while its C panel is in cache.
         # With THREADS > 1 the column blocks are an scf.forall, spread over the threads.
         parallel = p.get("THREADS", 1) > 1
-        s.fuse_with_loops(s.last_op(), [0, nc], step="cache_tile_n", parallel=parallel)
+        s.fuse_with_loops(s.output_op(op), [0, nc], step="cache_tile_n", parallel=parallel)
         for name in ("linalg.fill", "linalg.generic"):  # the fill, then any epilogue
             others = s.match(s.root, [name], step=f"match_{name}")
             tiled, _ = s.tile(others, [mr, nr], step=f"register_tile_{name}")

@@ -66,7 +66,7 @@ def rows_schedule(op: OpInfo, parameters: Config) -> ir.Module:
             # Whole MC-row blocks of the last op, the fill and the contraction fused: an
             # scf.forall spread over the threads when THREADS > 1.
             s.fuse_with_loops(
-                s.last_op(), [*ones, mc, 0], step="row_blocks", parallel=p.get("THREADS", 1) > 1
+                s.output_op(op), [*ones, mc, 0], step="row_blocks", parallel=p.get("THREADS", 1) > 1
             )
         function = s.match(s.root, ["func.func"], step="match_function")
         contraction = s.match_root(s.root, op.kind, step="match_contraction")

@@ -83,7 +83,7 @@ def contraction_schedule(op: OpInfo, parameters: dict[str, int]) -> ir.Module:
         # spread over the threads; partial ones are peeled, which takes scf.for loops.
         parallel = p.get("THREADS", 1) > 1 and not (remainders.cache_m or remainders.cache_n)
         _, cache_loops = s.fuse_with_loops(
-            s.last_op(),
+            s.output_op(op),
             [*ones, mc, nc],
             step="cache_tile_mn",
             interchange=interchange,
