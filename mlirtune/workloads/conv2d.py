@@ -1,6 +1,8 @@
 """2-D convolution with stride, dilation and zero padding, in two layouts: NHWC input, HWCF
 filter, NHWF output (linalg.conv_2d_nhwc_hwcf), or PyTorch's NCHW input, FCHW filter, NCHW
-output (linalg.conv_2d_nchw_fchw, as torch.nn.Conv2d; H=1, KH=1 is a Conv1d)."""
+output (linalg.conv_2d_nchw_fchw, as torch.nn.Conv2d; H=1, KH=1 is a Conv1d). A pointwise
+NCHW conv of one image (1x1, unit stride, unpadded) is built as a matmul on reshaped views
+(mlirtune.ir.pointwise), which the contraction family schedules."""
 
 from __future__ import annotations
 
