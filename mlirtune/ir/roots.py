@@ -28,6 +28,10 @@ def find_roots(module: ir.Module) -> list[tuple[ir.Operation, OpInfo]]:
 
     for function in functions:
         function.operation.walk(visit)
+    convs = [info for _, info in roots if info.kind == "conv2d"]
+    if len(convs) > 1:  # e.g. a strided transposed conv's phases, scheduled as one
+        for info in convs:
+            info.attributes["convs"] = len(convs)
     if not roots:
         # A purely element-wise payload: its last linalg op stands for the whole chain.
         elementwise: list[ir.Operation] = []

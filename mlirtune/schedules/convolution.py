@@ -54,6 +54,12 @@ STEP_FMAS = 64
 NCHW_ROWS = 8
 # Strided nchw register rows (output pixels), each one vector of output channels.
 STRIDED_PIXELS = 8
+# Input channels from which a batched unit-stride nchw conv vectorizes along F too (see
+# `unit_taps`; measured against vectors along the row: 1.10-1.27x on KernelBench's 2-D
+# transposed convs with C=32, F=64, N=16; 0.62x at C=3, 0.54x at F=3). With one image the
+# channel-vector path would run one thread (its threads take images): those keep the row
+# path.
+DEEP_CHANNELS = 32
 # Shuffles per accumulator vector to transpose a strided nchw tile back to rows of pixels
 # (a 16 x 16 f32 transpose is 64 two-source shuffles; an estimate, not measured).
 TRANSPOSE_CYCLES = 4.0
@@ -82,8 +88,17 @@ def by_layout(nhwc: Derivation, nchw: Derivation) -> Derivation:
 
 def unit_taps(op: OpInfo) -> bool:
     """An nchw conv scheduled one filter tap and one channel at a time (unit stride along
-    W): each step is out[f, ow] += K[f] * I[ow], broadcast filter x contiguous input row."""
-    return bool(op.attributes.get("nchw")) and op.attributes.get("stride_w", 1) == 1
+    W): each step is out[f, ow] += K[f] * I[ow], broadcast filter x contiguous input row.
+    A batch of deep convs (DEEP_CHANNELS inputs and outputs or more, two images or more,
+    alone in its payload) takes the channel-vector path of strided convs instead
+    (nchw_strided.py): its vectors run along F, whole, where a row of W + KW - 1 outputs
+    leaves a partial vector."""
+    if not op.attributes.get("nchw") or op.attributes.get("stride_w", 1) != 1:
+        return False
+    d = op.dims
+    deep = min(d["C"], d["F"]) >= DEEP_CHANNELS and d["N"] >= 2
+    # Several convs (a strided transposed conv's phases): the channel-vector path packs one.
+    return not deep or op.attributes.get("convs", 1) > 1
 
 
 def pixel_rows(op: OpInfo) -> bool:

@@ -14,6 +14,7 @@ from mlirtune.api import engine_for
 from mlirtune.schedules.convolution import CONVOLUTION, NCHW_ROWS
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads.conv2d import Conv2d
+from mlirtune.workloads.conv_transpose import ConvTranspose
 from tests.targets.test_targets_host import AVX512
 
 TARGET = HostCPU(AVX512)
@@ -87,4 +88,33 @@ def test_the_strided_schedule_leaves_no_scalar_loops(engine):
 def test_threads_split_the_images():
     engine = engine_for(HostCPU(threads=2), use_specs=False)
     result = engine.execute(Conv2d(**{**STRIDED, "N": 3}))
+    assert result.verification.ok, result.verification.summary()
+
+
+@pytest.mark.jit
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"N": 2, "C": 32, "F": 40, "H": 7, "W": 9, "KH": 3, "KW": 3, "padding": 1},
+        {"N": 3, "C": 33, "F": 32, "H": 5, "W": 21, "KH": 2, "KW": 5, "dilation": "1,2"},
+    ],
+    ids=["partial-f-padded", "dilated"],
+)
+def test_deep_batched_unit_stride_convs_take_channel_vectors(engine, options):
+    workload = Conv2d(layout="nchw", **options)
+    assert CONVOLUTION.select(workload.root, TARGET)["F_TILE"] == 16  # one vector of F
+    result = engine.execute(workload)
+    assert result.verification.ok, result.verification.summary()
+    for row_path in ({"N": 1}, {"F": 8}, {"C": 16}):  # one image: threads take images
+        root = Conv2d(layout="nchw", **{**options, **row_path}).root
+        assert CONVOLUTION.select(root, TARGET)["F_TILE"] == NCHW_ROWS
+
+
+@pytest.mark.jit
+def test_a_strided_transposed_convs_phases_keep_the_row_path(engine):
+    """Stride along H: one conv per phase in one payload, which the row path schedules."""
+    workload = ConvTranspose(N=2, C=32, F=32, H=5, W=9, KH=3, KW=3, stride="2,1")
+    assert [root.attributes["convs"] for root in workload.roots] == [2, 2]
+    assert CONVOLUTION.select(workload.root, TARGET)["F_TILE"] == NCHW_ROWS
+    result = engine.execute(workload)
     assert result.verification.ok, result.verification.summary()
