@@ -17,6 +17,8 @@ import math
 from mlir import ir
 from mlir.dialects import linalg, tensor
 
+from mlirtune.ir.roots import is_padded
+
 NCHW = "linalg.conv_2d_nchw_fchw"
 # Reassociations of the input [1, C, H, W] -> [C, H*W], the filter [F, C, 1, 1] -> [F, C]
 # and the output [1, F, H, W] -> [F, H*W].
@@ -47,8 +49,8 @@ def is_pointwise(op: ir.Operation) -> bool:
     if not all(t.has_static_shape for t in (image, kernel, out)):
         return False
     strides = list(ir.DenseIntElementsAttr(op.attributes["strides"]))
-    padded = getattr(op.operands[0].owner, "name", "") == "tensor.pad"
-    return kernel.shape[2:] == [1, 1] and strides == [1, 1] and image.shape[0] == 1 and not padded
+    unpadded = not is_padded(op.operands[0])
+    return kernel.shape[2:] == [1, 1] and strides == [1, 1] and image.shape[0] == 1 and unpadded
 
 
 def _collapsed(value: ir.Value, groups: list[list[int]]) -> ir.Value:

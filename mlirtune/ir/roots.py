@@ -120,7 +120,7 @@ def describe(op: ir.Operation) -> OpInfo | None:
         }
         if op.name == "linalg.conv_2d_nchw_fchw":
             attrs.update(_channels_first(op, conv))
-        elif _is_padded(op.operands[0]):
+        elif is_padded(op.operands[0]):
             attrs["padded"] = 1
         return OpInfo("conv2d", dims, dtypes, op.name, attrs)
     contraction = linalg.infer_contraction_dimensions(op)
@@ -172,9 +172,9 @@ def _pooling(op: ir.Operation, loops: list[int], dtypes: tuple[str, ...]) -> OpI
         "spatial": spatial,
         "then_pool": int(then is not None),
         "pad": _padding(op.operands[0]),
-        "padded": int(_is_padded(op.operands[0])),
+        "padded": int(is_padded(op.operands[0])),
     }
-    if then is not None and _is_padded(then.operands[0]):
+    if then is not None and is_padded(then.operands[0]):
         attrs["then_padded"] = 1  # the next stage (a 3-D pool's depth) reads a tensor.pad
     dims["IW"] = ir.ShapedType(op.operands[0].type).shape[-2 if "nwc" in op.name else -1]
     return OpInfo("pooling", dims, dtypes, op.name, attrs)
@@ -193,7 +193,7 @@ def _depthwise(op: ir.Operation, loops: list[int], dtypes: tuple[str, ...]) -> O
         "dilation_h": int(dilation_h),
         "dilation": int(dilation_w),
         "pad": _padding(op.operands[0]),
-        "padded": int(_is_padded(op.operands[0])),
+        "padded": int(is_padded(op.operands[0])),
     }
     return OpInfo("depthwise", dims, dtypes, op.name, attrs)
 
@@ -209,11 +209,11 @@ def _channels_first(op: ir.Operation, conv) -> dict[str, int]:
         "dilation_w": int(list(conv.dilations)[-1]),
         "IW": ir.ShapedType(op.operands[0].type).shape[-1],
         "pad": _padding(op.operands[0]),
-        "padded": int(_is_padded(op.operands[0])),
+        "padded": int(is_padded(op.operands[0])),
     }
 
 
-def _is_padded(value: ir.Value) -> bool:
+def is_padded(value: ir.Value) -> bool:
     """Whether a tensor.pad produces `value` (a schedule then materialises the padding)."""
     return getattr(value.owner, "name", "") == "tensor.pad"
 
