@@ -8,7 +8,7 @@ stages with `$slots`.
       - schedule: contraction {MC=$MC MR=$MR}
       - include: ../generic/lower_cpu.yaml
       - pass: canonicalize{max-iterations=$TILE}
-      - step: prepare-gpu-kernels  # a registered Python IR step (pipeline/steps.py)
+      - step: expand-exp {isa=$ISA}  # a registered Python IR step (pipeline/steps.py)
       - dispatch: roots       # split a payload of several root ops into dispatches, each
                               # scheduled by the pipeline of its root kind (mlirtune.dispatch)
 
@@ -29,7 +29,7 @@ import yaml
 
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.lowering import SLOT, Descriptor, ParamValue, Stage
-from mlirtune.pipeline.steps import step_named
+from mlirtune.pipeline.steps import check_step_arguments
 from mlirtune.schedules.registry import FAMILIES, family_named
 
 STAGE_KINDS = ("pass", "schedule", "step", "dispatch", "include")
@@ -95,10 +95,10 @@ def _load(path: Path, bindings: dict[str, Any], chain: tuple[Path, ...]) -> Desc
             if kind == "schedule" and not name.endswith(".mlir"):
                 family_named(name)
             elif kind == "step":
-                step_named(name)
+                check_step_arguments(name, arguments)
         except UsageError as error:
             raise DescriptorError(f"{origin}: {error.args[0]}") from None
-        if kind in ("step", "dispatch") and arguments:
+        if kind == "dispatch" and arguments:
             raise DescriptorError(f"{origin}: {kind} {name} takes no arguments")
         if kind == "dispatch" and name not in DISPATCH_BY:
             raise DescriptorError(

@@ -156,7 +156,7 @@ def run_pipeline(
                 print_after_all=print_after_all,
             )
         elif resolved.kind == "step":
-            step_named(resolved.name)(module)
+            step_named(resolved.name)(module, **resolved.arguments)
         elif resolved.kind == "dispatch":
             _schedule_dispatches(module, lowering, observer)
         else:

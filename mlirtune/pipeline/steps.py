@@ -1,15 +1,16 @@
 """Descriptor steps: named Python IR rewrites a pipeline runs between its passes.
 
-A `step: NAME` stage calls STEPS[NAME] on the module in place. Steps are for fix-ups that
-no upstream pass performs (e.g. `prepare-gpu-kernels`: FMA contraction and noalias kernel
-arguments between kernel outlining and `nvvm-attach-target`); they take no arguments.
+A `step: NAME {key=value ...}` stage calls STEPS[NAME] on the module in place, with the
+stage's arguments as keyword arguments (e.g. `expand-exp {isa=$ISA}`: the target's vector ISA
+picks how exp scales by a power of two). Steps are for fix-ups that no upstream pass performs
+(e.g. `prepare-gpu-kernels`: FMA contraction and noalias kernel arguments between kernel
+outlining and `nvvm-attach-target`).
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
-
-from mlir import ir
 
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.ir.expand_exp import expand_exp
@@ -17,7 +18,7 @@ from mlirtune.ir.expand_math import expand_math
 from mlirtune.ir.flatten_transfers import flatten_narrow_transfers
 from mlirtune.ir.gpu import prepare_kernels
 
-Step = Callable[[ir.Module], None]
+Step = Callable[..., None]  # (module, **arguments)
 
 STEPS: dict[str, Step] = {
     "prepare-gpu-kernels": prepare_kernels,
@@ -35,3 +36,15 @@ def step_named(name: str) -> Step:
         raise UsageError(
             f"unknown step {name!r}; known steps: {', '.join(STEPS)}", stage="pipeline"
         ) from None
+
+
+def check_step_arguments(name: str, arguments: dict[str, object]) -> None:
+    """A UsageError naming the arguments step `name` does not take, and those it does."""
+    taken = list(inspect.signature(step_named(name)).parameters)[1:]  # after the module
+    unknown = sorted(set(arguments) - set(taken))
+    if unknown:
+        raise UsageError(
+            f"step {name} takes no argument(s) {', '.join(unknown)}; "
+            f"it takes {', '.join(taken) or 'none'}",
+            stage="pipeline",
+        )

@@ -179,8 +179,9 @@ class HostCPU(Target):
         }
 
     def pipeline_values(self) -> dict[str, int | str]:
-        """THREADS: the cores the kernel's outer loops are spread over (lower_cpu.yaml)."""
-        return {"THREADS": self.threads}
+        """THREADS: the cores the kernel's outer loops are spread over; ISA: the vector ISA
+        code is generated for, which picks instruction-specific expansions (lower_cpu.yaml)."""
+        return {"THREADS": self.threads, "ISA": self.features.isa}
 
     def has_bf16_dot(self) -> bool:
         """Whether kernels for this target may use 512-bit AVX512-BF16 dot products

@@ -31,13 +31,14 @@ func.func @apply(%x: {memref}, %y: {memref}) {{
 """
 
 
-def apply_math(folder: Path, op: str, x: np.ndarray) -> np.ndarray:
-    """`math.<op>` of every element of the 1-D f32 or f64 array `x`, compiled and run."""
+def apply_math(folder: Path, op: str, x: np.ndarray, target: HostCPU | None = None) -> np.ndarray:
+    """`math.<op>` of every element of the 1-D f32 or f64 array `x`, compiled for `target`
+    (default: the host) and run."""
     element = {np.float32: "f32", np.float64: "f64"}[x.dtype.type]
     (folder / "kernel.mlir").write_text(kernel_source(op, element, x.size))
     np.save(folder / "x.npy", x)
     workload = FromFile(folder / "kernel.mlir", "apply", [folder / "x.npy"])
-    engine = engine_for(HostCPU(), use_specs=False)
+    engine = engine_for(target or HostCPU(), use_specs=False)
     kernel = engine.compile(workload)
     with workload.allocate(engine) as buffers:
         kernel.call(buffers)

@@ -1,5 +1,6 @@
 """The `expand-exp` step: f32 exp as vector arithmetic, within a few ulp of numpy's, with
-inf, 0 and NaN where exp has them."""
+inf, 0 and NaN where exp has them, on both of its paths (ldexp for AVX-512, exponent bits
+elsewhere)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 from mlir import ir
 
 from mlirtune.ir.expand_exp import MAX_LOG, MIN_LOG, expand_exp
+from mlirtune.targets.host_cpu import HostCPU
 from tests.ir.math_kernels import apply_math
 
 SIZE = 4096
@@ -28,15 +30,40 @@ def test_only_f32_exps_are_expanded():
         assert names.count("math.exp") == 1 and "math.roundeven" in names
 
 
+def test_avx512_scales_by_ldexp_and_others_by_exponent_bits():
+    source = """
+      func.func @f(%a: vector<2x16xf32>) -> vector<2x16xf32> {
+        %x = math.exp %a : vector<2x16xf32>
+        return %x : vector<2x16xf32>
+      }"""
+    for isa, intrinsics in (("avx512", 2), ("avx2", 0)):
+        with ir.Context(), ir.Location.unknown():
+            module = ir.Module.parse(source)
+            expand_exp(module, isa=isa)
+            assert module.operation.verify()
+            calls: list[str] = []
+            module.operation.walk(
+                lambda op: calls.append(op.name) or ir.WalkResult.ADVANCE  # noqa: B023
+            )
+            # ldexp takes 1-D vectors: one call per row of the 2-D vector.
+            assert calls.count("llvm.call_intrinsic") == intrinsics, isa
+            assert ("arith.shli" in calls) == (intrinsics == 0), isa
+
+
+ISAS = ["avx2", pytest.param("avx512", marks=pytest.mark.skipif(
+    HostCPU().features.isa != "avx512", reason="the host has no AVX-512"))]  # fmt: skip
+
+
 @pytest.mark.jit
-def test_expanded_exp_is_within_a_few_ulp_of_numpy(tmp_path):
+@pytest.mark.parametrize("isa", ISAS)
+def test_expanded_exp_is_within_a_few_ulp_of_numpy(tmp_path, isa):
     x = np.concatenate(
         [
             np.linspace(MIN_LOG, MAX_LOG, SIZE - 8, dtype=np.float32),
             np.array([-np.inf, -200.0, -88.0, 0.0, 89.0, np.inf, np.nan, 1e-30], np.float32),
         ]
     )
-    y = apply_math(tmp_path, "exp", x)
+    y = apply_math(tmp_path, "exp", x, HostCPU(isa=isa))
     expected = np.exp(x.astype(np.float64))
     normal = expected >= np.finfo(np.float32).tiny
     normal &= np.isfinite(expected) & (expected <= np.finfo(np.float32).max)
@@ -45,3 +72,13 @@ def test_expanded_exp_is_within_a_few_ulp_of_numpy(tmp_path):
     assert y[-8] == 0 and y[-7] == 0 and y[-6] <= np.finfo(np.float32).tiny  # -inf, -200, -88
     assert y[-5] == 1 and y[-4] == np.inf and y[-3] == np.inf and np.isnan(y[-2])
     assert y[-1] == 1
+
+
+@pytest.mark.jit
+@pytest.mark.skipif(HostCPU().features.isa != "avx512", reason="the host has no AVX-512")
+def test_ldexp_path_underflows_gradually(tmp_path):
+    x = np.linspace(-103.0, MIN_LOG, SIZE, dtype=np.float32)
+    y = apply_math(tmp_path, "exp", x, HostCPU(isa="avx512"))
+    expected = np.exp(x.astype(np.float64))
+    smallest = 2.0**-149  # the f32 subnormal step
+    assert np.all(y > 0) and np.max(np.abs(y - expected)) <= smallest

@@ -245,3 +245,14 @@ def test_unknown_step_names_file_and_line(tmp_path):
     path.write_text("stages:\n  - step: prepare-gpu-kernels\n")
     (stage,) = load_descriptor(path).stages
     assert (stage.kind, stage.name, stage.arguments) == ("step", "prepare-gpu-kernels", {})
+
+
+def test_step_arguments_are_checked_against_the_step(tmp_path):
+    path = tmp_path / "steps.yaml"
+    path.write_text("stages:\n  - step: expand-exp {mode=fast}\n")
+    with pytest.raises(DescriptorError, match=r"takes no argument\(s\) mode; it takes isa"):
+        load_descriptor(path)
+    path.write_text("params: {ISA: avx2}\nstages:\n  - step: expand-exp {isa=$ISA}\n")
+    descriptor = load_descriptor(path)
+    assert descriptor.params == {"ISA": "avx2"}
+    assert [stage.arguments for stage in descriptor.stages] == [{"isa": "$ISA"}]
