@@ -148,8 +148,29 @@ def describe(op: ir.Operation) -> OpInfo | None:
             segments = "operandSegmentSizes"  # [inputs, outputs] of a DPS op
             outputs = list(ir.DenseI32ArrayAttr(op.attributes[segments]))[-1]
             return OpInfo("axis_reduction", dims, dtypes, op.name, {"outputs": outputs})
-        return OpInfo("reduction", _rows_cols(loops), dtypes, op.name)
+        attrs = {"transcendentals": _transcendentals(op)} if _transcendentals(op) else {}
+        return OpInfo("reduction", _rows_cols(loops), dtypes, op.name, attrs)
     return None
+
+
+# Math ops the host pipeline expands into a polynomial of some twenty vector ops each.
+TRANSCENDENTALS = frozenset({"math.exp", "math.log", "math.log1p", "math.erf", "math.tanh"})
+
+
+def _transcendentals(op: ir.Operation) -> int:
+    """How many transcendental math ops the function around `op` holds (a softmax's exp):
+    their expansions keep several values live per vector, which bounds the tile."""
+    function = op.parent
+    while function.name != "func.func":
+        function = function.parent
+    found: list[str] = []
+    function.walk(
+        lambda inner: (
+            (found.append(inner.name) if inner.name in TRANSCENDENTALS else None)
+            or ir.WalkResult.ADVANCE
+        )
+    )
+    return len(found)
 
 
 def _pooling(op: ir.Operation, loops: list[int], dtypes: tuple[str, ...]) -> OpInfo | None:

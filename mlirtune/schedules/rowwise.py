@@ -18,6 +18,7 @@ from mlirtune.interfaces.schedule import Config, Knob
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.knobs import powers_of_two, threads_knob, vector_columns
 from mlirtune.schedules.vector_tiles import VectorTileFamily
+from mlirtune.targets.host_cpu import HostCPU
 
 
 class Rowwise(VectorTileFamily):
@@ -44,6 +45,15 @@ class Rowwise(VectorTileFamily):
     )
     register_share = 0.5
     reduction = True
+
+    def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
+        """A payload with an expanded exp or log (softmax) keeps several values live per
+        vector of the tile: one vector per row, an eighth of the registers (4 x 16 f32 on
+        AVX-512). Measured on Zen 4, softmax 4096 x 4096 and 512 x 1024 ran in 10.9 and
+        0.20 ms with 4 x 16 tiles, 13.7 and 0.28 ms with 4 x 64."""
+        if op.attributes.get("transcendentals"):
+            return self.vector_tile(op, cpu, row_vectors=1, register_share=self.register_share / 4)
+        return self.vector_tile(op, cpu)
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
         shape = [op.dims["ROWS"], op.dims["COLS"]]

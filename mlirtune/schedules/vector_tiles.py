@@ -36,14 +36,18 @@ class VectorTileFamily(HostFamily):
     register_share = 1.0
     reduction = False
 
-    def vector_tile(self, op: OpInfo, cpu: HostCPU) -> Config:
-        """ROWS x COLS: COLS spans four vectors (long contiguous runs for the prefetcher),
-        ROWS fills `register_share` of the register file with one tile of values."""
+    def vector_tile(
+        self, op: OpInfo, cpu: HostCPU, row_vectors: int = 4, register_share: float = 0.0
+    ) -> Config:
+        """ROWS x COLS: COLS spans `row_vectors` vectors (four: long contiguous runs for the
+        prefetcher), ROWS fills `register_share` (default: the family's) of the register
+        file with one tile of values."""
         lanes = cpu.lanes(op.element_type)
         rows, cols = op.dims["ROWS"], op.dims["COLS"]
-        cols_tile = fit(cols, 4 * lanes, step=min(lanes, cols))
+        cols_tile = fit(cols, row_vectors * lanes, step=min(lanes, cols))
         tile_vectors = max(1, -(-cols_tile // lanes))
-        budget = int(cpu.features.vector_registers * self.register_share) // tile_vectors
+        share = register_share or self.register_share
+        budget = int(cpu.features.vector_registers * share) // tile_vectors
         rows_tile = fit(rows, max(1, budget), high=1.0)
         return {"ROWS": rows_tile, "COLS": cols_tile}
 

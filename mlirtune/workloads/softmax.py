@@ -55,12 +55,14 @@ class Softmax(PayloadWorkload):
         def body(inputs, inits):
             (x,) = inputs
             row_init = tensor.empty([m], element_type)
+            # maxnumf skips a NaN, where maximumf (one more compare and blend per vector)
+            # returns it: the output is the same, as exp(NaN - max) makes the row sum NaN.
             row_max = generic(
                 [x],
                 filled(row_init, element_type, float("-inf")),
                 [full, row],
                 ROW_REDUCTION,
-                arith.maximumf,
+                arith.maxnumf,
             )
             exps = generic(
                 [x, row_max],

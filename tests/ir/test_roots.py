@@ -4,7 +4,7 @@ import pytest
 from mlir import ir
 
 from mlirtune.ir.roots import ROOT_ATTRIBUTE, annotate_roots, find_roots
-from mlirtune.workloads import BatchMatmul, Conv2d, Matmul, Mlp
+from mlirtune.workloads import BatchMatmul, Conv2d, Matmul, Mlp, Softmax
 
 
 @pytest.mark.parametrize(
@@ -49,3 +49,9 @@ def test_conv_root_records_stride_and_dilation():
 def test_workload_root_is_cached():
     workload = Matmul(M=4, N=4, K=4)
     assert workload.root is workload.root
+
+
+def test_reduction_roots_count_the_transcendentals_around_them():
+    # The row max is softmax's root; the exp beside it is what bounds its tile.
+    assert Softmax(M=8, N=32).root.attributes == {"transcendentals": 1}
+    assert Softmax(M=8, N=32, log=True).root.attributes == {"transcendentals": 2}

@@ -279,6 +279,9 @@ def test_other_schedules_return_their_parameter_names():
     rowwise = select(target, "rowwise", dataclasses.replace(rows, kind="reduction"))
     assert rowwise.keys() == selected_names("rowwise")
     assert rowwise["ROWS"] * rowwise["COLS"] // 16 <= 16, "half the registers for a tile"
+    with_exp = dataclasses.replace(rows, kind="reduction", attributes={"transcendentals": 1})
+    softmax_tile = select(target, "rowwise", with_exp)  # one vector per row, 4 of 32 registers
+    assert (softmax_tile["ROWS"], softmax_tile["COLS"]) == (4, 16)
     assert select(host(isa="avx2"), "elementwise", rows)["COLS"] == 40
 
 
