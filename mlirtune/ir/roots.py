@@ -148,7 +148,8 @@ def describe(op: ir.Operation) -> OpInfo | None:
             segments = "operandSegmentSizes"  # [inputs, outputs] of a DPS op
             outputs = list(ir.DenseI32ArrayAttr(op.attributes[segments]))[-1]
             return OpInfo("axis_reduction", dims, dtypes, op.name, {"outputs": outputs})
-        attrs = {"transcendentals": _transcendentals(op)} if _transcendentals(op) else {}
+        transcendentals = _transcendentals(op)
+        attrs = {"transcendentals": transcendentals} if transcendentals else {}
         return OpInfo("reduction", _rows_cols(loops), dtypes, op.name, attrs)
     return None
 
@@ -163,14 +164,15 @@ def _transcendentals(op: ir.Operation) -> int:
     function = op.parent
     while function.name != "func.func":
         function = function.parent
-    found: list[str] = []
-    function.walk(
-        lambda inner: (
-            (found.append(inner.name) if inner.name in TRANSCENDENTALS else None)
-            or ir.WalkResult.ADVANCE
-        )
-    )
-    return len(found)
+    count = 0
+
+    def visit(inner: ir.Operation) -> ir.WalkResult:
+        nonlocal count
+        count += inner.name in TRANSCENDENTALS
+        return ir.WalkResult.ADVANCE
+
+    function.walk(visit)
+    return count
 
 
 def _pooling(op: ir.Operation, loops: list[int], dtypes: tuple[str, ...]) -> OpInfo | None:

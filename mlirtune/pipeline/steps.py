@@ -17,6 +17,7 @@ from mlirtune.ir.expand_exp import expand_exp
 from mlirtune.ir.expand_math import expand_math
 from mlirtune.ir.flatten_transfers import flatten_narrow_transfers
 from mlirtune.ir.gpu import prepare_kernels
+from mlirtune.ir.prefetch import prefetch_next_tile
 
 Step = Callable[..., None]  # (module, **arguments)
 
@@ -25,6 +26,7 @@ STEPS: dict[str, Step] = {
     "flatten-narrow-transfers": flatten_narrow_transfers,
     "expand-math": expand_math,
     "expand-exp": expand_exp,
+    "prefetch-next-tile": prefetch_next_tile,
 }
 
 

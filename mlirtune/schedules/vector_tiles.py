@@ -93,4 +93,11 @@ class VectorTileFamily(HostFamily):
         traffic = Traffic(cpu)
         streams = 1 + (rows_tile - 1) * operands / PREFETCH_STREAMS
         traffic.add(nbytes * streams, nbytes)
-        return seconds(max(compute, traffic.cycles()) + overhead, cpu)
+        memory = traffic.cycles()
+        overlapped = self.memory_overlaps_compute(op, cpu, config)
+        return seconds((max(compute, memory) if overlapped else compute + memory) + overhead, cpu)
+
+    def memory_overlaps_compute(self, op: OpInfo, cpu: HostCPU, config: Config) -> bool:
+        """Whether memory streams while the tile computes (the roofline's max) rather than
+        before it (their sum): a single pass streams."""
+        return True

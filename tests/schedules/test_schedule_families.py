@@ -39,7 +39,10 @@ DEFAULTS = {
         OpInfo("conv2d", CONV, F32),
         {"OW_TILE": 8, "F_TILE": 32, "C_TILE": 1} | {"THREADS": 1},
     ),
-    "rowwise": (OpInfo("reduction", ROWS, F32[:2]), {"ROWS": 4, "COLS": 64, "THREADS": 1}),
+    "rowwise": (
+        OpInfo("reduction", ROWS, F32[:2]),
+        {"ROWS": 4, "COLS": 64, "PREFETCH": 0, "THREADS": 1},
+    ),
     "elementwise": (OpInfo("elementwise", ROWS, F32), {"ROWS": 8, "COLS": 64, "THREADS": 1}),
 }
 

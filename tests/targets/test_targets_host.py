@@ -282,6 +282,10 @@ def test_other_schedules_return_their_parameter_names():
     with_exp = dataclasses.replace(rows, kind="reduction", attributes={"transcendentals": 1})
     softmax_tile = select(target, "rowwise", with_exp)  # one vector per row, 4 of 32 registers
     assert (softmax_tile["ROWS"], softmax_tile["COLS"]) == (4, 16)
+    # 2.4 MB of input, past the 1 MiB L2: the next row tile is prefetched; 16 KB is not.
+    assert softmax_tile["PREFETCH"] == 1
+    small = dataclasses.replace(with_exp, dims={"ROWS": 64, "COLS": 64})
+    assert select(target, "rowwise", small)["PREFETCH"] == 0
     assert select(host(isa="avx2"), "elementwise", rows)["COLS"] == 40
 
 

@@ -359,7 +359,7 @@ def test_export_as_transform_tune_knobs():
     "name, tiny",
     [
         ("conv2d", {"OW_TILE": 1, "F_TILE": 16, "C_TILE": 1}),
-        ("reduction", {"ROWS": 1, "COLS": 16}),
+        ("reduction", {"ROWS": 1, "COLS": 16, "PREFETCH": 0}),
         ("elementwise", {"ROWS": 1, "COLS": 8}),
     ],
 )
@@ -367,6 +367,14 @@ def test_cost_prefers_the_selector_to_a_tiny_tile(name, tiny):
     op, schedule, cpu = CASES[name]
     space = space_for(op, schedule, cpu)
     assert space.cost(tiny) > space.cost(FAMILIES[schedule].select(op, cpu))
+
+
+def test_rowwise_cost_prices_the_prefetch_of_a_tile_beyond_the_l2():
+    space = space_for(OpInfo("reduction", {"ROWS": 4096, "COLS": 4096}, F32), "rowwise", host())
+    tile = {"ROWS": 4, "COLS": 16}
+    assert space.cost({**tile, "PREFETCH": 1}) < space.cost({**tile, "PREFETCH": 0})
+    small = space_for(OpInfo("reduction", {"ROWS": 32, "COLS": 256}, F32), "rowwise", host())
+    assert small.cost({**tile, "PREFETCH": 1}) == small.cost({**tile, "PREFETCH": 0})
 
 
 def test_fast_enumeration_matches_z3_and_its_integer_semantics(case):

@@ -124,3 +124,18 @@ def test_bad_schedule_parameters_are_rejected():
         build_schedule(Softmax(M=4, N=4), {"XX": 2})
     with pytest.raises(UsageError, match="ROWS=0"):
         build_schedule(Softmax(M=4, N=4), {"ROWS": 0})
+
+
+@pytest.mark.jit
+@pytest.mark.parametrize("prefetch", [0, 1])
+def test_prefetching_the_next_row_tile_verifies(engine, prefetch):
+    parameters = {"ROWS": 4, "COLS": 16, "PREFETCH": prefetch}
+    workload = Softmax(M=10, N=48)  # two whole row tiles and a peeled one
+    result = engine.execute(workload, parameters)
+    assert result.verification.ok, result.verification.summary()
+    stages = {}
+    engine.lower_payload(
+        workload, parameters, observer=lambda stage, module: stages.setdefault(stage, str(module))
+    )
+    # One prefetch per row of the next tile: a 16-column step reads one line of each row.
+    assert stages["lowering"].count("llvm.intr.prefetch") == 4 * prefetch
