@@ -143,11 +143,14 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
             # B stored [N, K]: the packing nest transposes each [NR, KC] panel into the
             # [KC, NR] layout of the plain path, a few K rows at a time (as the copies
             # below), so the micro-kernel reads rows of NR contiguous elements; its
-            # transpose back, fused into the K step, is one [1, NR] row.
+            # transpose back, fused into the K step, is one [1, NR] row. The panel's copy
+            # is fused into the same loop: B's rows go straight into the transposes, not
+            # through a copy of the panel first (128x1024x256: 0.78-0.86 -> 0.71-0.76 ms).
             flips = s.match(s.root, ["linalg.transpose"], step="match_transposes")
             with s.at("split_transposes"):
                 packing, _ = transform.SplitHandleOp([any_op, any_op], flips).results
-            s.tile(packing, [rows, 0], step="tile_pack_transpose")
+            _, (pack_loop,) = s.tile(packing, [rows, 0], step="tile_pack_transpose")
+            packs["b"] = s.fuse_into(packs["b"], pack_loop, step="fuse_pack_copy")
         contraction = s.match_root(s.root, op.kind, step="match_micro_kernel")
         if transposes["b"]:
             s.fuse(contraction, [0, 0, 1], step="k_step")
