@@ -68,20 +68,24 @@ class Rowwise(VectorTileFamily):
         else:
             tile = self.vector_tile(op, cpu)
         # The prefetched tile waits in the L2 beside the current one.
-        row_bytes = op.dims["COLS"] * element_bytes(op.element_type)
-        tiles_fit = 2 * tile["ROWS"] * row_bytes <= cpu.features.l2_bytes // 2
-        in_l2 = self.memory_overlaps_compute(op, cpu, {"PREFETCH": 0})
+        tiles_fit = 2 * _bytes(op, tile["ROWS"]) <= cpu.features.l2_bytes // 2
+        in_l2 = _bytes(op, op.dims["ROWS"]) <= cpu.features.l2_bytes
         return {**tile, "PREFETCH": int(tiles_fit and not in_l2)}
 
     def memory_overlaps_compute(self, op: OpInfo, cpu: HostCPU, config: Config) -> bool:
         """A row tile's later passes read the cache: memory works alongside them only when
         the next tile is prefetched, or the input is in the L2 anyway."""
-        row_bytes = op.dims["COLS"] * element_bytes(op.element_type)
-        return bool(config["PREFETCH"]) or op.dims["ROWS"] * row_bytes <= cpu.features.l2_bytes
+        in_l2 = _bytes(op, op.dims["ROWS"]) <= cpu.features.l2_bytes
+        return bool(config["PREFETCH"]) or in_l2
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
         shape = [op.dims["ROWS"], op.dims["COLS"]]
         return rowwise_schedule(shape=shape, parameters=parameters)
+
+
+def _bytes(op: OpInfo, rows: int) -> int:
+    """Bytes of `rows` whole rows of the op's input."""
+    return rows * op.dims["COLS"] * element_bytes(op.element_type)
 
 
 ROWWISE = Rowwise()
