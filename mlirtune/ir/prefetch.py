@@ -63,6 +63,8 @@ def _prefetch(row_loop: ir.Operation, first: ir.Operation, second: ir.Operation)
             and ir.VectorType(op.results[0].type).rank == 2
         ):
             streams.append((source, ir.VectorType(op.results[0].type), shape.element_type))
+    if not streams:
+        return
     next_column = _body(second).arguments[0]
     with ir.InsertionPoint.at_block_begin(_body(second)), second.location:
         index = ir.IndexType.get()
