@@ -37,7 +37,7 @@ class VectorTileFamily(HostFamily):
     reduction = False
 
     def vector_tile(
-        self, op: OpInfo, cpu: HostCPU, row_vectors: int = 4, register_share: float = 0.0
+        self, op: OpInfo, cpu: HostCPU, row_vectors: int = 4, register_share: float | None = None
     ) -> Config:
         """ROWS x COLS: COLS spans `row_vectors` vectors (four: long contiguous runs for the
         prefetcher), ROWS fills `register_share` (default: the family's) of the register
@@ -46,7 +46,7 @@ class VectorTileFamily(HostFamily):
         rows, cols = op.dims["ROWS"], op.dims["COLS"]
         cols_tile = fit(cols, row_vectors * lanes, step=min(lanes, cols))
         tile_vectors = max(1, -(-cols_tile // lanes))
-        share = register_share or self.register_share
+        share = self.register_share if register_share is None else register_share
         budget = int(cpu.features.vector_registers * share) // tile_vectors
         rows_tile = fit(rows, max(1, budget), high=1.0)
         return {"ROWS": rows_tile, "COLS": cols_tile}
