@@ -66,9 +66,40 @@ def test_packed_kernels_verify(engine, workload, pack):
 def test_b_panels_are_packed_per_block_and_a_panels_with_pack_2(engine):
     workload = Matmul(M=64, N=128, K=96)
     # B: [NC/NR, KC, NR] once per KC x NC block; A: [MC/MR, MR, KC] once per MC x KC block.
-    assert packing_buffers(engine, workload, {**BLOCKS, "PACK": 1}) == [[2, 32, 32]]
-    assert packing_buffers(engine, workload, {**BLOCKS, "PACK": 2}) == [[2, 32, 32], [4, 8, 32]]
+    # Each buffer twice: one nest for the first K block, one for the later ones.
+    b_panels, a_panels = [2, 32, 32], [4, 8, 32]
+    assert packing_buffers(engine, workload, {**BLOCKS, "PACK": 1}) == [b_panels] * 2
+    assert packing_buffers(engine, workload, {**BLOCKS, "PACK": 2}) == [b_panels, a_panels] * 2
     assert packing_buffers(engine, workload, {**BLOCKS, "PACK": 0}) == []
+
+
+def accumulator_inits(engine: MlirJitEngine, workload, parameters) -> list[str]:
+    """For each micro-kernel K loop (an scf.for carrying a vector) of the scheduled IR, the
+    op its accumulators start from."""
+    inits: list[str] = []
+
+    def collect(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "scf.for" and any(isinstance(r.type, ir.VectorType) for r in op.results):
+            inits.append(op.operands[3].owner.name)
+        return ir.WalkResult.ADVANCE
+
+    def observe(stage: str, module: ir.Module) -> None:
+        if stage.startswith("schedule"):
+            module.operation.walk(collect)
+
+    engine.lower_payload(workload, parameters, observer=observe)
+    return inits
+
+
+@pytest.mark.parametrize(
+    ("k", "inits"), [(32, ["arith.constant"]), (96, ["arith.constant", "vector.transfer_read"])]
+)
+def test_the_first_k_block_starts_from_zero_and_only_later_blocks_read_c(engine, k, inits):
+    # The fill is fused into the first K block's register tiles: no pass writes zeros to C
+    # for the micro-kernel to read back.
+    workload = Matmul(M=64, N=128, K=k)
+    assert accumulator_inits(engine, workload, {**BLOCKS, "PACK": 1}) == inits
+    assert engine.execute(workload, {**BLOCKS, "PACK": 1}).verification.ok
 
 
 def test_the_selector_packs_operands_past_l2_and_they_verify(engine):

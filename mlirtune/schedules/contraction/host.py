@@ -310,7 +310,8 @@ def cost(op: OpInfo, cpu: HostCPU, config: Config) -> float:
     tiles streams the B block (from L2 while it fits), A's micro-panel is re-read by
     every register tile (free while it stays in L1 with a B panel), A and B blocks are
     swept once per NC and MC block, and the accumulators are loaded and stored once per
-    K tile from wherever the output block lives. Each register tile and cache block
+    K tile from wherever the output block lives (packed, the first K tile loads none;
+    unpacked, the fill writes the block once more). Each register tile and cache block
     costs fixed loop and set-up cycles, which penalises tiny tiles.
     """
     unit = config.get("UNIT", UNIT_FMA)
@@ -356,6 +357,9 @@ def cost(op: OpInfo, cpu: HostCPU, config: Config) -> float:
     traffic.add(b_bytes * ceil_div(m, mc), b_bytes)
     traffic.add(a_bytes * col_tiles, (mr + nr) * kc * size_in)
     traffic.add(a_bytes * ceil_div(n, nc), mc * k * size_in)
-    traffic.add(2 * c_bytes * k_tiles, mc * nc * size_out)
+    # The packed nest's first K block starts from zero (packed.py): C is stored once per
+    # K tile and loaded by the later ones; the unpacked one fills each output block first.
+    c_passes = 2 * k_tiles - 1 if pack != PACK_NONE else 2 * k_tiles + 1
+    traffic.add(c_passes * c_bytes, mc * nc * size_out)
     cycles = max(compute, traffic.cycles()) + overhead
     return seconds(batch * cycles, cpu)
