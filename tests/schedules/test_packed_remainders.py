@@ -7,7 +7,7 @@ import pytest
 
 from mlirtune.engine import MlirJitEngine
 from mlirtune.schedules.contraction.blocking import padded_block
-from mlirtune.workloads import Matmul
+from mlirtune.workloads import Matmul, Mlp
 
 pytestmark = pytest.mark.jit
 
@@ -41,6 +41,23 @@ def test_partial_blocks_verify(engine, shape, dtype, transpose, pack):
     result = engine.execute(workload, parameters)
     assert result.verification.ok, result.verification.summary()
     assert result.parameters["PACK"] == pack
+
+
+@pytest.mark.parametrize("pack", [1, 2])
+@pytest.mark.parametrize(
+    ("workload", "blocks"),
+    [
+        # whole blocks (MC and NC span M and N), register tiles partial in M (64 by 6) or
+        # in N (45 by 16): their fill and epilogue tiles take masked vectors
+        (Matmul(M=64, N=64, K=64), {"MC": 64, "NC": 64, "KC": 32, "MR": 6, "NR": 64}),
+        (Matmul(M=64, N=45, K=40), {"MC": 64, "NC": 64}),
+        (Mlp(M=60, N=45, K=40), {"MC": 64, "NC": 64}),
+    ],
+    ids=["rows", "columns", "mlp"],
+)
+def test_whole_blocks_of_partial_register_tiles_verify(engine, workload, blocks, pack):
+    parameters = {**SMALL, **blocks, "PACK": pack}
+    assert engine.execute(workload, parameters).verification.ok
 
 
 def test_selector_packs_a_non_dividing_shape_past_l2(engine):

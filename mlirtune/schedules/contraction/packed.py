@@ -87,7 +87,7 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
     partial = bool(m % mc or n % nc or k % kc)
     # The last row or column block's register tiles are dynamic: their fill and epilogue
     # take masked vectors.
-    partial_tiles = bool(m % mr or n % nc)
+    partial_tiles = bool(m % mr or n % nc or nc % nr)
     pack_a = p["PACK"] == PACK_AB
     any_op = transform.AnyOpType.get()
     zeros = [ir.FloatAttr.get(dtype_named(name).mlir(), 0.0) for name in op.dtypes]
@@ -195,9 +195,10 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
                 tiled, _ = s.tile(pack, tile, step=f"tile_pack_{name}_{block}")
                 with s.at(f"vectorize_pack_{name}_{block}"):
                     structured.VectorizeOp(tiled, vector_sizes=sizes)
-        if partial:
-            # Masked copies (a partial panel): the mask goes into each transfer, before
-            # later patterns rewrite the masked op into several.
+        if partial or partial_tiles:
+            # Masked copies (a partial panel) and masked fill and epilogue tiles: the mask
+            # goes into each transfer, before later patterns rewrite the masked op into
+            # several (a mask left around a fill's write fails to lower).
             s.apply_patterns(
                 function, "fold_masks", tvector.apply_patterns_vector_lower_masked_transfers
             )
