@@ -3,6 +3,8 @@ are packed once per cache block, and its limits."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from mlir import ir
 
@@ -22,15 +24,15 @@ def engine() -> MlirJitEngine:
     return MlirJitEngine(use_specs=False)
 
 
-def packing_buffers(engine: MlirJitEngine, workload, parameters) -> list[list[int]]:
-    """Shapes of the rank-3 tensors the schedule creates: the packed panel buffers."""
-    shapes: list[list[int]] = []
+def scheduled(engine: MlirJitEngine, workload, parameters, pick: Callable) -> list:
+    """`pick(op)` for every op of the payload after its schedule, in walk order, where it
+    is not None (taken during the walk: the ops change in the later stages)."""
+    picked: list = []
 
     def collect(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "tensor.empty":
-            shape = ir.RankedTensorType(op.results[0].type).shape
-            if len(shape) == 3:
-                shapes.append(list(shape))
+        value = pick(op)
+        if value is not None:
+            picked.append(value)
         return ir.WalkResult.ADVANCE
 
     def observe(stage: str, module: ir.Module) -> None:
@@ -38,7 +40,19 @@ def packing_buffers(engine: MlirJitEngine, workload, parameters) -> list[list[in
             module.operation.walk(collect)
 
     engine.lower_payload(workload, parameters, observer=observe)
-    return shapes
+    return picked
+
+
+def packing_buffers(engine: MlirJitEngine, workload, parameters) -> list[list[int]]:
+    """Shapes of the rank-3 tensors the schedule creates: the packed panel buffers."""
+
+    def rank3_empty(op: ir.Operation) -> list[int] | None:
+        if op.name != "tensor.empty":
+            return None
+        shape = list(ir.RankedTensorType(op.results[0].type).shape)
+        return shape if len(shape) == 3 else None
+
+    return scheduled(engine, workload, parameters, rank3_empty)
 
 
 @pytest.mark.parametrize("pack", [1, 2])
@@ -76,19 +90,12 @@ def test_b_panels_are_packed_per_block_and_a_panels_with_pack_2(engine):
 def accumulator_inits(engine: MlirJitEngine, workload, parameters) -> list[str]:
     """For each micro-kernel K loop (an scf.for carrying a vector) of the scheduled IR, the
     op its accumulators start from."""
-    inits: list[str] = []
 
-    def collect(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "scf.for" and any(isinstance(r.type, ir.VectorType) for r in op.results):
-            inits.append(op.operands[3].owner.name)
-        return ir.WalkResult.ADVANCE
+    def init(op: ir.Operation) -> str | None:
+        carries_vector = any(isinstance(r.type, ir.VectorType) for r in op.results)
+        return op.operands[3].owner.name if op.name == "scf.for" and carries_vector else None
 
-    def observe(stage: str, module: ir.Module) -> None:
-        if stage.startswith("schedule"):
-            module.operation.walk(collect)
-
-    engine.lower_payload(workload, parameters, observer=observe)
-    return inits
+    return scheduled(engine, workload, parameters, init)
 
 
 @pytest.mark.parametrize(
