@@ -142,6 +142,18 @@ class ScheduleBuilder:
             op = loop.LoopPeelOp(any_op, any_op, for_op.result)
         return op.peeled_loop, op.remainder_loop
 
+    def split(
+        self, target: ir.Value, dimension: int, size: int, step: str
+    ) -> tuple[ir.Value, ir.Value]:
+        """Split a structured op along loop `dimension` into the op over its first `size`
+        iterations and the op over the rest, in program order (the second reads the first's
+        result when the dimension is a reduction)."""
+        with self.at(step):
+            parts = structured.SplitOp(target, dimension, size).results[0]
+            any_op = transform.AnyOpType.get()
+            first, rest = transform.SplitHandleOp([any_op, any_op], parts).results
+        return first, rest
+
     def unroll(self, loop_handle: ir.Value, factor: int, step: str) -> None:
         """Unroll an scf.for by `factor` (the loop handle is consumed). A factor that does not
         divide the trip count leaves an epilogue loop for the remaining iterations."""

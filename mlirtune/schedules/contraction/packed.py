@@ -85,8 +85,8 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
     mc, nc, kc = min(p["MC"], m), min(p["NC"], n), min(p["KC"], k)
     mr, nr = min(p["MR"], mc), min(p["NR"], nc)
     partial = bool(m % mc or n % nc or k % kc)
-    # The last row or column block's register tiles are dynamic: their fill and epilogue
-    # take masked vectors.
+    # Register tiles partial in M or N (in the last block, or inside whole blocks that MR or
+    # NR do not divide) are dynamic: their fill and epilogue take masked vectors.
     partial_tiles = bool(m % mr or n % nc or nc % nr)
     pack_a = p["PACK"] == PACK_AB
     any_op = transform.AnyOpType.get()
@@ -216,12 +216,10 @@ def _first_k_block_apart(
     block's op (which reads the fill) and the later blocks' op (which reads the first's C)."""
     if k <= kc:
         return [contraction]
-    with s.at("split_first_k_block"):
-        both = structured.SplitOp(contraction, dimension=2, chunk_sizes=kc).results[0]
-    blocks = _split(s, both, 2, step="split_k_blocks")
+    blocks = s.split(contraction, 2, kc, step="split_first_k_block")
     # The split slices the fill's result whole; fold that, so tile and fuse finds the fill.
     s.canonicalize(function, step="fold_split")
-    return blocks
+    return list(blocks)
 
 
 def _split(s: ScheduleBuilder, handle: ir.Value, count: int, step: str) -> list[ir.Value]:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from mlir import ir
 from mlir.dialects import transform
-from mlir.dialects.transform import structured
 
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.op import OpInfo
@@ -76,10 +75,7 @@ def rows_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         if k % kc and k > kc:
             # The last K % KC steps in an op of their own, which adds them to the main
             # op's result: summed straight into the rows, not through the accumulators.
-            with s.at("split_k_tail"):
-                parts = structured.SplitOp(contraction, batch_dims + 2, k - k % kc).results[0]
-                any_op = transform.AnyOpType.get()
-                contraction, _ = transform.SplitHandleOp([any_op, any_op], parts).results
+            contraction, _ = s.split(contraction, batch_dims + 2, k - k % kc, step="split_k_tail")
         s.tile_reduction(contraction, [*zeros, 0, 0, kc], step="k_vector_accumulators")
         if mc % mr:
             for loop_handle in (row_loops[-1], elementwise_loops[-1]):
