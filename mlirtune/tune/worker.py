@@ -31,6 +31,7 @@ from mlirtune.interfaces.bench import BenchOptions
 from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.interfaces.target import Target
 from mlirtune.interfaces.workload import Workload
+from mlirtune.ir.context import COMPILE_CHECKS
 from mlirtune.memory import WORKER_OVERHEAD_BYTES, set_memory_budget
 from mlirtune.tune.outcome import Outcome
 
@@ -108,6 +109,9 @@ def serve(connection: Connection, setup: WorkerSetup) -> None:
     # The parent admitted the workload for all workers against the machine's budget; here
     # the cap is the limit (the memory available now already excludes the siblings' arrays).
     set_memory_budget(max(1, setup.memory_bytes - WORKER_OVERHEAD_BYTES))
+    # One small module at a time, one worker per core: no thread pool per context, and the
+    # lowered module verified once rather than after every pass (see CompileChecks).
+    COMPILE_CHECKS.context_threads = COMPILE_CHECKS.verify_each_pass = False
     engine = setup.make_engine(setup.target, setup.pipeline, use_specs=False)
     flops = setup.workload.get_complexity().flops
     setup.workload.reference_outputs  # noqa: B018 - computed once, before any timeout runs

@@ -6,6 +6,7 @@ from mlir import ir
 from mlirtune.bench.timer import TIMER_ENTRY
 from mlirtune.engine import MlirJitEngine
 from mlirtune.interfaces.errors import MlirtuneError
+from mlirtune.ir.context import COMPILE_CHECKS, new_context, verify_lowered
 from mlirtune.runtime import AcceleratorDevice
 from mlirtune.workloads import Matmul
 
@@ -104,3 +105,29 @@ def test_lowered_payload_has_no_stack_buffers(engine):
     # stack on 1024^3 matmuls; the lowering must unroll transfers fully.
     module = engine.lower_payload(Matmul(M=256, N=256, K=512))
     assert "llvm.alloca" not in _ops(module)
+
+
+@pytest.fixture
+def lean_compiles():
+    """Compile as a tuning worker does: no context thread pool, one verification at the end."""
+    checks = COMPILE_CHECKS
+    saved = (checks.context_threads, checks.verify_each_pass)
+    checks.context_threads = checks.verify_each_pass = False
+    yield
+    checks.context_threads, checks.verify_each_pass = saved
+
+
+def test_lean_compiles_give_verified_results(lean_compiles, engine):
+    workload = Matmul(M=48, N=40, K=24)
+    assert engine.execute(workload, {"MC": 16, "NC": 16, "KC": 8}).verification.ok
+
+
+def test_lean_compiles_still_refuse_invalid_lowered_ir(lean_compiles):
+    with new_context(), ir.Location.unknown():
+        module = ir.Module.parse(
+            "func.func @f() -> i32 { %c = arith.constant 0 : i32 return %c : i32 }"
+        )
+        constant = module.body.operations[0].regions[0].blocks[0].operations[0]
+        constant.attributes["value"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)
+        with pytest.raises(MlirtuneError, match="lowered module is invalid"):
+            verify_lowered(module)
