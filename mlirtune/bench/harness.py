@@ -20,12 +20,14 @@ def run_benchmark(timer: NativeTimer, options: BenchOptions) -> np.ndarray:
     """Per-call times in seconds, one entry per sample."""
     per_call = _warm_up(timer, options.warmup_s)
     iterations = max(1, math.ceil(options.target_sample_s / max(per_call, 1e-9)))
+    minimum = _minimum_samples(options, per_call) if iterations == 1 else options.min_samples
     samples: list[float] = []
     start = time.perf_counter()
     while len(samples) < options.max_samples:
-        count = min(options.chunk, options.max_samples - len(samples))
+        wanted = minimum - len(samples) if len(samples) < minimum else options.chunk
+        count = min(options.chunk, wanted, options.max_samples - len(samples))
         samples.extend((timer(iterations, count) / iterations * 1e-9).tolist())
-        if len(samples) < options.min_samples:
+        if len(samples) < minimum:
             continue
         if time.perf_counter() - start >= options.max_time_s:
             break
@@ -33,6 +35,18 @@ def run_benchmark(timer: NativeTimer, options: BenchOptions) -> np.ndarray:
         if (high - low) / 2 <= options.rel_ci * float(np.median(samples)):
             break
     return np.asarray(samples)
+
+
+# The fewest samples a measurement takes, whatever its time cap: a median and a spread.
+FEWEST_SAMPLES = 3
+
+
+def _minimum_samples(options: BenchOptions, per_call_s: float) -> int:
+    """For calls slower than a sample: `min_samples`, unless fewer calls (never under
+    FEWEST_SAMPLES) already fill `max_time_s`. A 1 s call measured ten times would take
+    ten times the cap (a tuning candidate of a 4096^3 GEMM, 13 s instead of 4)."""
+    fitting = math.ceil(options.max_time_s / max(per_call_s, 1e-9))
+    return max(1, min(options.min_samples, max(FEWEST_SAMPLES, fitting)))
 
 
 def _warm_up(timer: NativeTimer, warmup_s: float) -> float:

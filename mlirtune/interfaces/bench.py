@@ -14,7 +14,7 @@ class BenchOptions:
 
     warmup_s: float = 0.03
     target_sample_s: float = 0.002
-    min_samples: int = 10
+    min_samples: int = 10  # fewer (at least 3) where calls slower than a sample fill max_time_s
     max_samples: int = 1000
     max_time_s: float = 1.0
     rel_ci: float = 0.01  # stop when the 95% CI half-width is within 1% of the median

@@ -48,3 +48,10 @@ def test_statistics():
     assert stats.count == 5
     low, high = median_ci(values)
     assert low <= stats.median <= high
+
+
+def test_slow_calls_take_fewer_samples_where_they_fill_the_time_cap():
+    timer, calls = _fake_timer(per_call_ns=400_000_000)  # 0.4 s a call
+    samples = run_benchmark(timer, BenchOptions(warmup_s=0.0, min_samples=10, max_time_s=1.0))
+    assert len(samples) == 3  # 3 x 0.4 s fill the 1 s cap; never fewer than 3
+    assert sum(n for it, n in calls if n > 1) == 3  # not 10 timed, 7 of them thrown away
