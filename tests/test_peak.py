@@ -36,7 +36,7 @@ def test_measured_once_per_cpu_then_cached(peaks_file, measurements):
     assert peak.measured_peak_gflops(target, "bf16") == bf16
     assert len(measurements) == 1
     assert json.loads(peaks_file.read_text()) == {digest(target.fingerprint()): 100.0}
-    other = HostCPU(l2_bytes=2 << 20)  # another CPU, another fingerprint
+    other = HostCPU(l2_bytes=2 * target.features.l2_bytes)  # another CPU, another fingerprint
     peak.measured_peak_gflops(other)
     assert len(measurements) == 2 and len(json.loads(peaks_file.read_text())) == 2
 

@@ -7,6 +7,7 @@ import pytest
 
 from mlirtune.engine import MlirJitEngine
 from mlirtune.schedules.contraction.blocking import padded_block
+from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads import Matmul, Mlp
 
 pytestmark = pytest.mark.jit
@@ -60,8 +61,11 @@ def test_whole_blocks_of_partial_register_tiles_verify(engine, workload, blocks,
     assert engine.execute(workload, parameters).verification.ok
 
 
-def test_selector_packs_a_non_dividing_shape_past_l2(engine):
-    # B (K x N) past half of L2 and enough rows that the model packs A too (PACK=2)
+def test_selector_packs_a_non_dividing_shape_past_l2():
+    # B (K x N, 604 KiB) past half of a 1 MiB L2, and enough rows that the model packs A too
+    # (PACK=2). The caches are pinned, so the selector chooses alike on every host.
+    target = HostCPU(l1d_bytes=32 << 10, l1d_ways=8, l2_bytes=1 << 20, l2_ways=8)
+    engine = MlirJitEngine(target=target, use_specs=False)
     workload = Matmul(M=1501, N=389, K=397)
     plan = engine.plan(workload)
     assert plan.values["PACK"] == 2, plan.values

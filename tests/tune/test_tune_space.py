@@ -292,7 +292,7 @@ def test_cost_ranks_a_tiny_register_tile_below_the_selector():
 
 
 def test_cost_sees_a_rows_l1_set_conflicts():
-    cpu = host()
+    cpu = host(l1d_bytes=32 << 10, l1d_ways=8)  # a 32 KiB 8-way L1, whatever this host's
     assert rows_conflict_in_l1(16, 4096, cpu) and not rows_conflict_in_l1(8, 4096, cpu)
     assert not rows_conflict_in_l1(16, 2048, cpu) and not rows_conflict_in_l1(16, 4100, cpu)
     # The host's own associativity: a 48 KiB 12-way L1 holds 12 such rows, not 16.
