@@ -24,7 +24,7 @@ from mlirtune.interfaces.engine import ExecutionResult, Observer
 from mlirtune.interfaces.errors import MlirtuneError, VerificationError
 from mlirtune.interfaces.lowering import Descriptor, Lowering
 from mlirtune.interfaces.workload import Workload
-from mlirtune.ir.context import new_context, verify_lowered
+from mlirtune.ir.context import new_context
 from mlirtune.ir.inspect import uses_amx_tiles
 from mlirtune.memory import check_memory
 from mlirtune.pipeline import run_pipeline
@@ -134,7 +134,6 @@ class MlirJitEngine(DescriptorEngine):
                 print_after_all=print_after_all,
                 after_schedules=(lambda m: add_timer(m, workload.entry)) if with_timer else None,
             )
-            verify_lowered(module)
             set_target_features(module, self.target.llvm_target_features())
             return module, lowering
 

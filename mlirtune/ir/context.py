@@ -94,8 +94,9 @@ def run_passes(module: ir.Module, pipeline: str, *, stage: str, print_after_all:
 
 
 def verify_lowered(module: ir.Module) -> None:
-    """Verify a lowered module once, where passes did not verify after each step: a pass
-    that left invalid IR is then an error before the JIT, not a crash inside it."""
+    """Verify a lowered module once where passes did not verify after each step (run_pipeline
+    calls it last): a pass that left invalid IR is then an error before the JIT, not a crash
+    inside it."""
     if COMPILE_CHECKS.verify_each_pass:
         return
     try:

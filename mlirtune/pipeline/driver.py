@@ -23,7 +23,7 @@ from mlirtune.interfaces.lowering import Descriptor, Lowering, Stage
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import ScheduleFamily
 from mlirtune.interfaces.target import Target
-from mlirtune.ir.context import parse_module, run_passes
+from mlirtune.ir.context import parse_module, run_passes, verify_lowered
 from mlirtune.ir.inspect import largest_vector
 from mlirtune.ir.interpret import interpret
 from mlirtune.ir.tensorize import tensorize_roots
@@ -139,7 +139,8 @@ def run_pipeline(
 ) -> None:
     """Apply every stage of the descriptor to `module` in place; `observer` sees the module
     after each schedule stage and at the end. `after_schedules` runs once the last schedule
-    stage is done (e.g. to add functions that schedules must not see)."""
+    stage is done (e.g. to add functions that schedules must not see). Where passes skip
+    their verifier (COMPILE_CHECKS), the lowered module is verified once at the end."""
     stages = lowering.descriptor.stages
     last_schedule = _last_stage(stages, ("schedule", "dispatch"))
     if after_schedules and last_schedule < 0:
@@ -165,6 +166,7 @@ def run_pipeline(
                 observer(f"schedule {resolved.name}", module)
         if after_schedules and index == last_schedule:
             after_schedules(module)
+    verify_lowered(module)
     if observer:
         observer("lowering", module)
 

@@ -108,13 +108,10 @@ def test_lowered_payload_has_no_stack_buffers(engine):
 
 
 @pytest.fixture
-def lean_compiles():
+def lean_compiles(monkeypatch):
     """Compile as a tuning worker does: no context thread pool, one verification at the end."""
-    checks = COMPILE_CHECKS
-    saved = (checks.context_threads, checks.verify_each_pass)
-    checks.context_threads = checks.verify_each_pass = False
-    yield
-    checks.context_threads, checks.verify_each_pass = saved
+    monkeypatch.setattr(COMPILE_CHECKS, "context_threads", False)
+    monkeypatch.setattr(COMPILE_CHECKS, "verify_each_pass", False)
 
 
 def test_lean_compiles_give_verified_results(lean_compiles, engine):
