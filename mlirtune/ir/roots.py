@@ -136,6 +136,8 @@ def describe(op: ir.Operation) -> OpInfo | None:
             uses = [use.owner.name for result in op.results for use in result.uses]
             if "tensor.expand_shape" in uses:
                 attrs["reshaped_output"] = 1  # a pointwise conv's (mlirtune.ir.pointwise)
+            if "linalg.generic" in uses:
+                attrs["epilogue"] = 1  # element-wise consumers (bias, ReLU) fused after it
             return OpInfo("matmul", dims, dtypes, op.name, attrs)
     if has_reduction(op):
         reduced = _reduction_loops(op)

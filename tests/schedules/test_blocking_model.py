@@ -45,18 +45,18 @@ def matmul(m: int, n: int, k: int) -> OpInfo:
         # NC: C's 2048-row panel leaves too few columns in L2 (7 x 128 KiB / 10 KiB = 89,
         #     under 4 micro-panels), so B's block takes L3: 16 ways of 2 MiB, less one for
         #     A's 768 KiB block and one for C -> 14 x 2 MiB / (512 x 4 bytes) = 14336.
-        (AMD_LIKE, 2048, Blocking(mc=384, nc=14336, kc=512, pack_a=True)),
+        (AMD_LIKE, 2048, Blocking(mc=384, nc=14336, kc=512, pack_a=True, l3_nc=14336)),
         # NC: 256 rows of C and 512 of B in 7 x 128 KiB -> 298 columns, in panels of 32 ->
         #     288; A is read in place.
-        (AMD_LIKE, 256, Blocking(mc=384, nc=288, kc=512, pack_a=False)),
+        (AMD_LIKE, 256, Blocking(mc=384, nc=288, kc=512, pack_a=False, l3_nc=14336)),
         # KC: 6 of 12 ways of 4 KiB -> 768. MC: 16 ways of 128 KiB less one for the
         # 96 KiB micro-panel and one for C -> 14 x 128 KiB / 3 KiB = 597, in rows of 8 ->
         # 592. NC: 4096 + 768 rows in 15 x 128 KiB -> 101 columns, too few: L3's 15 ways
         # of 7 MiB less one for A's 1.7 MiB block and one for C -> 13 x 7 MiB / 3 KiB =
         # 31061, in panels of 32 -> 31040.
-        (INTEL_LIKE, 4096, Blocking(mc=592, nc=31040, kc=768, pack_a=True)),
+        (INTEL_LIKE, 4096, Blocking(mc=592, nc=31040, kc=768, pack_a=True, l3_nc=31040)),
         # NC: 2048 + 768 rows in 15 x 128 KiB -> 174 columns, in panels of 32 -> 160.
-        (INTEL_LIKE, 2048, Blocking(mc=592, nc=160, kc=768, pack_a=False)),
+        (INTEL_LIKE, 2048, Blocking(mc=592, nc=160, kc=768, pack_a=False, l3_nc=31040)),
     ],
     ids=["amd-like-2048", "amd-like-256", "intel-like-4096", "intel-like-2048"],
 )
@@ -77,8 +77,13 @@ def test_wider_elements_take_shorter_blocks():
         (INTEL_LIKE, matmul(2048, 2048, 2048), (512, 128, 512, 1)),
         (AMD_LIKE, matmul(256, 4096, 11008), (256, 256, 344, 1)),
         (INTEL_LIKE, matmul(256, 4096, 11008), (256, 256, 688, 1)),
+        # 1000 rows in whole blocks of 200; the 992 columns of whole register tiles (the
+        # packed nest splits off the other 7) have no whole block of 4 or more panels within
+        # C's panel in L2, so one within L3; K in even blocks, its remainder in the first
+        (AMD_LIKE, matmul(1000, 999, 1001), (200, 992, 143, 1)),
+        (INTEL_LIKE, matmul(1000, 999, 1001), (200, 992, 501, 1)),
     ],
-    ids=["amd-2048", "intel-2048", "amd-llama", "intel-llama"],
+    ids=["amd-2048", "intel-2048", "amd-llama", "intel-llama", "amd-odd", "intel-odd"],
 )
 def test_the_selector_takes_the_largest_whole_blocks_within_the_bounds(cpu, op, blocks):
     config = FAMILIES["contraction"].select(op, cpu)
@@ -90,6 +95,8 @@ def test_whole_blocks_divide_the_loop_or_are_not_taken():
     assert whole_block(2048, 384, 8) == 256
     assert whole_block(11008, 512, 1) == 344
     assert whole_block(1000, 1536, 8) == 1000  # the whole loop fits
+    assert whole_block(1000, 592, 8) == 200  # a third of the bound
+    assert whole_block(1001, 768, 1) is None  # 143 is under a quarter of it
     assert whole_block(999, 14336, 32) is None  # no whole panels of 32
     assert whole_block(1009, 512, 1) is None  # prime: only 1 divides it below the bound
 

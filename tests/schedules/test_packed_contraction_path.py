@@ -87,6 +87,24 @@ def test_b_panels_are_packed_per_block_and_a_panels_with_pack_2(engine):
     assert packing_buffers(engine, workload, {**BLOCKS, "PACK": 0}) == []
 
 
+@pytest.mark.parametrize(
+    "workload",
+    [Matmul(M=64, N=45, K=53), Matmul(M=64, N=45, K=53, transpose="b")],
+    ids=["matmul", "transposed-b"],
+)
+def test_remainders_leave_the_packed_nest_static(engine, workload):
+    # The 13 columns past N's last 16-wide register tile get a nest of their own, and the
+    # first K block takes K's remainder (53 = 5 + 3 x 16): B's panels are whole, and no
+    # register tile is padded. (Under an epilogue, the columns stay padded: see
+    # test_packed_remainders.py.)
+    parameters = {"MC": 32, "NC": 32, "KC": 16, "MR": 8, "NR": 16, "PACK": 1}
+    assert packing_buffers(engine, workload, parameters) == [[2, 5, 16], [2, 16, 16]]
+    pads = scheduled(engine, workload, parameters, lambda op: op.name == "tensor.pad" or None)
+    assert pads == []
+    assert engine.execute(workload, parameters).verification.ok
+    assert engine.execute(workload, {**parameters, "PACK": 2}).verification.ok
+
+
 def accumulator_inits(engine: MlirJitEngine, workload, parameters) -> list[str]:
     """For each micro-kernel K loop (an scf.for carrying a vector) of the scheduled IR, the
     op its accumulators start from."""

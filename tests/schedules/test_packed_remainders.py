@@ -53,8 +53,9 @@ def test_partial_blocks_verify(engine, shape, dtype, transpose, pack):
         (Matmul(M=64, N=64, K=64), {"MC": 64, "NC": 64, "KC": 32, "MR": 6, "NR": 64}),
         (Matmul(M=64, N=45, K=40), {"MC": 64, "NC": 64}),
         (Mlp(M=60, N=45, K=40), {"MC": 64, "NC": 64}),
+        (Mlp(M=64, N=45, K=53), {"MC": 32, "NC": 32}),  # columns under an epilogue
     ],
-    ids=["rows", "columns", "mlp"],
+    ids=["rows", "columns", "mlp", "mlp-columns"],
 )
 def test_whole_blocks_of_partial_register_tiles_verify(engine, workload, blocks, pack):
     parameters = {**SMALL, **blocks, "PACK": pack}
@@ -78,6 +79,11 @@ def test_padded_block_evens_out_the_blocks():
     assert padded_block(100, 512, 8) == 100  # one block spanning the loop
 
 
-def test_selector_keeps_a_in_place_shapes_unpacked(engine):
-    """Without A packed (PACK=1), A's partial panels would be padded per register tile."""
-    assert engine.plan(Matmul(M=1000, N=999, K=1001)).values["PACK"] == 0
+def test_selector_packs_an_odd_shape_in_whole_blocks(engine):
+    """Whole blocks of M's 1000 rows and of the columns of N's whole register tiles (the
+    packed nest splits off the rest), K's remainder in the first K block: nothing is padded,
+    whether A is packed or read in place."""
+    workload = Matmul(M=1000, N=999, K=1001)
+    plan = engine.plan(workload).values
+    assert plan["PACK"] > 0 and 1000 % plan["MC"] == 0 and 0 < 999 - plan["NC"] < plan["NR"]
+    assert engine.execute(workload).verification.ok

@@ -29,14 +29,35 @@ from mlirtune.schedules.knobs import (
 )
 from mlirtune.targets.host_cpu import HostCPU
 
+# NR candidates, in vectors: LLVM splits three-vector (or 2.5-vector) rows into odd-sized
+# pieces, measured 10-25x slower.
+NR_VECTORS = (1, 2, 4)
+# Most even K blocks a K of no whole 8-row blocks is offered in.
+EVEN_K_BLOCKS = 8
+
 
 def _k_blocks(op: OpInfo, lanes: int) -> list[int]:
-    """KC candidates: cache-sized K blocks, for skinny products a few rows of B, and for
-    products of one column the row-dot path's K steps (rows_host.py)."""
+    """KC candidates: cache-sized K blocks, even ones where K has no whole 8-row blocks (the
+    packed nest's first K block takes the remainder), for skinny products a few rows of B,
+    and for products of one column the row-dot path's K steps (rows_host.py)."""
+    k = op.dims["K"]
     blocks = [*cache_tiles("K", floor=64, granule=8)(op, lanes), *rows_k_steps(op, lanes)]
+    if k % 8:
+        blocks += [b for b in (-(-k // t) for t in range(2, EVEN_K_BLOCKS + 1)) if b >= 64]
     if op.dims["M"] <= host.SKINNY_ROWS:
-        blocks += [size for size in (8, 16, 32) if op.dims["K"] % size == 0]
+        blocks += [size for size in (8, 16, 32) if k % size == 0]
     return blocks
+
+
+def _n_blocks(op: OpInfo, lanes: int) -> list[int]:
+    """NC candidates: cache-sized N blocks, and for each NR the columns of N's whole register
+    tiles (the packed nest's; it splits the others off, see packed.column_tail)."""
+    n = op.dims["N"]
+    widths = [v * lanes for v in NR_VECTORS if n > v * lanes]
+    return [
+        *cache_tiles("N", floor=1, granule=1, in_lanes=True)(op, lanes),
+        *(n - n % width for width in widths if n % width),
+    ]
 
 
 def _units(op: OpInfo, lanes: int) -> tuple[int, ...]:
@@ -63,19 +84,17 @@ class Contraction(HostFamily):
             "NC",
             "columns of the cache tile",
             128,
-            cache_tiles("N", floor=1, granule=1, in_lanes=True),
+            _n_blocks,
         ),
         # From 64: every K tile loads and stores the accumulators, which would dominate
         # shorter ones; skinny products (host.SKINNY_ROWS) also take short K blocks.
         Knob("KC", "depth of the cache tile (K loop step)", 256, _k_blocks),
         Knob("MR", "rows of the register tile (A broadcasts per K step)", 8, register_rows("M")),
-        # 1, 2 or 4 vectors: LLVM splits three-vector (or 2.5-vector) rows into odd-sized
-        # pieces, measured 10-25x slower.
         Knob(
             "NR",
             "columns of the register tile (B vectors per K step)",
             32,
-            vector_columns("N", (1, 2, 4)),
+            vector_columns("N", NR_VECTORS),
         ),
         # Not selected: 1 leaves the micro-kernel's K-step loop rolled.
         Knob(

@@ -71,13 +71,15 @@ MIN_PANELS = 4
 
 @dataclass(frozen=True)
 class Blocking:
-    """Largest MC, NC and KC the caches hold (bounds, not yet fitted to a shape), and
-    whether A is packed too."""
+    """Largest MC, NC and KC the caches hold (bounds, not yet fitted to a shape), whether A
+    is packed too, and NC's bound in L3 (where NC is C's panel in L2, the fallback for a
+    shape with no whole block within that)."""
 
     mc: int
     nc: int
     kc: int
     pack_a: bool = True
+    l3_nc: int = 0
 
 
 def blis_blocking(
@@ -94,19 +96,21 @@ def blis_blocking(
     nc = max(nr, b_block_ways * l3.way_bytes // (kc * element_bytes) // nr * nr)
     c_panel_nc = (l2.ways - 1) * l2.way_bytes // ((rows + kc) * element_bytes) // nr * nr
     if c_panel_nc >= MIN_PANELS * nr:
-        return Blocking(mc=mc, nc=c_panel_nc, kc=kc, pack_a=False)
-    return Blocking(mc=mc, nc=nc, kc=kc)
+        return Blocking(mc=mc, nc=c_panel_nc, kc=kc, pack_a=False, l3_nc=nc)
+    return Blocking(mc=mc, nc=nc, kc=kc, l3_nc=nc)
 
 
 def whole_block(size: int, bound: int, step: int) -> int | None:
     """The largest block of a loop of `size` within `bound` that divides it and is a multiple
-    of `step`, so the packed buffers are static; None when the best such block is under half
-    the bound (a finer block than the caches allow would re-pack too often)."""
+    of `step`, so the packed buffers are static; None when the best such block is under a
+    quarter of the bound (a finer block would re-pack too often). A whole block of a third
+    of the bound beats padded ones (1000x1024x1001 f32 on a 48 KiB / 2 MiB Intel core, MC=200
+    against a bound of 592: 1.02x OpenBLAS, padded blocks 0.3x)."""
     if size <= bound:
         return size if size % step == 0 else None
     top = bound - bound % step
     block = next((d for d in range(top, 0, -step) if size % d == 0), None)
-    return block if block is not None and 2 * block >= bound else None
+    return block if block is not None and 4 * block >= bound else None
 
 
 def padded_block(size: int, bound: int, step: int) -> int:
