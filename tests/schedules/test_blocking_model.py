@@ -73,13 +73,17 @@ def test_wider_elements_take_shorter_blocks():
 @pytest.mark.parametrize(
     ("cpu", "op", "blocks"),
     [
-        (AMD_LIKE, matmul(2048, 2048, 2048), (256, 2048, 512, 2)),
-        (INTEL_LIKE, matmul(2048, 2048, 2048), (512, 128, 512, 1)),
-        (AMD_LIKE, matmul(256, 4096, 11008), (256, 256, 344, 1)),
-        (INTEL_LIKE, matmul(256, 4096, 11008), (256, 256, 688, 1)),
-        # 1000 rows in whole blocks of 200; the 992 columns of whole register tiles (the
-        # packed nest splits off the other 7) have no whole block of 4 or more panels within
-        # C's panel in L2, so one within L3; K in even blocks, its remainder in the first
+        # The packed micro-kernel's 4 x 64 tile: A's 4-row micro-panel takes a KC of 1024
+        # (32 KiB L1) or 1536 (48 KiB) in half of L1; C's panel in L2 on the larger L2.
+        (AMD_LIKE, matmul(2048, 2048, 2048), (128, 2048, 1024, 2)),
+        (INTEL_LIKE, matmul(2048, 2048, 2048), (256, 128, 1024, 1)),
+        (AMD_LIKE, matmul(256, 4096, 11008), (128, 128, 688, 1)),
+        (INTEL_LIKE, matmul(256, 4096, 11008), (256, 256, 1376, 1)),
+        # 999 columns leave a 39-column tail past 64-wide tiles, which LLVM splits into odd
+        # pieces: the 8 x 32 tile. 1000 rows in whole blocks of 200; the 992 columns of
+        # whole register tiles (the packed nest splits off the other 7) have no whole block
+        # of 128 or more columns within C's panel in L2, so one within L3; K in even
+        # blocks, its remainder in the first
         (AMD_LIKE, matmul(1000, 999, 1001), (200, 992, 143, 1)),
         (INTEL_LIKE, matmul(1000, 999, 1001), (200, 992, 501, 1)),
     ],

@@ -200,10 +200,10 @@ def test_contraction_choices_respect_the_model(features, dtype, shape):
 def test_register_tile_follows_the_isa():
     op = matmul_op(512, 512, 512)
     chosen = select(host(), "contraction", op)
-    # 32 KiB L1 / 1 MiB L2: B passes L2, so it is packed (Goto/BLIS), with blocks from the
-    # cache model (tests/schedules/test_blocking_model.py): A's micro-panel 8 x 512 in half
-    # of L1, the A block 256 x 512 in L2, C's 512 x 128 panel and B's block beside it.
-    expected = {"MC": 256, "NC": 128, "KC": 512, "MR": 8, "NR": 32, "PACK": 1}
+    # 32 KiB L1 / 1 MiB L2: B passes L2, so it is packed (Goto/BLIS): a micro-kernel of
+    # four rows of four vectors, blocks from the cache model
+    # (tests/schedules/test_blocking_model.py), C's 512 x 128 panel in L2.
+    expected = {"MC": 128, "NC": 128, "KC": 512, "MR": 4, "NR": 64, "PACK": 1}
     assert {key: chosen[key] for key in expected} == expected
     avx2 = select(host(isa="avx2"), "contraction", op)
     assert avx2["NR"] == 16 and avx2["MR"] <= 6
@@ -213,8 +213,8 @@ def test_register_tile_follows_the_isa():
 
 def test_f64_halves_lanes_and_bf16_computes_in_f32():
     target = host()
-    f32, f64, bf16 = (
-        select(target, "contraction", matmul_op(512, 512, 512, dtype))
+    f32, f64, bf16 = (  # cache-resident: the register tile of the unpacked path
+        select(target, "contraction", matmul_op(128, 256, 64, dtype))
         for dtype in ("f32", "f64", "bf16")
     )
     assert f64["NR"] == f32["NR"] // 2
@@ -247,10 +247,10 @@ def test_small_outputs_are_one_cache_tile():
 
 def test_operands_past_l2_are_packed_in_blocks_that_divide_the_shape():
     # Llama-2-7B's 11008 columns, in blocks whose C panel stays in L2; K=11008 in the
-    # largest whole block within the model's 512.
+    # largest whole block of 8 rows within the model's 1024 (4 x 64 register tiles).
     chosen = select(host(), "contraction", matmul_op(256, 11008, 4096))
-    assert chosen["PACK"] == 1 and (chosen["NC"], chosen["KC"]) == (256, 512)
-    assert select(host(), "contraction", matmul_op(256, 4096, 11008))["KC"] == 344
+    assert chosen["PACK"] == 1 and (chosen["NC"], chosen["KC"]) == (128, 1024)
+    assert select(host(), "contraction", matmul_op(256, 4096, 11008))["KC"] == 688
     # A prime N: the packed nest takes the columns of its whole register tiles (one block
     # of 992) and splits off the other 5.
     chosen = select(host(), "contraction", matmul_op(1000, 997, 1001))

@@ -4,7 +4,8 @@ their fill and element-wise consumers (bias, ReLU) fused into the cache tiles.
 transform.py builds the transform module; host.py holds the host CPU selector, constraints
 and cost model. packed.py (PACK > 0) packs the operands' panels; dot.py (UNIT 1 and 2) takes
 bf16 pairs; rows.py (UNIT 3) runs products of one column (N == 1) as row dot products along
-K. The knobs and their defaults are declared here, once.
+K; each path's *_host.py module holds its host selector. The knobs and their defaults are
+declared here, once.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ the register tiles of a block run N by NR outer, M by MR inner, so:
 - L3 keeps B's packed block (KC x NC), reused by every MC block: NC fills the L3 ways left
   by A's block and C.
 - Except where L2 can hold C's panel (M x NC, loaded and stored once per KC block) with
-  B's block and at least MIN_PANELS micro-panels of it (few rows, e.g. M = 256): then NC
+  B's block and at least MIN_PANEL_COLUMNS columns of it (few rows, e.g. M = 256): then NC
   keeps both in L2's ways less one (for A's stream), and A is read in place, since
   packing it once per NC block would cost more than it saves (measured on a Zen 4, Llama
   256x11008x4096 f32: 0.99x OpenBLAS this way, 0.94x with all of N in one L3 block).
@@ -64,9 +64,9 @@ class CacheLevel:
         )
 
 
-# Fewest B micro-panels (NR columns each) a C panel kept in L2 must span, else NC is sized
-# for L3: a narrower block re-reads all of A for too few columns.
-MIN_PANELS = 4
+# Fewest columns a C panel kept in L2 must span (four micro-panels of 32 f32), else NC is
+# sized for L3: a narrower block re-reads all of A for too few columns.
+MIN_PANEL_COLUMNS = 128
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def blis_blocking(
     b_block_ways = max(1, l3.ways - 1 - l3.ways_for(mc * kc * element_bytes))
     nc = max(nr, b_block_ways * l3.way_bytes // (kc * element_bytes) // nr * nr)
     c_panel_nc = (l2.ways - 1) * l2.way_bytes // ((rows + kc) * element_bytes) // nr * nr
-    if c_panel_nc >= MIN_PANELS * nr:
+    if c_panel_nc >= MIN_PANEL_COLUMNS:
         return Blocking(mc=mc, nc=c_panel_nc, kc=kc, pack_a=False, l3_nc=nc)
     return Blocking(mc=mc, nc=nc, kc=kc, l3_nc=nc)
 

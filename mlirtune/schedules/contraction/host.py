@@ -14,15 +14,12 @@ from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, Domains, KnobVariables
 from mlirtune.schedules.contraction.blocking import (
-    MIN_PANELS,
-    blis_blocking,
     packed_blocks_in_caches,
-    padded_block,
-    whole_block,
 )
 from mlirtune.schedules.contraction.dot import DOT_PAIR, UNIT_AMX, UNIT_DOT, UNIT_FMA
 from mlirtune.schedules.contraction.dot_host import dot_blocks, dot_constraints, pair_view
-from mlirtune.schedules.contraction.packed import PACK_AB, PACK_B, PACK_NONE, column_tail
+from mlirtune.schedules.contraction.packed import PACK_AB, PACK_B, PACK_NONE
+from mlirtune.schedules.contraction.packed_host import packed_blocks, packed_register_tile
 from mlirtune.schedules.contraction.rows import UNIT_ROWS
 from mlirtune.schedules.contraction.rows_host import rows_constraints, rows_cost, rows_select
 from mlirtune.schedules.cpu_model import (
@@ -99,9 +96,9 @@ def _fma_select(op: OpInfo, cpu: HostCPU) -> Config:
     B block (KC x NC) to half of L2, within OUTPUT_BLOCK_BYTES of output: few rows,
     many columns (16 x 512 f32 on a 32 KiB L1 / 1 MiB L2 core, measured 1.00x numpy at
     1024^3 against 0.84x for a 64 x 128 block). A matmul whose B passes half of L2 and
-    whose shape has whole blocks takes the packed path instead, blocked by the cache
-    model (blocking.py); a shape with no whole blocks gets even blocks, its partial
-    ones padded.
+    whose shape has whole blocks takes the packed path instead, with its own register
+    tile and blocks from the cache model (packed_host.py); a shape with no whole blocks
+    gets even blocks, its partial ones padded.
     """
     f = cpu.features
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
@@ -118,7 +115,7 @@ def _fma_select(op: OpInfo, cpu: HostCPU) -> Config:
     if m * n * size_out + (m + n) * kc * size_in <= f.l2_bytes and not transposed_b:
         mc, nc = m, n
     else:
-        packed = _packed_blocks(op, cpu, mr, nr)
+        packed = packed_blocks(op, cpu, *packed_register_tile(op, cpu, mr, nr))
         wanted = transposed_b or b_past_l2(op, cpu)
         if op.kind == "matmul" and wanted and packed is not None:
             return packed
@@ -142,45 +139,6 @@ def b_past_l2(op: OpInfo, cpu: HostCPU) -> bool:
     packing its panels pays only then; a B that stays in L2 gains nothing from it."""
     b_bytes = op.dims["K"] * op.dims["N"] * element_bytes(op.element_type)
     return b_bytes * op.dims.get("B", 1) > cpu.features.l2_bytes // 2
-
-
-def _packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
-    """Goto/BLIS blocks for operands past L2: the largest whole blocks within the analytical
-    model's bounds (blocking.py), B packed and A too where the model says so. The packed
-    nest splits off N's columns past the last whole register tile (`column_tail`) and takes
-    K's remainder in its first K block, so NC need only divide the other columns and KC
-    need not divide K. NC is tried within C's panel in L2, then within L3, and is at least
-    MIN_PANELS register tiles wide. A shape with no
-    whole M and N blocks gets even blocks whose last one is padded, with A packed only:
-    read in place (PACK=1), A's partial panels are padded per register tile, unvectorized
-    (measured 0.16x numpy at 1000x999x1001 against 0.97x unpacked), so then None."""
-    m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
-    bounds = blis_blocking(cpu.features, mr, nr, element_bytes(op.element_type), m)
-    columns = n - column_tail(op, mr, nr)
-    per_thread = max(nr, columns // cpu.threads)  # a column block per thread
-    mc = whole_block(m, bounds.mc, mr)
-    wide_enough = min(columns, MIN_PANELS * nr)  # else all of A is re-read for few columns
-    nc = next(
-        (
-            block
-            for bound in (bounds.nc, bounds.l3_nc)
-            if (block := whole_block(columns, min(bound, per_thread), nr)) and block >= wide_enough
-        ),
-        None,
-    )
-    if None in (mc, nc) and not bounds.pack_a:
-        return None
-    # Whole K blocks of 8 rows where K has them (so the packing copies move 8 rows at a
-    # time), else even ones: the knob's candidates (see _k_blocks).
-    kc = whole_block(k, bounds.kc, 8 if k % 8 == 0 else 1) or padded_block(k, bounds.kc, 1)
-    return {
-        "MC": mc or padded_block(m, bounds.mc, mr),
-        "NC": nc or padded_block(columns, min(bounds.nc, per_thread), nr),
-        "KC": kc,
-        "MR": mr,
-        "NR": nr,
-        "PACK": PACK_AB if bounds.pack_a else PACK_B,
-    }
 
 
 def _skinny(op: OpInfo, cpu: HostCPU) -> Config:

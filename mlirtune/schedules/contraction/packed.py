@@ -12,15 +12,18 @@ packing loop nests:
 The micro-kernel is the broadcast/FMA outer product of the unpacked path, its accumulators
 hoisted into registers. Packing happens inside the timed call, as numpy's does.
 
-Partial blocks and register tiles (shapes no block divides) are padded: the register-tile
-matmul is padded to the static MR x NR x KC, so the micro-kernel stays full-size; the
-packing copies of a partial panel are masked and write zeros past its edge, and the fill
-and epilogue tiles of a partial block are masked vectors. What is left unvectorized is the
-pad of a partial C tile (and of A's partial panel with PACK=1), once per such tile and K
-block. MR and NR must divide MC and NC (the packed buffers' panel counts).
+Remainders: the columns past N's last whole register tile are split off into a nest of
+their own (`column_tail`), and the first K block takes K's remainder, so that shapes whose
+M and N blocks are whole keep a static nest. Partial M and N blocks and register tiles are
+padded: the register-tile matmul is padded to the static MR x NR x KC, so the micro-kernel
+stays full-size; the packing copies of a partial panel are masked and write zeros past its
+edge, and the fill and epilogue tiles of a partial block are masked vectors. What is left
+unvectorized is the pad of a partial C tile (and of A's partial panel with PACK=1), once
+per such tile and K block. MR and NR must divide MC and NC (the packed buffers' panel
+counts).
 
-The contraction is split at KC (`transform.structured.split`) into the first K block and
-the later ones, each with its own nest. The fill is tiled and fused into the first block's
+The contraction is split (`transform.structured.split`) into the first K block and the
+later ones, each with its own nest. The fill is tiled and fused into the first block's
 register tiles: their accumulators start at zero, so C is neither filled by a pass of its
 own nor read back before the first K block (4096x4096x256 f32, where C is 64 MB: 0.94x ->
 1.07x OpenBLAS; 2048^3 0.98x -> 1.03x). An element-wise epilogue (bias, ReLU) is fused
