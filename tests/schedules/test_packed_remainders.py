@@ -87,3 +87,11 @@ def test_selector_packs_an_odd_shape_in_whole_blocks(engine):
     plan = engine.plan(workload).values
     assert plan["PACK"] > 0 and 1000 % plan["MC"] == 0 and 0 < 999 - plan["NC"] < plan["NR"]
     assert engine.execute(workload).verification.ok
+
+
+@pytest.mark.parametrize("pack", [1, 2])
+def test_a_wide_column_tail_is_split_into_pieces_that_verify(engine, pack):
+    """29 columns past N's last 32-wide register tile: split off as 16, 8 and 5 columns,
+    widths LLVM keeps in whole vectors (29 at once it splits into slow odd pieces)."""
+    parameters = {"MC": 32, "NC": 32, "KC": 16, "MR": 2, "NR": 32, "PACK": pack}
+    assert engine.execute(Matmul(M=64, N=61, K=40), parameters).verification.ok

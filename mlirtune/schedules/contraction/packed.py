@@ -105,7 +105,7 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         parallel = p.get("THREADS", 1) > 1
         output = s.output_op(op)
         if tail:  # the output op is the contraction (no epilogue)
-            output = _schedule_column_tail(s, output, n, mr)
+            output = _schedule_column_tail(s, output, n, tail, mr)
         s.fuse_with_loops(output, [0, nc], step="cache_tile_n", parallel=parallel)
         # Drop what the fusion left behind (the unfused contraction, when NC is all of N).
         function = s.match(s.root, ["func.func"], step="match_function")
@@ -234,17 +234,27 @@ def column_tail(op: OpInfo, mr: int, nr: int) -> int:
 
 
 def _schedule_column_tail(
-    s: ScheduleBuilder, contraction: ir.Value, columns: int, mr: int
+    s: ScheduleBuilder, contraction: ir.Value, columns: int, tail: int, mr: int
 ) -> ir.Value:
-    """Split the contraction at `columns` and schedule the op over the columns past them:
-    MR rows at a time, a K step of one MR x tail outer product, vectorized now so that the
-    packed nest's later matches skip it; it reads C as filled by a pass of its own. Padding
-    those columns to a register tile instead makes every tile of the nest dynamic, each
-    padded unvectorized (measured 1000x1008x1000 f32: 0.48x OpenBLAS, against 0.95x at
-    N=1024). Returns the handle of the op over the first `columns`."""
+    """Split the contraction at `columns` and schedule the op over the `tail` columns past
+    them, in pieces of power-of-two widths down to 8 and then the rest: MR rows at a time,
+    a K step of one outer product, vectorized now so that the packed nest's later matches
+    skip it; it reads C as filled by a pass of its own. Padding those columns to a register
+    tile instead makes every tile of the nest dynamic, each padded unvectorized (measured
+    1000x1008x1000 f32: 0.48x OpenBLAS, against 0.95x at N=1024); the pieces keep vector
+    widths LLVM does not split into odd parts (1024x1013x1024 f32 with a 53-column tail:
+    0.34x in one piece, 0.90x in pieces). Returns the handle of the op over the first
+    `columns`."""
     main, rest = s.split(contraction, 1, columns, step="split_column_tail")
-    _, (rows, _) = s.tile(rest, [mr, 0, 1], step="tile_column_tail")
-    s.vectorize_linalg(rows)
+    remaining, piece = tail, 0
+    while remaining:
+        width = 1 << (remaining.bit_length() - 1) if remaining > 8 else remaining
+        part = rest
+        if width < remaining:
+            part, rest = s.split(rest, 1, width, step=f"split_column_tail_{piece}")
+        _, (rows, _) = s.tile(part, [mr, 0, 1], step=f"tile_column_tail_{piece}")
+        s.vectorize_linalg(rows)
+        remaining, piece = remaining - width, piece + 1
     return main
 
 

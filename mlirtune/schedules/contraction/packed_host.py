@@ -23,22 +23,28 @@ PACKED_VECTORS = 4
 
 def packed_register_tile(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> tuple[int, int]:
     """The packed micro-kernel's register tile: its ACCUMULATORS accumulators in rows of
-    PACKED_VECTORS vectors where the register file and the shape take them (whole rows of
-    tiles in M, and a column tail LLVM keeps in whole vectors: see `narrow_tails`), else
-    MR x NR.
+    PACKED_VECTORS vectors, else of two, where the register file holds them and whole tiles
+    of rows divide M; of those, the first whose column tail (split off, see
+    packed.column_tail) is at most one vector or exactly two; else MR x NR.
     Wider rows take fewer loads per FMA: 4 x 4 vectors loads 4 B vectors and broadcasts 4
     elements of A per 16 FMAs, 8 x 2 vectors 2 and 8. Measured on an Intel Xeon, f32: the
     tuner's best for 1024^3 and 2048^3 was this tile at KC=1024, 1.08x and 1.10x the 8 x 2
     tile's blocks; benchmarks/gemm_shapes.py 0.97x -> 1.02x OpenBLAS (geometric mean). The
-    Zen 4 library's tuned 1024^3 entry is this tile too."""
+    Zen 4 library's tuned 1024^3 entry is this tile too. A wider tail costs the split-off
+    nest more: 1000x999x1001 ran at 0.90x with 4 x 64 (a 39-column tail), 0.97x with 8 x 32
+    (7 columns)."""
     lanes = cpu.lanes(op.element_type)
-    rows, width = ACCUMULATORS // PACKED_VECTORS, PACKED_VECTORS * lanes
-    fits = cpu.features.vector_registers >= ACCUMULATORS + PACKED_VECTORS + 1
-    tail = op.dims["N"] % width
-    narrow_tail = tail <= lanes or tail == 2 * lanes
-    if fits and narrow_tail and op.dims["M"] % rows == 0 and op.dims["N"] >= width:
-        return rows, width
-    return mr, nr
+    m, n = op.dims["M"], op.dims["N"]
+    tiles = [(ACCUMULATORS // v, v * lanes) for v in (PACKED_VECTORS, 2)]
+    usable = [
+        (rows, width)
+        for rows, width in tiles
+        if cpu.features.vector_registers >= ACCUMULATORS + width // lanes + 1
+        and m % rows == 0
+        and n >= width
+    ]
+    narrow = [(r, w) for r, w in usable if n % w <= lanes or n % w == 2 * lanes]
+    return (narrow or usable or [(mr, nr)])[0]
 
 
 def packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
