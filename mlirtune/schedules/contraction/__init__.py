@@ -20,7 +20,7 @@ from mlirtune.schedules.contraction.packed import PACK_AB, PACK_B, PACK_NONE, pa
 from mlirtune.schedules.contraction.rows import UNIT_ROWS, rows_schedule
 from mlirtune.schedules.contraction.rows_host import rows_k_steps
 from mlirtune.schedules.contraction.transform import contraction_schedule
-from mlirtune.schedules.cpu_model import HostFamily
+from mlirtune.schedules.cpu_model import HostFamily, ceil_div
 from mlirtune.schedules.knobs import (
     cache_tiles,
     choices,
@@ -44,7 +44,7 @@ def _k_blocks(op: OpInfo, lanes: int) -> list[int]:
     k = op.dims["K"]
     blocks = [*cache_tiles("K", floor=64, granule=8)(op, lanes), *rows_k_steps(op, lanes)]
     if k % 8:
-        blocks += [b for b in (-(-k // t) for t in range(2, EVEN_K_BLOCKS + 1)) if b >= 64]
+        blocks += [b for b in (ceil_div(k, t) for t in range(2, EVEN_K_BLOCKS + 1)) if b >= 64]
     if op.dims["M"] <= host.SKINNY_ROWS:
         blocks += [size for size in (8, 16, 32) if k % size == 0]
     return blocks

@@ -113,6 +113,7 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         contraction = s.match_root(s.root, op.kind, step="match_contraction")
         depths = _k_block_depths(k, kc)
         blocks = _first_k_block_apart(s, function, contraction, depths)
+        copy_rows = [math.gcd(depth, COPY_ROWS) for depth in depths]  # per K block
         # The first K block's register tiles take the fill in (tile and fuse), so their
         # accumulators start at zero and C is not filled, then read back, by a pass of its own.
         first = s.fuse(blocks[0], [mc, 0, 0], step="cache_tile_m")
@@ -159,7 +160,6 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         packs: dict[str, list[ir.Value]] = {"a": [], "b": []}
         tiles = s.match_root(s.root, op.kind, step="match_register_tiles")
         for block, tile in enumerate(_split(s, tiles, len(blocks), step="split_register_tiles")):
-            rows = math.gcd(depths[block], COPY_ROWS)
             with s.at(f"pad_{block}"):
                 padded = structured.PadOp(
                     tile,
@@ -188,7 +188,9 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
                 # consumer.
                 with s.at(f"match_pack_transpose_{block}"):
                     packing = transform.GetConsumersOfResult(any_op, packs["b"][-1], 0).result
-                _, (pack_loop,) = s.tile(packing, [rows, 0], step=f"tile_pack_transpose_{block}")
+                _, (pack_loop,) = s.tile(
+                    packing, [copy_rows[block], 0], step=f"tile_pack_transpose_{block}"
+                )
                 packs["b"][-1] = s.fuse_into(
                     packs["b"][-1], pack_loop, step=f"fuse_pack_copy_{block}"
                 )
@@ -205,8 +207,8 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         # and A's columns, or the other way round for an operand stored transposed.
         for name in (name for name in ("b", "a") if hoists[name]):
             for block, pack in enumerate(packs[name]):
-                rows = math.gcd(depths[block], COPY_ROWS)
-                tile, sizes = _panel_dims(op, name, rows, mr if name == "a" else nr)
+                width = mr if name == "a" else nr
+                tile, sizes = _panel_dims(op, name, copy_rows[block], width)
                 tiled, _ = s.tile(pack, tile, step=f"tile_pack_{name}_{block}")
                 with s.at(f"vectorize_pack_{name}_{block}"):
                     structured.VectorizeOp(tiled, vector_sizes=sizes)
