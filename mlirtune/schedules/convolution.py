@@ -50,8 +50,10 @@ CONV_OP = "linalg.conv_2d_nhwc_hwcf"
 NCHW_OP = "linalg.conv_2d_nchw_fchw"
 # FMAs one filter step (C_TILE channels of one tap) may unroll into.
 STEP_FMAS = 64
-# nchw register rows (output channels), each one vector of output pixels.
+# nchw register rows (output channels), each a row of output pixels in vectors, and the
+# accumulators of a tile at most.
 NCHW_ROWS = 8
+NCHW_ACCUMULATORS = 24
 # Strided nchw register rows (output pixels), each one vector of output channels.
 STRIDED_PIXELS = 8
 # Input channels from which a batched unit-stride nchw conv vectorizes along F too (see
@@ -161,11 +163,16 @@ class Convolution(HostFamily):
                 "C_TILE": 1,
             }
         if op.attributes.get("nchw"):
-            # F_TILE rows x one vector of the contiguous output row (measured best on
-            # KernelBench shapes: more rows or columns spill or stall).
+            # F_TILE rows x the widest row of up to four whole vectors within OW (its tail
+            # split off in pieces, see `row_pieces`), NCHW_ACCUMULATORS at most: fewer loads
+            # per FMA. Measured on an Intel Xeon, 1x64x64x64 3x3 f32: 64 x 6 163 GFLOP/s,
+            # 32 x 8 144, 16 x 8 65-119. Several convs in one payload (a strided transposed
+            # conv's phases) are tiled as one, without pieces: rows of one vector.
+            alone = op.attributes.get("convs", 1) == 1
+            width = max((v for v in (4, 2) if v * lanes <= dims["OW"] and alone), default=1)
             return {
-                "OW_TILE": min(lanes, dims["OW"]),
-                "F_TILE": min(NCHW_ROWS, dims["F"]),
+                "OW_TILE": min(width * lanes, dims["OW"]),
+                "F_TILE": min(NCHW_ROWS, NCHW_ACCUMULATORS // width, dims["F"]),
                 "C_TILE": 1,
             }
         ow_tile, f_tile = register_tile(cpu, dims["OW"], dims["F"], op.element_type)
@@ -314,12 +321,22 @@ def channels_first_schedule(op: OpInfo, parameters: Config, name: str = "convolu
         if p.get("THREADS", 1) > 1:
             s.fuse_with_loops(conv, [1, 0, 1, 0, 0, 0, 0], step="parallel_rows", parallel=True)
             conv = s.match(s.root, [NCHW_OP], step="match_conv_rows")
-        _, loops = s.fuse_with_loops(conv, [1, f_tile, 1, ow_tile, 0, 0, 0], step="output_tile")
-        if d["OW"] % ow_tile:  # innermost first, so the F peel clones both halves
-            s.peel(loops[-1], step="peel_ow")
-        if d["F"] % f_tile:
-            s.peel(loops[-3], step="peel_f")
+        # Rows of F_TILE channels x all OW pixels, the fill fused (F outermost: a
+        # memory-bound conv writes F_TILE output planes at a time), then OW_TILE pixels.
+        _, row_loops = s.fuse_with_loops(conv, [1, f_tile, 1, 0, 0, 0, 0], step="output_rows")
+        conv = s.match(s.root, [NCHW_OP], step="match_conv_row")
+        pieces = row_pieces(s, op, conv, ow_tile)
+        for piece, (part, width) in enumerate(pieces):
+            sizes = [0, 0, 0, width, 0, 0, 0]
+            _, loops = s.fuse_with_loops(part, sizes, step=f"output_tile_{piece}")
+            if len(pieces) == 1 and d["OW"] % width:  # a partial tile of several convs
+                s.peel(loops[-1], step="peel_ow")
         function = s.match(s.root, ["func.func"], step="match_function_tiled")
+        if len(pieces) > 1:  # the tail pieces read the row's fill, a row of pixels at a time
+            fills = s.match(function, ["linalg.fill"], step="match_fills")
+            s.tile(fills, [1, 1, 1, 0], step="fill_rows")
+        if d["F"] % f_tile:  # after the pieces, so that the peel clones them all
+            s.peel(row_loops[-2], step="peel_f")
         s.canonicalize(function, step="static_tile_shapes")
         conv = s.match(s.root, [NCHW_OP], step="match_conv_tiles")
         s.tile(conv, [0, 0, 0, 0, 1, 1, 1], step="filter_tile")  # one channel and tap a step
@@ -336,6 +353,34 @@ def channels_first_schedule(op: OpInfo, parameters: Config, name: str = "convolu
         s.vectorize_linalg(function, reductions_to_contract=False, minor_transfers=False)
         s.drop_leading_unit_dims(function)
         s.hoist_invariant_subsets(function)
+        s.allow_fma(function)
         # Canonicalizing here as well crashes the pattern driver (see lower_vectors).
         s.lower_vectors(function, canonicalize=False)
     return s.module
+
+
+def row_pieces(
+    s: ScheduleBuilder, op: OpInfo, conv: ir.Value, ow_tile: int
+) -> list[tuple[ir.Value, int]]:
+    """Split a unit-stride nchw conv along OW (loop 3) into the pixels of whole OW_TILE-wide
+    tiles and the tail past them, in pieces of power-of-two widths down to 8, then the rest:
+    each piece's row is whole vectors or one partial one. LLVM splits rows of other widths
+    (a 24-wide tail of 32-wide tiles) into lane inserts and spills (56x56 3x3, 64 channels:
+    14 ms in one piece). The pieces past the first read the fill of their output row.
+    Several convs in one handle (of other widths) stay one piece, their tail peeled.
+    Returns (piece, its tile width) in order."""
+    ow = op.dims["OW"]
+    tail = ow % ow_tile
+    if not tail or op.attributes.get("convs", 1) > 1:
+        return [(conv, ow_tile)]
+    main, rest = s.split(conv, 3, ow - tail, step="split_row_tail")
+    pieces = [(main, ow_tile)]
+    remaining = tail
+    while remaining:
+        width = 1 << (remaining.bit_length() - 1) if remaining > 8 else remaining
+        part = rest
+        if width < remaining:
+            part, rest = s.split(rest, 3, width, step=f"split_row_tail_{len(pieces)}")
+        pieces.append((part, width))
+        remaining -= width
+    return pieces

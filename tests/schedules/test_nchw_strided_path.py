@@ -11,7 +11,7 @@ import pytest
 from mlir import ir
 
 from mlirtune.api import engine_for
-from mlirtune.schedules.convolution import CONVOLUTION, NCHW_ROWS
+from mlirtune.schedules.convolution import CONVOLUTION, NCHW_ACCUMULATORS, NCHW_ROWS
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads.conv2d import Conv2d
 from mlirtune.workloads.conv_transpose import ConvTranspose
@@ -28,8 +28,12 @@ def test_strided_convs_take_pixel_rows_of_channel_vectors():
     config = CONVOLUTION.select(op, TARGET)
     assert config == {"OW_TILE": 8, "F_TILE": 16, "C_TILE": 1}
     assert CONVOLUTION.violations(op, TARGET, config) == []
+    # Unit stride: rows of output channels, each four vectors of the 68 pixels (the tail of
+    # 4 split off), NCHW_ACCUMULATORS in all.
     unit_stride = Conv2d(**CONV1D).root
-    assert CONVOLUTION.select(unit_stride, TARGET)["F_TILE"] == NCHW_ROWS
+    config = CONVOLUTION.select(unit_stride, TARGET)
+    assert config == {"OW_TILE": 64, "F_TILE": NCHW_ACCUMULATORS // 4, "C_TILE": 1}
+    assert CONVOLUTION.violations(unit_stride, TARGET, config) == []
 
 
 def test_strided_tiles_are_checked_as_pixel_rows():

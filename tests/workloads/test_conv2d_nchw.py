@@ -1,6 +1,7 @@
 """conv2d layout=nchw (PyTorch's NCHW / FCHW): JIT results match numpy for strides,
 dilations, zero padding, odd and asymmetric shapes and H=1 conv1d; per-dim stride/dilation
-strings; bad options name the option; the unit-stride schedule is vectorized."""
+strings; bad options name the option; the unit-stride schedule is vectorized, its row tail
+in pieces of whole vectors."""
 
 from __future__ import annotations
 
@@ -91,6 +92,33 @@ def test_unit_stride_schedule_is_vectorized(engine):
 
     engine.lower_payload(Conv2d(**{**SMALL, "padding": 1}), observer=observe)
     assert not [name for name in scheduled if name.startswith("linalg.")]
+
+
+@pytest.mark.jit
+def test_a_row_tail_is_split_into_power_of_two_pieces(engine):
+    """56 output pixels in 32-wide tiles: the 24-pixel tail runs as 16 + 8, each row of
+    multiply-adds whole vectors (no 24-wide row for LLVM to break into lane inserts), which
+    may fuse into FMAs; results match the reference."""
+    workload = Conv2d(**{**SMALL, "H": 8, "W": 58, "F": 12})
+    assert CONVOLUTION.select(workload.root, engine.target)["OW_TILE"] == 32
+    rows: set[int] = set()
+    contract: list[bool] = []
+
+    def observe(stage, module):
+        def visit(op):
+            if op.name in ("arith.mulf", "arith.addf"):
+                contract.append("contract" in str(op.attributes["fastmath"]))
+                rows.add(ir.VectorType(op.results[0].type).shape[-1])
+            return ir.WalkResult.ADVANCE
+
+        if stage.startswith("schedule"):
+            module.operation.walk(visit)
+
+    engine.lower_payload(workload, observer=observe)
+    assert rows == {32, 16, 8}
+    assert contract and all(contract)
+    result = engine.execute(workload)
+    assert result.verification.ok, result.verification.summary()
 
 
 @pytest.mark.parametrize(
