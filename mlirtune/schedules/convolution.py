@@ -1,6 +1,6 @@
 """The `convolution` family: 2-D convolutions in NHWC / HWCF layout (linalg.conv_2d_nhwc_hwcf)
-and in PyTorch's NCHW / FCHW layout (linalg.conv_2d_nchw_fchw, see `channels_first_schedule`;
-strided along W, nchw_strided.py).
+and in PyTorch's NCHW / FCHW layout (linalg.conv_2d_nchw_fchw, see `channels_first_schedule`:
+unit stride along W, nchw_rows.py; strided, nchw_strided.py).
 
 The output is tiled into one image row of OW_TILE x F_TILE outputs (fusing the zero fill), and
 the filter window is walked one (kh, kw) tap and C_TILE channels at a time. A tile with unit
@@ -43,11 +43,11 @@ from mlirtune.schedules.knobs import (
     threads_knob,
     vector_columns,
 )
+from mlirtune.schedules.nchw_rows import NCHW_OP, channel_rows
 from mlirtune.schedules.nchw_strided import strided_channels_first
 from mlirtune.targets.host_cpu import HostCPU
 
 CONV_OP = "linalg.conv_2d_nhwc_hwcf"
-NCHW_OP = "linalg.conv_2d_nchw_fchw"
 # FMAs one filter step (C_TILE channels of one tap) may unroll into.
 STEP_FMAS = 64
 # nchw register rows (output channels), each a row of output pixels in vectors, and the
@@ -114,6 +114,12 @@ def c_tiles(op: OpInfo, lanes: int) -> list[int]:
     return [1] if op.attributes.get("nchw") else divisors("C", 16)(op, lanes)
 
 
+def oh_tiles(op: OpInfo, lanes: int) -> list[int]:
+    """Output rows a unit-stride nchw register tile spans, dividing OH: each broadcast filter
+    value then multiplies a vector of every row. One elsewhere."""
+    return [r for r in (1, 2, 4) if op.dims["OH"] % r == 0] if unit_taps(op) else [1]
+
+
 class Convolution(HostFamily):
     """A register tile of OW_TILE pixels x F_TILE channels (output pixels broadcast against
     filter rows), C_TILE input channels per filter-loop step."""
@@ -135,6 +141,7 @@ class Convolution(HostFamily):
             by_layout(vector_columns("F", (1, 2, 4)), register_rows("F")),
         ),
         Knob("C_TILE", "input channels per filter-loop step", 1, c_tiles),
+        Knob("OH_TILE", "output rows per register tile (unit-stride nchw)", 1, oh_tiles),
         threads_knob(),
     )
 
@@ -161,24 +168,29 @@ class Convolution(HostFamily):
                 "OW_TILE": min(STRIDED_PIXELS, dims["OW"]),
                 "F_TILE": min(lanes, dims["F"]),
                 "C_TILE": 1,
+                "OH_TILE": 1,
             }
         if op.attributes.get("nchw"):
             # F_TILE rows x the widest row of up to four whole vectors within OW (its tail
-            # split off in pieces, see `row_pieces`), NCHW_ACCUMULATORS at most: fewer loads
-            # per FMA. Measured on an Intel Xeon, 1x64x64x64 3x3 f32: 64 x 6 163 GFLOP/s,
-            # 32 x 8 144, 16 x 8 65-119. Several convs in one payload (a strided transposed
-            # conv's phases) are tiled as one, without pieces: rows of one vector.
+            # split off in pieces, nchw_rows.row_pieces), over two output rows where a row
+            # is at most two vectors, NCHW_ACCUMULATORS at most: fewer loads per FMA.
+            # Measured on an Intel Xeon, 3x3 f32, 64 channels, OW x F x OH: at 64 wide,
+            # 64x6x1 163 GFLOP/s, 32x8x1 144, 16x8x1 65-119, 64x3x2 109; at 56 wide, 32x6x2
+            # 135, 32x8x1 116. Several convs in one payload (a strided transposed conv's
+            # phases) are tiled as one, without pieces: rows of one vector.
             alone = op.attributes.get("convs", 1) == 1
             width = max((v for v in (4, 2) if v * lanes <= dims["OW"] and alone), default=1)
+            oh_tile = 2 if width <= 2 and dims["OH"] % 2 == 0 and alone else 1
             return {
                 "OW_TILE": min(width * lanes, dims["OW"]),
-                "F_TILE": min(NCHW_ROWS, NCHW_ACCUMULATORS // width, dims["F"]),
+                "F_TILE": min(NCHW_ROWS, NCHW_ACCUMULATORS // (width * oh_tile), dims["F"]),
                 "C_TILE": 1,
+                "OH_TILE": oh_tile,
             }
         ow_tile, f_tile = register_tile(cpu, dims["OW"], dims["F"], op.element_type)
         line_elements = 64 // element_bytes(op.element_type)
         c_tile = fit(dims["C"], min(4, line_elements), high=1.0)
-        return {"OW_TILE": ow_tile, "F_TILE": f_tile, "C_TILE": c_tile}
+        return {"OW_TILE": ow_tile, "F_TILE": f_tile, "C_TILE": c_tile, "OH_TILE": 1}
 
     def constraints_on(
         self, op: OpInfo, cpu: HostCPU, knobs: KnobVariables, domains: Domains
@@ -189,13 +201,31 @@ class Convolution(HostFamily):
         if op.attributes.get("nchw"):
             rows, columns = ("OW_TILE", "F_TILE") if pixel_rows(op) else ("F_TILE", "OW_TILE")
             dim = d["F"] if pixel_rows(op) else d["OW"]
-            return [
+            shared = [
                 whole_vectors(columns, dim, knobs, lanes),
                 *outer_product(rows, columns, knobs, domains, lanes, f.vector_registers),
                 Constraint(
                     "c_tile_divides_c",
                     f"{d['C']} % C_TILE == 0: whole channel steps, no peeled remainder",
                     d["C"] % knobs["C_TILE"] == 0,
+                ),
+            ]
+            if pixel_rows(op):
+                return shared
+            v = vectors(knobs["OW_TILE"], lanes)
+            return [
+                *shared,
+                Constraint(
+                    "oh_tile_registers",
+                    f"OH_TILE*(F_TILE*v + v) + 1 <= {f.vector_registers} with v = "
+                    f"ceil(OW_TILE/{lanes}): every row's accumulators and loaded input vectors "
+                    "and the broadcast fit the registers",
+                    knobs["OH_TILE"] * (knobs["F_TILE"] * v + v) + 1 <= f.vector_registers,
+                ),
+                Constraint(
+                    "oh_tile_divides_oh",
+                    f"{d['OH']} % OH_TILE == 0: whole row tiles",
+                    d["OH"] % knobs["OH_TILE"] == 0,
                 ),
             ]
         v = vectors(knobs["F_TILE"], lanes)
@@ -217,8 +247,9 @@ class Convolution(HostFamily):
         ]
 
     def cost_on(self, op: OpInfo, cpu: HostCPU, config: Config) -> float:
-        """Every register tile (partial ones at their own width) runs KH*KW*C outer-product
-        steps with loop control shared by C_TILE channels, and loads and stores its
+        """Every register tile (partial ones at their own width; OH_TILE rows of tiles as
+        one taller tile) runs KH*KW*C outer-product steps with loop control shared by
+        C_TILE channels, and loads and stores its
         accumulators once (strided nchw: and transposes them, TRANSPOSE_CYCLES a vector); the
         filter slice of a tile is re-read by every pixel tile and the input rows by every
         channel tile, from wherever they stay."""
@@ -231,9 +262,10 @@ class Convolution(HostFamily):
         chans = tile_extents(d["F"], d["F"], f_tile)
         if not pixel_rows(op):  # rows of output channels, columns of pixels
             cols, chans = chans, cols
-        images = d["N"] * d["OH"]
+        oh_tile = config.get("OH_TILE", 1)  # rows of a register tile, sharing broadcasts
+        images = d["N"] * d["OH"] // oh_tile
         steps = d["KH"] * d["KW"] * d["C"]
-        tiles = [(r, c, rn * cn) for r, rn in cols.items() for c, cn in chans.items()]
+        tiles = [(r * oh_tile, c, rn * cn) for r, rn in cols.items() for c, cn in chans.items()]
         compute = steps * sum(n * step_cycles(r, c, lanes, c_tile) for r, c, n in tiles)
         accumulators = sum(n * r * ceil_div(c, lanes) for r, c, n in tiles)
         pixel_tiles, channel_tiles = sum(cols.values()), sum(chans.values())
@@ -302,14 +334,10 @@ def convolution_schedule(
 
 def channels_first_schedule(op: OpInfo, parameters: Config, name: str = "convolution") -> ir.Module:
     """Schedule a `linalg.conv_2d_nchw_fchw` (loops N, F, OH, OW, C, KH, KW). A padded input
-    is materialised first (fill + row copies). With unit stride along W, the output is tiled
-    into F_TILE channels x one row x OW_TILE contiguous pixels, the fill fused, and each
-    filter step is one tap of one channel: generalized, its unit loops folded, it is
-    out[f, ow] += K[f] * I[ow], a broadcast filter value times a contiguous input row, and
-    the accumulators stay in registers across the C, KH, KW loops. Convs strided along W
-    vectorize along F instead (nchw_strided.py)."""
-    d, p = op.dims, parameters
-    ow_tile, f_tile = min(p["OW_TILE"], d["OW"]), min(p["F_TILE"], d["F"])
+    is materialised first (fill + row copies). With unit stride along W, channel x row tiles
+    of broadcast filter values times contiguous input rows (nchw_rows.py); strided along W,
+    vectors along F (nchw_strided.py)."""
+    p = parameters
     with ScheduleBuilder(name) as s:
         function = s.match(s.root, ["func.func"], step="match_function")
         if op.attributes.get("padded"):
@@ -318,69 +346,5 @@ def channels_first_schedule(op: OpInfo, parameters: Config, name: str = "convolu
         if not unit_taps(op):
             strided_channels_first(s, op, conv, function, p)
             return s.module
-        if p.get("THREADS", 1) > 1:
-            s.fuse_with_loops(conv, [1, 0, 1, 0, 0, 0, 0], step="parallel_rows", parallel=True)
-            conv = s.match(s.root, [NCHW_OP], step="match_conv_rows")
-        # Rows of F_TILE channels x all OW pixels, the fill fused (F outermost: a
-        # memory-bound conv writes F_TILE output planes at a time), then OW_TILE pixels.
-        _, row_loops = s.fuse_with_loops(conv, [1, f_tile, 1, 0, 0, 0, 0], step="output_rows")
-        conv = s.match(s.root, [NCHW_OP], step="match_conv_row")
-        pieces = row_pieces(s, op, conv, ow_tile)
-        for piece, (part, width) in enumerate(pieces):
-            sizes = [0, 0, 0, width, 0, 0, 0]
-            _, loops = s.fuse_with_loops(part, sizes, step=f"output_tile_{piece}")
-            if len(pieces) == 1 and d["OW"] % width:  # a partial tile of several convs
-                s.peel(loops[-1], step="peel_ow")
-        function = s.match(s.root, ["func.func"], step="match_function_tiled")
-        if len(pieces) > 1:  # the tail pieces read the row's fill, a row of pixels at a time
-            fills = s.match(function, ["linalg.fill"], step="match_fills")
-            s.tile(fills, [1, 1, 1, 0], step="fill_rows")
-        if d["F"] % f_tile:  # after the pieces, so that the peel clones them all
-            s.peel(row_loops[-2], step="peel_f")
-        s.canonicalize(function, step="static_tile_shapes")
-        conv = s.match(s.root, [NCHW_OP], step="match_conv_tiles")
-        s.tile(conv, [0, 0, 0, 0, 1, 1, 1], step="filter_tile")  # one channel and tap a step
-        function = s.match(s.root, ["func.func"], step="match_function_again")
-        s.canonicalize(function, step="static_channel_tiles")
-        conv = s.match(s.root, [NCHW_OP], step="match_conv_steps")
-        with s.at("generalize"):
-            structured.GeneralizeOp(conv)
-        s.apply_patterns(
-            function,
-            "drop_unit_loops",
-            structured.apply_patterns_linalg_fold_unit_extent_dims_via_slices,
-        )
-        s.vectorize_linalg(function, reductions_to_contract=False, minor_transfers=False)
-        s.drop_leading_unit_dims(function)
-        s.hoist_invariant_subsets(function)
-        s.allow_fma(function)
-        # Canonicalizing here as well crashes the pattern driver (see lower_vectors).
-        s.lower_vectors(function, canonicalize=False)
+        channel_rows(s, op, conv, function, p)
     return s.module
-
-
-def row_pieces(
-    s: ScheduleBuilder, op: OpInfo, conv: ir.Value, ow_tile: int
-) -> list[tuple[ir.Value, int]]:
-    """Split a unit-stride nchw conv along OW (loop 3) into the pixels of whole OW_TILE-wide
-    tiles and the tail past them, in pieces of power-of-two widths down to 8, then the rest:
-    each piece's row is whole vectors or one partial one. LLVM splits rows of other widths
-    (a 24-wide tail of 32-wide tiles) into lane inserts and spills (56x56 3x3, 64 channels:
-    14 ms in one piece). The pieces past the first read the fill of their output row.
-    Several convs in one handle (of other widths) stay one piece, their tail peeled.
-    Returns (piece, its tile width) in order."""
-    ow = op.dims["OW"]
-    tail = ow % ow_tile
-    if not tail or op.attributes.get("convs", 1) > 1:
-        return [(conv, ow_tile)]
-    main, rest = s.split(conv, 3, ow - tail, step="split_row_tail")
-    pieces = [(main, ow_tile)]
-    remaining = tail
-    while remaining:
-        width = 1 << (remaining.bit_length() - 1) if remaining > 8 else remaining
-        part = rest
-        if width < remaining:
-            part, rest = s.split(rest, 3, width, step=f"split_row_tail_{len(pieces)}")
-        pieces.append((part, width))
-        remaining -= width
-    return pieces

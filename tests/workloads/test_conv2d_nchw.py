@@ -12,7 +12,9 @@ from mlir import ir
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.ir.inspect import largest_vector
 from mlirtune.schedules.convolution import CONVOLUTION
+from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads.conv2d import Conv2d
+from tests.targets.test_targets_host import AVX512
 
 SMALL = {"N": 1, "H": 10, "W": 18, "C": 4, "F": 16, "KH": 3, "KW": 3, "layout": "nchw"}
 
@@ -100,7 +102,8 @@ def test_a_row_tail_is_split_into_power_of_two_pieces(engine):
     multiply-adds whole vectors (no 24-wide row for LLVM to break into lane inserts), which
     may fuse into FMAs; results match the reference."""
     workload = Conv2d(**{**SMALL, "H": 8, "W": 58, "F": 12})
-    assert CONVOLUTION.select(workload.root, engine.target)["OW_TILE"] == 32
+    config = CONVOLUTION.select(workload.root, engine.target)
+    assert (config["OW_TILE"], config["OH_TILE"]) == (32, 2)
     rows: set[int] = set()
     contract: list[bool] = []
 
@@ -155,3 +158,27 @@ def test_strided_schedule_packs_the_filter_a_channel_at_a_time(engine):
     w = Conv2d(**{**SMALL, "C": 64, "F": 32, "H": 9, "W": 9, "stride": 2, "padding": 1})
     engine.lower_payload(w, observer=observe)
     assert largest and max(largest) <= 3 * 3 * 16
+
+
+def test_two_output_rows_share_each_broadcast_where_the_registers_and_rows_allow():
+    """A ResNet 3x3 conv: 32-wide rows (two vectors) of 6 channels over two output rows, 24
+    accumulators; a tile of 4 vectors keeps one row; OH_TILE must divide OH and every row's
+    accumulators must fit the registers."""
+    target = HostCPU(AVX512)
+    resnet = Conv2d(layout="nchw", N=1, C=64, F=64, H=56, W=56, KH=3, KW=3, padding=1).root
+    config = CONVOLUTION.select(resnet, target)
+    assert config == {"OW_TILE": 32, "F_TILE": 6, "C_TILE": 1, "OH_TILE": 2}
+    assert CONVOLUTION.violations(resnet, target, config) == []
+    wide = Conv2d(layout="nchw", N=1, C=64, F=64, H=66, W=66, KH=3, KW=3).root
+    assert CONVOLUTION.select(wide, target) == {
+        "OW_TILE": 64,
+        "F_TILE": 6,
+        "C_TILE": 1,
+        "OH_TILE": 1,
+    }
+    odd_rows = Conv2d(layout="nchw", N=1, C=64, F=64, H=9, W=58, KH=3, KW=3).root
+    assert CONVOLUTION.select(odd_rows, target)["OH_TILE"] == 1
+    assert "oh_tile_divides_oh" in CONVOLUTION.violations(odd_rows, target, {**config})
+    assert "oh_tile_registers" in CONVOLUTION.violations(
+        resnet, target, {**config, "F_TILE": 8, "OH_TILE": 4}
+    )

@@ -1,0 +1,96 @@
+"""The convolution family's NCHW path for unit-stride convolutions (convolution.unit_taps):
+channel x row tiles of broadcast x row FMAs.
+
+The output is tiled into F_TILE channels x OH_TILE rows x OW_TILE contiguous pixels, the
+fill fused, and each filter step is one tap of one channel: generalized, its unit loops
+folded, it is out[f, oh, ow] += K[f] * I[oh, ow], a broadcast filter value times contiguous
+input rows, and the accumulators stay in registers across the C, KH and KW loops. F_TILE
+rows are the outermost loop (a memory-bound conv writes F_TILE output planes at a time);
+a row's pixels past its whole OW_TILE tiles run in pieces of power-of-two widths
+(`row_pieces`).
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects.transform import structured
+
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.schedule import Config
+from mlirtune.schedules.builder import ScheduleBuilder
+
+NCHW_OP = "linalg.conv_2d_nchw_fchw"
+
+
+def channel_rows(
+    s: ScheduleBuilder, op: OpInfo, conv: ir.Value, function: ir.Value, parameters: Config
+) -> None:
+    """Schedule the `linalg.conv_2d_nchw_fchw` handle `conv` (padding already materialized)
+    into `s`, as the module docstring says."""
+    d, p = op.dims, parameters
+    ow_tile, f_tile = min(p["OW_TILE"], d["OW"]), min(p["F_TILE"], d["F"])
+    oh_tile = p.get("OH_TILE", 1)
+    if p.get("THREADS", 1) > 1:
+        rows = [1, 0, oh_tile, 0, 0, 0, 0]
+        s.fuse_with_loops(conv, rows, step="parallel_rows", parallel=True)
+        conv = s.match(s.root, [NCHW_OP], step="match_conv_rows")
+    _, row_loops = s.fuse_with_loops(conv, [1, f_tile, oh_tile, 0, 0, 0, 0], step="output_rows")
+    conv = s.match(s.root, [NCHW_OP], step="match_conv_row")
+    pieces = row_pieces(s, op, conv, ow_tile)
+    for piece, (part, width) in enumerate(pieces):
+        sizes = [0, 0, 0, width, 0, 0, 0]
+        _, loops = s.fuse_with_loops(part, sizes, step=f"output_tile_{piece}")
+        if len(pieces) == 1 and d["OW"] % width:  # a partial tile of several convs
+            s.peel(loops[-1], step="peel_ow")
+    function = s.match(s.root, ["func.func"], step="match_function_tiled")
+    if len(pieces) > 1:  # the tail pieces read the row's fill, a row of pixels at a time
+        fills = s.match(function, ["linalg.fill"], step="match_fills")
+        s.tile(fills, [1, 1, 1, 0], step="fill_rows")
+    if d["F"] % f_tile:  # after the pieces, so that the peel clones them all
+        s.peel(row_loops[-2], step="peel_f")
+    s.canonicalize(function, step="static_tile_shapes")
+    conv = s.match(s.root, [NCHW_OP], step="match_conv_tiles")
+    s.tile(conv, [0, 0, 0, 0, 1, 1, 1], step="filter_tile")  # one channel and tap a step
+    function = s.match(s.root, ["func.func"], step="match_function_again")
+    s.canonicalize(function, step="static_channel_tiles")
+    conv = s.match(s.root, [NCHW_OP], step="match_conv_steps")
+    with s.at("generalize"):
+        structured.GeneralizeOp(conv)
+    s.apply_patterns(
+        function,
+        "drop_unit_loops",
+        structured.apply_patterns_linalg_fold_unit_extent_dims_via_slices,
+    )
+    s.vectorize_linalg(function, reductions_to_contract=False, minor_transfers=False)
+    s.drop_leading_unit_dims(function)
+    s.hoist_invariant_subsets(function)
+    s.allow_fma(function)
+    # Canonicalizing here as well crashes the pattern driver (see lower_vectors).
+    s.lower_vectors(function, canonicalize=False)
+
+
+def row_pieces(
+    s: ScheduleBuilder, op: OpInfo, conv: ir.Value, ow_tile: int
+) -> list[tuple[ir.Value, int]]:
+    """Split a unit-stride nchw conv along OW (loop 3) into the pixels of whole OW_TILE-wide
+    tiles and the tail past them, in pieces of power-of-two widths down to 8, then the rest:
+    each piece's row is whole vectors or one partial one. LLVM splits rows of other widths
+    (a 24-wide tail of 32-wide tiles) into lane inserts and spills (56x56 3x3, 64 channels:
+    14 ms in one piece). The pieces past the first read the fill of their output row.
+    Several convs in one handle (of other widths) stay one piece, their tail peeled.
+    Returns (piece, its tile width) in order."""
+    ow = op.dims["OW"]
+    tail = ow % ow_tile
+    if not tail or op.attributes.get("convs", 1) > 1:
+        return [(conv, ow_tile)]
+    main, rest = s.split(conv, 3, ow - tail, step="split_row_tail")
+    pieces = [(main, ow_tile)]
+    remaining = tail
+    while remaining:
+        width = 1 << (remaining.bit_length() - 1) if remaining > 8 else remaining
+        part = rest
+        if width < remaining:
+            part, rest = s.split(rest, 3, width, step=f"split_row_tail_{len(pieces)}")
+        pieces.append((part, width))
+        remaining -= width
+    return pieces
