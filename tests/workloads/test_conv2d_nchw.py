@@ -102,8 +102,7 @@ def test_a_row_tail_is_split_into_power_of_two_pieces(engine):
     multiply-adds whole vectors (no 24-wide row for LLVM to break into lane inserts), which
     may fuse into FMAs; results match the reference."""
     workload = Conv2d(**{**SMALL, "H": 8, "W": 58, "F": 12})
-    config = CONVOLUTION.select(workload.root, engine.target)
-    assert (config["OW_TILE"], config["OH_TILE"]) == (32, 2)
+    assert CONVOLUTION.select(workload.root, engine.target)["OW_TILE"] == 32  # AVX2 too
     rows: set[int] = set()
     contract: list[bool] = []
 
