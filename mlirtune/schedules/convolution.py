@@ -54,6 +54,8 @@ STEP_FMAS = 64
 # accumulators of a tile at most.
 NCHW_ROWS = 8
 NCHW_ACCUMULATORS = 24
+# Fewest channels a tile of several vectors or rows takes (else a narrower tile).
+MIN_ROWS = 4
 # Strided nchw register rows (output pixels), each one vector of output channels.
 STRIDED_PIXELS = 8
 # Input channels from which a batched unit-stride nchw conv vectorizes along F too (see
@@ -120,6 +122,30 @@ def oh_tiles(op: OpInfo, lanes: int) -> list[int]:
     return [r for r in (1, 2, 4) if op.dims["OH"] % r == 0] if unit_taps(op) else [1]
 
 
+def channel_row_tile(op: OpInfo, cpu: HostCPU) -> tuple[int, int, int]:
+    """(vectors per row, OH_TILE, F_TILE) of a unit-stride nchw register tile: the first of
+    four vectors x one row, two x two rows, two x one, one x two, one x one that OW and OH
+    take and whose rows fit the register file (`oh_tile_registers`) at least MIN_ROWS
+    channels deep, NCHW_ACCUMULATORS at most; several convs in one payload (a strided
+    transposed conv's phases, tiled as one without pieces) take one row of one vector. Wider
+    and taller tiles load less per FMA. Measured on an Intel Xeon, 3x3 f32, 64 channels,
+    OW x F x OH: at 64 pixels wide, 64x6x1 163 GFLOP/s, 32x8x1 144, 16x8x1 65-119, 64x3x2
+    109; at 56 wide, 32x6x2 135, 32x8x1 116."""
+    dims, lanes = op.dims, cpu.lanes(op.element_type)
+    registers = cpu.features.vector_registers
+    shapes = [(4, 1), (2, 2), (2, 1), (1, 2), (1, 1)]
+    if op.attributes.get("convs", 1) > 1:
+        shapes = [(1, 1)]
+    for vectors_per_row, rows in shapes:
+        if (vectors_per_row > 1 and vectors_per_row * lanes > dims["OW"]) or dims["OH"] % rows:
+            continue
+        fitting = ((registers - 1) // rows - vectors_per_row) // vectors_per_row
+        f_tile = min(NCHW_ROWS, NCHW_ACCUMULATORS // (vectors_per_row * rows), fitting)
+        if f_tile >= min(MIN_ROWS, dims["F"]) or (vectors_per_row, rows) == (1, 1):
+            return vectors_per_row, rows, max(1, min(f_tile, dims["F"]))
+    raise AssertionError("unreachable: one vector x one row always qualifies")
+
+
 class Convolution(HostFamily):
     """A register tile of OW_TILE pixels x F_TILE channels (output pixels broadcast against
     filter rows), C_TILE input channels per filter-loop step."""
@@ -171,19 +197,12 @@ class Convolution(HostFamily):
                 "OH_TILE": 1,
             }
         if op.attributes.get("nchw"):
-            # F_TILE rows x the widest row of up to four whole vectors within OW (its tail
-            # split off in pieces, nchw_rows.row_pieces), over two output rows where a row
-            # is at most two vectors, NCHW_ACCUMULATORS at most: fewer loads per FMA.
-            # Measured on an Intel Xeon, 3x3 f32, 64 channels, OW x F x OH: at 64 wide,
-            # 64x6x1 163 GFLOP/s, 32x8x1 144, 16x8x1 65-119, 64x3x2 109; at 56 wide, 32x6x2
-            # 135, 32x8x1 116. Several convs in one payload (a strided transposed conv's
-            # phases) are tiled as one, without pieces: rows of one vector.
-            alone = op.attributes.get("convs", 1) == 1
-            width = max((v for v in (4, 2) if v * lanes <= dims["OW"] and alone), default=1)
-            oh_tile = 2 if width <= 2 and dims["OH"] % 2 == 0 and alone else 1
+            # F_TILE rows x OH_TILE rows of whole vectors (the row's tail split off in
+            # pieces, nchw_rows.row_pieces).
+            width, oh_tile, f_tile = channel_row_tile(op, cpu)
             return {
                 "OW_TILE": min(width * lanes, dims["OW"]),
-                "F_TILE": min(NCHW_ROWS, NCHW_ACCUMULATORS // (width * oh_tile), dims["F"]),
+                "F_TILE": f_tile,
                 "C_TILE": 1,
                 "OH_TILE": oh_tile,
             }
