@@ -154,6 +154,26 @@ class ScheduleBuilder:
             first, rest = transform.SplitHandleOp([any_op, any_op], parts).results
         return first, rest
 
+    def split_tail(
+        self, target: ir.Value, dimension: int, size: int, tail: int, step: str
+    ) -> tuple[ir.Value, list[tuple[ir.Value, int]]]:
+        """Split a structured op along loop `dimension` at `size`, and the `tail` iterations
+        past it into pieces of power-of-two widths down to 8, then the rest: vector rows that
+        LLVM keeps whole, where it breaks other widths (24, 39, 53) into odd pieces, lane
+        inserts and spills. Returns the op over the first `size` and the (piece, width)
+        list in order."""
+        main, rest = self.split(target, dimension, size, step=step)
+        pieces: list[tuple[ir.Value, int]] = []
+        remaining = tail
+        while remaining:
+            width = 1 << (remaining.bit_length() - 1) if remaining > 8 else remaining
+            part = rest
+            if width < remaining:
+                part, rest = self.split(rest, dimension, width, step=f"{step}_{len(pieces)}")
+            pieces.append((part, width))
+            remaining -= width
+        return main, pieces
+
     def unroll(self, loop_handle: ir.Value, factor: int, step: str) -> None:
         """Unroll an scf.for by `factor` (the loop handle is consumed). A factor that does not
         divide the trip count leaves an epilogue loop for the remaining iterations."""

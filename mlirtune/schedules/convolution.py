@@ -197,8 +197,8 @@ class Convolution(HostFamily):
                 "OH_TILE": 1,
             }
         if op.attributes.get("nchw"):
-            # F_TILE rows x OH_TILE rows of whole vectors (the row's tail split off in
-            # pieces, nchw_rows.row_pieces).
+            # F_TILE channels x OH_TILE output rows of whole vectors (the row's tail split
+            # off in pieces, nchw_rows.row_pieces).
             width, oh_tile, f_tile = channel_row_tile(op, cpu)
             return {
                 "OW_TILE": min(width * lanes, dims["OW"]),

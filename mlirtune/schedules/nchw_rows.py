@@ -73,24 +73,14 @@ def row_pieces(
     s: ScheduleBuilder, op: OpInfo, conv: ir.Value, ow_tile: int
 ) -> list[tuple[ir.Value, int]]:
     """Split a unit-stride nchw conv along OW (loop 3) into the pixels of whole OW_TILE-wide
-    tiles and the tail past them, in pieces of power-of-two widths down to 8, then the rest:
-    each piece's row is whole vectors or one partial one. LLVM splits rows of other widths
-    (a 24-wide tail of 32-wide tiles) into lane inserts and spills (56x56 3x3, 64 channels:
-    14 ms in one piece). The pieces past the first read the fill of their output row.
+    tiles and the tail past them, in pieces of power-of-two widths (ScheduleBuilder.
+    split_tail): a 24-wide tail of 32-wide tiles in one piece ran 14 ms against 3 (56x56
+    3x3, 64 channels). The pieces past the first read the fill of their output row.
     Several convs in one handle (of other widths) stay one piece, their tail peeled.
     Returns (piece, its tile width) in order."""
     ow = op.dims["OW"]
     tail = ow % ow_tile
     if not tail or op.attributes.get("convs", 1) > 1:
         return [(conv, ow_tile)]
-    main, rest = s.split(conv, 3, ow - tail, step="split_row_tail")
-    pieces = [(main, ow_tile)]
-    remaining = tail
-    while remaining:
-        width = 1 << (remaining.bit_length() - 1) if remaining > 8 else remaining
-        part = rest
-        if width < remaining:
-            part, rest = s.split(rest, 3, width, step=f"split_row_tail_{len(pieces)}")
-        pieces.append((part, width))
-        remaining -= width
-    return pieces
+    main, pieces = s.split_tail(conv, 3, ow - tail, tail, step="split_row_tail")
+    return [(main, ow_tile), *pieces]

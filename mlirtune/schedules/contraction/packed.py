@@ -247,16 +247,10 @@ def _schedule_column_tail(
     widths LLVM does not split into odd parts (1024x1013x1024 f32 with a 53-column tail:
     0.34x in one piece, 0.90x in pieces). Returns the handle of the op over the first
     `columns`."""
-    main, rest = s.split(contraction, 1, columns, step="split_column_tail")
-    remaining, piece = tail, 0
-    while remaining:
-        width = 1 << (remaining.bit_length() - 1) if remaining > 8 else remaining
-        part = rest
-        if width < remaining:
-            part, rest = s.split(rest, 1, width, step=f"split_column_tail_{piece}")
+    main, pieces = s.split_tail(contraction, 1, columns, tail, step="split_column_tail")
+    for piece, (part, _) in enumerate(pieces):
         _, (rows, _) = s.tile(part, [mr, 0, 1], step=f"tile_column_tail_{piece}")
         s.vectorize_linalg(rows)
-        remaining, piece = remaining - width, piece + 1
     return main
 
 
