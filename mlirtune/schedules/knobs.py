@@ -30,6 +30,22 @@ def threads_knob() -> Knob:
     )
 
 
+def vector_bits_knob() -> Knob:
+    """VECTOR_BITS: the width of the target's vector registers, for code whose shape follows
+    the instruction set (the packed path's transposing shuffles). Neither selected nor
+    searched: the target fills it (HostCPU's vector ISA, the VECTOR_BITS slot of
+    lower_cpu.yaml); 0 where a pipeline does not pass it."""
+    return Knob(
+        "VECTOR_BITS",
+        "bits of a vector register (set by the target)",
+        0,
+        choices(0),
+        selected=False,
+        minimum=0,
+        searched=False,
+    )
+
+
 def cache_tiles(dim: str, *, floor: int, granule: int = 1, in_lanes: bool = False) -> Derivation:
     """Tile sizes for the loop `dim`: one per power-of-two octave from `floor` up, the largest
     divisor of the loop in that octave that is a multiple of `granule` (no partial tile to

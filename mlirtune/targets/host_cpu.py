@@ -180,8 +180,13 @@ class HostCPU(Target):
 
     def pipeline_values(self) -> dict[str, int | str]:
         """THREADS: the cores the kernel's outer loops are spread over; ISA: the vector ISA
-        code is generated for, which picks instruction-specific expansions (lower_cpu.yaml)."""
-        return {"THREADS": self.threads, "ISA": self.features.isa}
+        code is generated for, which picks instruction-specific expansions, and VECTOR_BITS
+        its registers' width, for schedules shaped by it (lower_cpu.yaml)."""
+        return {
+            "THREADS": self.threads,
+            "ISA": self.features.isa,
+            "VECTOR_BITS": self.features.vector_bits,
+        }
 
     def has_bf16_dot(self) -> bool:
         """Whether kernels for this target may use 512-bit AVX512-BF16 dot products

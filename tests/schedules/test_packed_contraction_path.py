@@ -11,7 +11,7 @@ from mlir import ir
 from mlirtune.api import engine_for
 from mlirtune.engine import MlirJitEngine
 from mlirtune.interfaces.errors import MlirtuneError
-from mlirtune.targets.host_cpu import HostCPU
+from mlirtune.targets.host_cpu import HostCPU, detect_features
 from mlirtune.workloads import BatchMatmul, Matmul, Mlp
 
 pytestmark = pytest.mark.jit
@@ -198,3 +198,43 @@ def test_selected_kernels_verify_on_every_shape_class(workload, pack):
     plan = engine.plan(workload)
     assert plan.values["PACK"] == pack
     assert engine.execute(workload).verification.ok
+
+
+def transpose_shapes(engine: MlirJitEngine, workload, parameters) -> list[list[int]]:
+    """Source shapes of the vector transposes the schedule leaves."""
+
+    def shape(op: ir.Operation) -> list[int] | None:
+        return (
+            list(ir.VectorType(op.operands[0].type).shape)
+            if op.name == "vector.transpose"
+            else None
+        )
+
+    return scheduled(engine, workload, parameters, shape)
+
+
+@pytest.mark.parametrize(("isa", "side"), [("avx512", 16), ("avx2", 8)])
+def test_transposed_b_is_packed_in_register_squares(isa, side):
+    # B stored [N, K] is transposed into its panels in squares of one register's f32 lanes,
+    # which the schedule lowers to shuffles: no [NR, K rows] transpose is left to go
+    # element by element.
+    target = HostCPU(isa=isa)
+    engine = MlirJitEngine(target=target, use_specs=False)
+    workload = Matmul(M=64, N=64, K=64, transpose="b")
+    parameters = {**BLOCKS, "PACK": 1}
+    shapes = transpose_shapes(engine, workload, parameters)
+    assert [BLOCKS["NR"], 8] not in shapes and [side, side] not in shapes
+    assert scheduled(engine, workload, parameters, lambda op: op.name == "vector.shuffle" or None)
+    if isa == "avx2" or detect_features().isa == "avx512":
+        assert engine.execute(workload, parameters).verification.ok
+
+
+def test_transposed_b_squares_need_every_k_block_whole():
+    # K = 53 = 5 + 3 x 16: the first K block is packed a row at a time, so no block is
+    # packed in squares (mixed with those, the shuffle lowering ran out of memory).
+    engine = MlirJitEngine(target=HostCPU(isa="avx512"), use_specs=False)
+    workload = Matmul(M=64, N=48, K=53, transpose="b")
+    parameters = {"MC": 32, "NC": 48, "KC": 16, "MR": 8, "NR": 16, "PACK": 1}
+    assert [16, 16] not in transpose_shapes(engine, workload, parameters)
+    if detect_features().isa == "avx512":
+        assert engine.execute(workload, parameters).verification.ok

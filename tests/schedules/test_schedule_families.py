@@ -33,7 +33,7 @@ DEFAULTS = {
             "PACK": 0,
             "UNIT": 0,
         }
-        | {"THREADS": 1},
+        | {"THREADS": 1, "VECTOR_BITS": 0},
     ),
     "convolution": (
         OpInfo("conv2d", CONV, F32),

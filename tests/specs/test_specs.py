@@ -370,8 +370,8 @@ def test_cli_list_and_show(tmp_path, capsys):
     assert code == 0 and f"matches LIB:{name}" in out
     (line,) = [line for line in out.splitlines() if line.startswith("config:")]
     assert line.startswith(f"config: spec:LIB:{name}:")
-    target = f"ISA={HostCPU().features.isa}"  # set by the target, as THREADS is
-    assert set(line.split(": ", 2)[2].split()) == {*values.split(), "THREADS=1", target}
+    target = {f"{k}={v}" for k, v in HostCPU().pipeline_values().items()}  # THREADS, ISA, ...
+    assert set(line.split(": ", 2)[2].split()) == {*values.split(), *target}
     code, out, _ = cli(capsys, "specs", "show", "--for", "matmul", "M=64", "N=48", "K=16",
                        "--spec", path)  # fmt: skip
     assert code == 0 and "no entry of LIB" in out and "config: selector:" in out
@@ -425,7 +425,7 @@ def test_tune_export_and_compile_end_to_end(tmp_path):
 
     tuned = _bench(tmp_path, *SHAPE, "--spec", lib)
     assert tuned["config_source"] == f"spec:LIB:{entry.name}"
-    target = {"THREADS": 1, "ISA": HostCPU().features.isa}  # the target's values
+    target = HostCPU().pipeline_values()  # the target's values
     assert tuned["parameters"] == {**entry.config, **target}
     other = _bench(tmp_path, "M=64", "N=48", "K=16", "--spec", lib)
     assert other["config_source"] == "selector"

@@ -33,7 +33,7 @@ def test_schedule_parameters(engine):
     result = engine.execute(w, params)
     assert result.verification.ok, result.verification.summary()
     defaults = {"KU": 1, "ORDER": 1, "PACK": 0, "UNIT": 0}
-    target = {"THREADS": 1, "ISA": engine.target.features.isa}
+    target = engine.target.pipeline_values()  # THREADS, ISA, VECTOR_BITS
     assert result.parameters == {**params, **defaults, **target}
 
 

@@ -26,6 +26,7 @@ from mlirtune.schedules.knobs import (
     choices,
     register_rows,
     threads_knob,
+    vector_bits_knob,
     vector_columns,
 )
 from mlirtune.targets.host_cpu import HostCPU
@@ -135,6 +136,7 @@ class Contraction(HostFamily):
             minimum=UNIT_FMA,
         ),
         threads_knob(),
+        vector_bits_knob(),
     )
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
