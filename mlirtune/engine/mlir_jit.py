@@ -127,13 +127,18 @@ class MlirJitEngine(DescriptorEngine):
     ) -> tuple[ir.Module, Lowering]:
         with new_context(), ir.Location.unknown():
             module, lowering = self.prepare(workload, parameters)
-            run_pipeline(
-                module,
-                lowering,
-                observer=observer,
-                print_after_all=print_after_all,
-                after_schedules=(lambda m: add_timer(m, workload.entry)) if with_timer else None,
-            )
+            try:
+                run_pipeline(
+                    module,
+                    lowering,
+                    observer=observer,
+                    print_after_all=print_after_all,
+                    after_schedules=(lambda m: add_timer(m, workload.entry))
+                    if with_timer
+                    else None,
+                )
+            except MlirtuneError as error:
+                raise self.explained(error, lowering) from None
             set_target_features(module, self.target.llvm_target_features())
             return module, lowering
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from mlir import ir
 
 from mlirtune.interfaces.engine import Engine
+from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.interfaces.lowering import Descriptor, Lowering
 from mlirtune.interfaces.runtime import Runtime
 from mlirtune.interfaces.target import Target
@@ -15,7 +16,7 @@ from mlirtune.interfaces.workload import Workload
 from mlirtune.ir.context import new_context
 from mlirtune.pipeline import resolve_descriptor
 from mlirtune.pipeline.plan import plan_payload
-from mlirtune.specs.specset import SpecSet
+from mlirtune.specs.specset import SpecSet, config_violations
 
 
 class DescriptorEngine(Engine):
@@ -51,6 +52,18 @@ class DescriptorEngine(Engine):
         return plan_payload(
             workload, self.target, self._default, self._pipeline(), self.specs, parameters
         )
+
+    def explained(self, error: MlirtuneError, lowering: Lowering) -> MlirtuneError:
+        """`error`, where a schedule failed to apply, naming the constraints of the schedule
+        family that the config breaks: such a config (e.g. from --param) is the likely
+        cause, and the interpreter's diagnostic does not say so."""
+        if error.stage != "schedule" or len(lowering.roots) != 1:
+            return error
+        broken = config_violations(dict(lowering.values), lowering.roots[0], lowering, self.target)
+        if not broken:
+            return error
+        message = f"{error.args[0]}\nthe config breaks {', '.join(broken)} of this schedule family"
+        return type(error)(message, stage=error.stage)
 
     def _pipeline(self) -> Descriptor | None:
         """The pipeline the engine was given, if any, read once."""

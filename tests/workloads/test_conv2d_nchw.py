@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from mlir import ir
 
-from mlirtune.interfaces.errors import UsageError
+from mlirtune.engine import MlirJitEngine
+from mlirtune.interfaces.errors import MlirtuneError, UsageError
 from mlirtune.ir.inspect import largest_vector
 from mlirtune.schedules.convolution import CONVOLUTION
 from mlirtune.targets.host_cpu import HostCPU
@@ -187,3 +188,14 @@ def test_two_output_rows_share_each_broadcast_where_the_registers_and_rows_allow
     assert "oh_tile_registers" in CONVOLUTION.violations(
         resnet, target, {**config, "F_TILE": 8, "OH_TILE": 4}
     )
+
+
+@pytest.mark.jit
+def test_a_schedule_failure_names_the_constraints_the_config_breaks():
+    """An explicit OH_TILE that does not divide OH fails in the transform interpreter; the
+    error says which of the family's constraints the config breaks."""
+    odd_rows = Conv2d(**{**SMALL, "H": 9, "W": 16, "padding": 1})
+    with pytest.raises(MlirtuneError) as failure:
+        MlirJitEngine(use_specs=False).compile(odd_rows, {"OH_TILE": 2})
+    assert failure.value.stage == "schedule"
+    assert "oh_tile_divides_oh" in str(failure.value).splitlines()[-1]
