@@ -121,3 +121,15 @@ def test_rows_of_a_read_in_place_stay_within_the_l1_ways_where_they_alias(cpu):
     assert aliasing["PACK"] == 0 and aliasing["MR"] <= cpu.features.l1d_ways
     apart = FAMILIES["contraction"].select(matmul(512, 49, 2000), cpu)
     assert apart["MR"] > cpu.features.l1d_ways or apart["MR"] == 512
+
+
+@pytest.mark.parametrize("cpu", [AMD_LIKE, INTEL_LIKE], ids=["amd", "intel"])
+def test_an_a_stored_k_by_m_is_packed_in_blocks_as_wide_as_l3_allows(cpu):
+    """Read in place, A [K, M]'s MR values of a K step lie a row apart; packed per narrow
+    column block, it is re-packed once per block. So it is packed, NC from L3."""
+    plain = matmul(1024, 2048, 4096)
+    transposed = OpInfo("matmul", plain.dims, F32, attributes={"transpose_a": 1})
+    config = FAMILIES["contraction"].select(transposed, cpu)
+    assert config["PACK"] == 2
+    assert config["NC"] == 2048  # all of N within L3's bound
+    assert not FAMILIES["contraction"].violations(transposed, cpu, {**config, "KU": 1, "ORDER": 1})
