@@ -190,8 +190,9 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
                         )
             if transposes["b"] and hoists["b"]:
                 # B stored [N, K]: the packing nest transposes each [NR, KC] panel into the
-                # [KC, NR] layout of the plain path, a few K rows at a time (as the copies
-                # below), so the micro-kernel reads rows of NR contiguous elements; its
+                # [KC, NR] layout of the plain path, in register squares where it can
+                # (TRANSPOSE_SQUARES), else a few K rows at a time (as the copies below),
+                # so the micro-kernel reads rows of NR contiguous elements; its
                 # transpose back, fused into the K step, is one [1, NR] row. The panel's
                 # copy is fused into the same loop: B's rows go straight into the
                 # transposes, not through a copy of the panel first (128x1024x256:
@@ -199,7 +200,7 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
                 # consumer.
                 with s.at(f"match_pack_transpose_{block}"):
                     packing = transform.GetConsumersOfResult(any_op, packs["b"][-1], 0).result
-                _, (*_, pack_loop) = s.tile(
+                _, (*_, pack_loop) = s.tile(  # the innermost loop
                     packing, [copy_rows[block], square], step=f"tile_pack_transpose_{block}"
                 )
                 packs["b"][-1] = s.fuse_into(
@@ -254,9 +255,9 @@ def _transpose_square(op: OpInfo, parameters: Config, nr: int, depths: list[int]
     packed in [NR, 1] transposes (K = 53 = 5 + 3 x 16), the squares' lowering patterns ran
     out of memory."""
     side, _, _ = TRANSPOSE_SQUARES.get(parameters.get("VECTOR_BITS", 0), (0, None, False))
-    if not op.attributes.get("transpose_b") or op.dtypes[1] != "f32":
+    if not side or not op.attributes.get("transpose_b") or op.dtypes[1] != "f32":
         return 0
-    whole = nr % side == 0 and all(depth % side == 0 for depth in depths) if side else False
+    whole = nr % side == 0 and all(depth % side == 0 for depth in depths)
     return side if whole else 0
 
 
