@@ -133,3 +133,21 @@ def test_an_a_stored_k_by_m_is_packed_in_blocks_as_wide_as_l3_allows(cpu):
     assert config["PACK"] == 2
     assert config["NC"] == 2048  # all of N within L3's bound
     assert not FAMILIES["contraction"].violations(transposed, cpu, {**config, "KU": 1, "ORDER": 1})
+
+
+@pytest.mark.parametrize(
+    ("transpose", "dims", "pack"),
+    [
+        ("transpose_b", (128, 256, 1024), 1),  # a Linear layer's weight: always packed
+        ("transpose_a", (512, 512, 512), 2),  # A past L1: packed
+        ("transpose_a", (64, 64, 64), 0),  # A in L1: read in place
+    ],
+)
+def test_the_selector_packs_transposed_operands_within_its_own_constraints(transpose, dims, pack):
+    """The selector's choice for a transposed operand is a point of the search space: the
+    PACK constraint allows what the selector picks (it did not for transposed B, so the
+    tuner could not search the packed path for Linear layers)."""
+    op = OpInfo("matmul", dict(zip("MNK", dims, strict=True)), F32, attributes={transpose: 1})
+    config = FAMILIES["contraction"].select(op, INTEL_LIKE)
+    assert config["PACK"] == pack
+    assert not FAMILIES["contraction"].violations(op, INTEL_LIKE, {**config, "KU": 1, "ORDER": 1})
