@@ -127,15 +127,14 @@ class MlirJitEngine(DescriptorEngine):
     ) -> tuple[ir.Module, Lowering]:
         with new_context(), ir.Location.unknown():
             module, lowering = self.prepare(workload, parameters)
+            timer = (lambda m: add_timer(m, workload.entry)) if with_timer else None
             try:
                 run_pipeline(
                     module,
                     lowering,
                     observer=observer,
                     print_after_all=print_after_all,
-                    after_schedules=(lambda m: add_timer(m, workload.entry))
-                    if with_timer
-                    else None,
+                    after_schedules=timer,
                 )
             except MlirtuneError as error:
                 raise self.explained(error, lowering) from None
