@@ -1,10 +1,12 @@
-"""Affine maps that payload and dispatch builders index tensors with."""
+"""Affine maps that payload and dispatch builders index tensors with, and the
+linalg.generic they build with them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from mlir import ir
+from mlir.dialects import linalg
 
 
 def identity_map(rank: int) -> ir.AffineMap:
@@ -14,3 +16,23 @@ def identity_map(rank: int) -> ir.AffineMap:
 def projection_map(rank: int, dims: Sequence[int]) -> ir.AffineMap:
     """(d0..d{rank-1}) -> (d{dims[0]}, ...): broadcasts and reductions."""
     return ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(d) for d in dims])
+
+
+def generic(
+    inputs: Sequence[ir.Value],
+    init: ir.Value,
+    maps: Sequence[ir.AffineMap],
+    iterators: Sequence[str],
+    body: Callable[..., ir.Value],
+) -> ir.Value:
+    """A single-result linalg.generic; `body(*input_scalars, out_scalar)` returns the yield."""
+    iterator_attrs = [ir.Attribute.parse(f"#linalg.iterator_type<{it}>") for it in iterators]
+    op = linalg.GenericOp_(
+        list(inputs),
+        [init],
+        ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps]),
+        ir.ArrayAttr.get(iterator_attrs),
+    )
+    with ir.InsertionPoint(op.regions[0].blocks[0]):
+        linalg.YieldOp([body(*op.regions[0].blocks[0].arguments)])
+    return op.result

@@ -32,9 +32,9 @@ from mlir.dialects import math as mmath
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
 from mlirtune.ir.constants import splat
-from mlirtune.ir.maps import projection_map
+from mlirtune.ir.maps import generic, projection_map
 from mlirtune.workloads.base import FLOAT_DTYPE_PARAM, SEED_PARAM, PayloadWorkload
-from mlirtune.workloads.payload import build_payload, generic, zero_filled
+from mlirtune.workloads.payload import build_payload, zero_filled
 from mlirtune.workloads.reduce import parse_shape
 
 KINDS = ("batch", "batch_train", "group", "rms")

@@ -18,10 +18,10 @@ from mlir.dialects import arith
 
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
-from mlirtune.ir.maps import identity_map, projection_map
+from mlirtune.ir.maps import generic, identity_map, projection_map
 from mlirtune.workloads.activations import ACTIVATIONS, torch_function
 from mlirtune.workloads.base import FLOAT_DTYPE_PARAM, SEED_PARAM, PayloadWorkload
-from mlirtune.workloads.payload import build_payload, generic
+from mlirtune.workloads.payload import build_payload
 
 # Ops that multiply or add one extra input, with the dims of [M, N] that input has; and the
 # ops that consume none.

@@ -26,9 +26,9 @@ from mlir.dialects import arith, linalg, math, tensor
 from mlirtune.interfaces.dtype import DTYPES
 from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
 from mlirtune.ir.constants import splat
-from mlirtune.ir.maps import projection_map
+from mlirtune.ir.maps import generic, projection_map
 from mlirtune.workloads.base import FLOAT_DTYPE_PARAM, SEED_PARAM, PayloadWorkload
-from mlirtune.workloads.payload import build_payload, filled, generic
+from mlirtune.workloads.payload import build_payload, filled
 
 KINDS = ("mse", "huber", "cosine", "kl_div", "hinge", "cross_entropy", "triplet")
 COSINE_EPS = 1e-8  # F.cosine_similarity's, clamping each norm

@@ -14,9 +14,9 @@ from mlir.dialects import arith, linalg
 
 from mlirtune.interfaces.dtype import DTYPES, FLOAT_DTYPES
 from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
-from mlirtune.ir.maps import identity_map, projection_map
+from mlirtune.ir.maps import generic, identity_map, projection_map
 from mlirtune.workloads.base import SEED_PARAM, PayloadWorkload
-from mlirtune.workloads.payload import build_payload, generic, zero_filled
+from mlirtune.workloads.payload import build_payload, zero_filled
 
 SIZE_PARAMS = (
     Param("M", int, 256, "rows of A and C"),

@@ -25,9 +25,9 @@ from mlir.dialects import arith, math, tensor
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
 from mlirtune.ir.constants import splat
-from mlirtune.ir.maps import identity_map, projection_map
+from mlirtune.ir.maps import generic, identity_map, projection_map
 from mlirtune.workloads.base import FLOAT_DTYPE_PARAM, SEED_PARAM, PayloadWorkload
-from mlirtune.workloads.payload import build_payload, generic, zero_filled
+from mlirtune.workloads.payload import build_payload, zero_filled
 
 KINDS = ("layer", "rms", "l1", "l2")
 EPS = 1e-5  # torch.nn.LayerNorm's and KernelBench's RMSNorm's

@@ -54,26 +54,6 @@ def build_payload(
     return module
 
 
-def generic(
-    inputs: Sequence[ir.Value],
-    init: ir.Value,
-    maps: Sequence[ir.AffineMap],
-    iterators: Sequence[str],
-    body: Callable[..., ir.Value],
-) -> ir.Value:
-    """A single-result linalg.generic; `body(*input_scalars, out_scalar)` returns the yield."""
-    iterator_attrs = [ir.Attribute.parse(f"#linalg.iterator_type<{it}>") for it in iterators]
-    op = linalg.GenericOp_(
-        list(inputs),
-        [init],
-        ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps]),
-        ir.ArrayAttr.get(iterator_attrs),
-    )
-    with ir.InsertionPoint(op.regions[0].blocks[0]):
-        linalg.YieldOp([body(*op.regions[0].blocks[0].arguments)])
-    return op.result
-
-
 def padded_spatially(
     x: ir.Value, padding: Sequence[int], value: float, *, channels_last: bool = False
 ) -> ir.Value:

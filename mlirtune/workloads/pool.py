@@ -23,9 +23,9 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
-from mlirtune.ir.maps import identity_map
+from mlirtune.ir.maps import generic, identity_map
 from mlirtune.workloads.base import FLOAT_DTYPE_PARAM, SEED_PARAM, PayloadWorkload
-from mlirtune.workloads.payload import build_payload, filled, generic, padded_spatially
+from mlirtune.workloads.payload import build_payload, filled, padded_spatially
 from mlirtune.workloads.windows import output_size, parse_sizes
 
 Sizes = tuple[int, ...]

@@ -22,9 +22,9 @@ from mlir.dialects import arith, linalg, tensor
 from mlirtune.interfaces.dtype import DTYPES
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
-from mlirtune.ir.maps import projection_map
+from mlirtune.ir.maps import generic, projection_map
 from mlirtune.workloads.base import FLOAT_DTYPE_PARAM, SEED_PARAM, PayloadWorkload
-from mlirtune.workloads.payload import build_payload, filled, generic
+from mlirtune.workloads.payload import build_payload, filled
 
 OPS = ("sum", "mean", "max", "min", "prod", "argmax", "argmin")
 ARG_OPS = ("argmax", "argmin")

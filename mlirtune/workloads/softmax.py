@@ -13,9 +13,9 @@ from mlir import ir
 from mlir.dialects import arith, math, tensor
 
 from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
-from mlirtune.ir.maps import identity_map, projection_map
+from mlirtune.ir.maps import generic, identity_map, projection_map
 from mlirtune.workloads.base import FLOAT_DTYPE_PARAM, SEED_PARAM, PayloadWorkload
-from mlirtune.workloads.payload import build_payload, filled, generic, zero_filled
+from mlirtune.workloads.payload import build_payload, filled, zero_filled
 
 # Per element: max, subtract, exp, add, divide (exp counted as one flop, as is customary).
 FLOPS_PER_ELEMENT = 5
