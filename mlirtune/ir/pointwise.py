@@ -53,7 +53,8 @@ def is_pointwise(op: ir.Operation) -> bool:
     return kernel.shape[2:] == [1, 1] and strides == [1, 1] and image.shape[0] == 1 and unpadded
 
 
-def _collapsed(value: ir.Value, groups: list[list[int]]) -> ir.Value:
+def collapsed(value: ir.Value, groups: list[list[int]]) -> ir.Value:
+    """`value` with each group of its dims collapsed into one (a view)."""
     shape = ir.ShapedType(value.type).shape
     sizes = [math.prod(shape[d] for d in group) for group in groups]
     element = ir.ShapedType(value.type).element_type
@@ -65,15 +66,15 @@ def _collapsed_init(init: ir.Value, groups: list[list[int]]) -> ir.Value:
     owner = init.owner
     if isinstance(owner, ir.OpView) and owner.name == "linalg.fill":
         value, target = owner.operands
-        return linalg.fill(value, outs=[_collapsed(target, groups)])
-    return _collapsed(init, groups)
+        return linalg.fill(value, outs=[collapsed(target, groups)])
+    return collapsed(init, groups)
 
 
 def _rewrite(op: ir.Operation) -> None:
     image, kernel, init = op.operands
     out_type = ir.RankedTensorType(op.results[0].type)
     with ir.InsertionPoint(op), op.location:
-        weights, pixels = _collapsed(kernel, FILTER), _collapsed(image, IMAGE)
+        weights, pixels = collapsed(kernel, FILTER), collapsed(image, IMAGE)
         product = linalg.matmul(weights, pixels, outs=[_collapsed_init(init, OUTPUT)])
         result = tensor.expand_shape(out_type, product, OUTPUT, [], list(out_type.shape))
     op.results[0].replace_all_uses_with(result)

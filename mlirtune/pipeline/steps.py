@@ -15,6 +15,7 @@ from collections.abc import Callable
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.ir.expand_exp import expand_exp
 from mlirtune.ir.expand_math import expand_math
+from mlirtune.ir.flat_conv import flatten_conv_rows
 from mlirtune.ir.flatten_transfers import flatten_narrow_transfers
 from mlirtune.ir.gpu import prepare_kernels
 from mlirtune.ir.prefetch import prefetch_next_tile
@@ -24,6 +25,7 @@ Step = Callable[..., None]  # (module, **arguments)
 STEPS: dict[str, Step] = {
     "prepare-gpu-kernels": prepare_kernels,
     "flatten-narrow-transfers": flatten_narrow_transfers,
+    "flatten-conv-rows": flatten_conv_rows,
     "expand-math": expand_math,
     "expand-exp": expand_exp,
     "prefetch-next-tile": prefetch_next_tile,

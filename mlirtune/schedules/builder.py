@@ -54,9 +54,21 @@ class ScheduleBuilder:
 
     # --- handles ---------------------------------------------------------------------------
 
-    def match(self, target: ir.Value, op_names: Sequence[str], step: str = "match") -> ir.Value:
+    def match(
+        self,
+        target: ir.Value,
+        op_names: Sequence[str],
+        step: str = "match",
+        attributes: Sequence[str] = (),
+    ) -> ir.Value:
+        """Ops named one of `op_names` nested in `target`, and carrying unit `attributes`."""
         with self.at(step):
-            return structured.MatchOp.match_op_names(target, list(op_names)).result
+            if not attributes:
+                return structured.MatchOp.match_op_names(target, list(op_names)).result
+            attrs = ir.DictAttr.get({name: ir.UnitAttr.get() for name in attributes})
+            return structured.MatchOp(
+                transform.AnyOpType.get(), target, ops=list(op_names), op_attrs=attrs
+            ).result
 
     def match_root(self, target: ir.Value, kind: str, step: str = "match_root") -> ir.Value:
         """Root ops annotated `mlirtune.root = kind` (see mlirtune.ir.roots)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import z3
 from mlir import ir
 from mlir.dialects.transform import structured
 
@@ -43,27 +44,26 @@ from mlirtune.schedules.knobs import (
     threads_knob,
     vector_columns,
 )
+from mlirtune.schedules.nchw_flat import flat_channel_rows
 from mlirtune.schedules.nchw_rows import NCHW_OP, channel_rows
 from mlirtune.schedules.nchw_strided import strided_channels_first
+from mlirtune.schedules.nchw_tiles import (
+    NCHW_ROWS,
+    channel_row_tile,
+    flat_rows_choices,
+    flat_rows_pay,
+    oh_tiles,
+    plane_row,
+    row_columns,
+    unit_taps,
+)
 from mlirtune.targets.host_cpu import HostCPU
 
 CONV_OP = "linalg.conv_2d_nhwc_hwcf"
 # FMAs one filter step (C_TILE channels of one tap) may unroll into.
 STEP_FMAS = 64
-# nchw register rows (output channels), each a row of output pixels in vectors, and the
-# accumulators of a tile at most.
-NCHW_ROWS = 8
-NCHW_ACCUMULATORS = 24
-# Fewest channels a tile of several vectors or rows takes (else a narrower tile).
-MIN_ROWS = 4
 # Strided nchw register rows (output pixels), each one vector of output channels.
 STRIDED_PIXELS = 8
-# Input channels from which a batched unit-stride nchw conv vectorizes along F too (see
-# `unit_taps`; measured against vectors along the row: 1.10-1.27x on KernelBench's 2-D
-# transposed convs with C=32, F=64, N=16; 0.62x at C=3, 0.54x at F=3). With one image the
-# channel-vector path would run one thread (its threads take images): those keep the row
-# path.
-DEEP_CHANNELS = 32
 # Shuffles per accumulator vector to transpose a strided nchw tile back to rows of pixels
 # (a 16 x 16 f32 transpose is 64 two-source shuffles; an estimate, not measured).
 TRANSPOSE_CYCLES = 4.0
@@ -90,21 +90,6 @@ def by_layout(nhwc: Derivation, nchw: Derivation) -> Derivation:
     return lambda op, lanes: (nhwc if pixel_rows(op) else nchw)(op, lanes)
 
 
-def unit_taps(op: OpInfo) -> bool:
-    """An nchw conv scheduled one filter tap and one channel at a time (unit stride along
-    W): each step is out[f, ow] += K[f] * I[ow], broadcast filter x contiguous input row.
-    A batch of deep convs (DEEP_CHANNELS inputs and outputs or more, two images or more,
-    alone in its payload) takes the channel-vector path of strided convs instead
-    (nchw_strided.py): its vectors run along F, whole, where a row of W + KW - 1 outputs
-    leaves a partial vector."""
-    if not op.attributes.get("nchw") or op.attributes.get("stride_w", 1) != 1:
-        return False
-    d = op.dims
-    deep = min(d["C"], d["F"]) >= DEEP_CHANNELS and d["N"] >= 2
-    # Several convs (a strided transposed conv's phases): the channel-vector path packs one.
-    return not deep or op.attributes.get("convs", 1) > 1
-
-
 def pixel_rows(op: OpInfo) -> bool:
     """Whether the register tile's rows are output pixels and its vectors output channels:
     NHWC, and NCHW strided along W (nchw_strided.py); unit-stride NCHW swaps them."""
@@ -116,34 +101,17 @@ def c_tiles(op: OpInfo, lanes: int) -> list[int]:
     return [1] if op.attributes.get("nchw") else divisors("C", 16)(op, lanes)
 
 
-def oh_tiles(op: OpInfo, lanes: int) -> list[int]:
-    """Output rows a unit-stride nchw register tile spans, dividing OH: each broadcast filter
-    value then multiplies a vector of every row. One elsewhere."""
-    return [r for r in (1, 2, 4) if op.dims["OH"] % r == 0] if unit_taps(op) else [1]
-
-
-def channel_row_tile(op: OpInfo, cpu: HostCPU) -> tuple[int, int, int]:
-    """(vectors per row, OH_TILE, F_TILE) of a unit-stride nchw register tile: the first of
-    four vectors x one row, two x two rows, two x one, one x two, one x one that OW and OH
-    take and whose rows fit the register file (`oh_tile_registers`) at least MIN_ROWS
-    channels deep, NCHW_ACCUMULATORS at most; several convs in one payload (a strided
-    transposed conv's phases, tiled as one without pieces) take one row of one vector. Wider
-    and taller tiles load less per FMA. Measured on an Intel Xeon, 3x3 f32, 64 channels,
-    OW x F x OH: at 64 pixels wide, 64x6x1 163 GFLOP/s, 32x8x1 144, 16x8x1 65-119, 64x3x2
-    109; at 56 wide, 32x6x2 135, 32x8x1 116."""
-    dims, lanes = op.dims, cpu.lanes(op.element_type)
-    registers = cpu.features.vector_registers
-    shapes = [(4, 1), (2, 2), (2, 1), (1, 2), (1, 1)]
-    if op.attributes.get("convs", 1) > 1:
-        shapes = [(1, 1)]
-    for vectors_per_row, rows in shapes:
-        if (vectors_per_row > 1 and vectors_per_row * lanes > dims["OW"]) or dims["OH"] % rows:
-            continue
-        fitting = ((registers - 1) // rows - vectors_per_row) // vectors_per_row
-        f_tile = min(NCHW_ROWS, NCHW_ACCUMULATORS // (vectors_per_row * rows), fitting)
-        if f_tile >= min(MIN_ROWS, dims["F"]) or (vectors_per_row, rows) == (1, 1):
-            return vectors_per_row, rows, max(1, min(f_tile, dims["F"]))
-    raise AssertionError("unreachable: one vector x one row always qualifies")
+def channel_rows_config(op: OpInfo, cpu: HostCPU, *, flat: bool) -> Config:
+    """The unit-stride nchw selector's config, computing the planes row by row or `flat`."""
+    width, oh_tile, f_tile = channel_row_tile(op, cpu, flat)
+    row = plane_row(op) if flat else op.dims["OW"]
+    return {
+        "OW_TILE": min(width * cpu.lanes(op.element_type), row),
+        "F_TILE": f_tile,
+        "C_TILE": 1,
+        "OH_TILE": oh_tile,
+        "FLAT_ROWS": int(flat),
+    }
 
 
 class Convolution(HostFamily):
@@ -158,7 +126,7 @@ class Convolution(HostFamily):
             "OW_TILE",
             "output pixels of a row per register tile (nchw: the vector columns)",
             ow_tile_default,
-            by_layout(register_rows("OW"), vector_columns("OW", (1, 2, 4))),
+            by_layout(register_rows("OW"), row_columns),
         ),
         Knob(
             "F_TILE",
@@ -168,6 +136,14 @@ class Convolution(HostFamily):
         ),
         Knob("C_TILE", "input channels per filter-loop step", 1, c_tiles),
         Knob("OH_TILE", "output rows per register tile (unit-stride nchw)", 1, oh_tiles),
+        Knob(
+            "FLAT_ROWS",
+            "1: each output plane computed as one row over the input's width (unit-stride "
+            "nchw, nchw_flat.py)",
+            0,
+            flat_rows_choices,
+            minimum=0,
+        ),
         threads_knob(),
     )
 
@@ -195,21 +171,28 @@ class Convolution(HostFamily):
                 "F_TILE": min(lanes, dims["F"]),
                 "C_TILE": 1,
                 "OH_TILE": 1,
+                "FLAT_ROWS": 0,
             }
         if op.attributes.get("nchw"):
             # F_TILE channels x OH_TILE output rows of whole vectors (the row's tail split
-            # off in pieces, nchw_rows.row_pieces).
-            width, oh_tile, f_tile = channel_row_tile(op, cpu)
-            return {
-                "OW_TILE": min(width * lanes, dims["OW"]),
-                "F_TILE": f_tile,
-                "C_TILE": 1,
-                "OH_TILE": oh_tile,
-            }
+            # off in pieces, nchw_rows.row_pieces), or of a plane's flat row where a row ends
+            # in a partial vector and the cost model finds the flat row cheaper (its crop
+            # re-reads and writes the output: not on large planes of few channels).
+            rows = channel_rows_config(op, cpu, flat=False)
+            if not flat_rows_pay(op, cpu):
+                return rows
+            flat = channel_rows_config(op, cpu, flat=True)
+            return flat if self.cost_on(op, cpu, flat) < self.cost_on(op, cpu, rows) else rows
         ow_tile, f_tile = register_tile(cpu, dims["OW"], dims["F"], op.element_type)
         line_elements = 64 // element_bytes(op.element_type)
         c_tile = fit(dims["C"], min(4, line_elements), high=1.0)
-        return {"OW_TILE": ow_tile, "F_TILE": f_tile, "C_TILE": c_tile, "OH_TILE": 1}
+        return {
+            "OW_TILE": ow_tile,
+            "F_TILE": f_tile,
+            "C_TILE": c_tile,
+            "OH_TILE": 1,
+            "FLAT_ROWS": 0,
+        }
 
     def constraints_on(
         self, op: OpInfo, cpu: HostCPU, knobs: KnobVariables, domains: Domains
@@ -232,8 +215,28 @@ class Convolution(HostFamily):
             if pixel_rows(op):
                 return shared
             v = vectors(knobs["OW_TILE"], lanes)
+            flat = knobs["FLAT_ROWS"] == 1
+            single_thread = [  # the flat path has no parallel loop
+                Constraint(
+                    "flat_rows_one_thread",
+                    f"FLAT_ROWS == 0 with {cpu.threads} threads: flat rows run on one thread",
+                    z3.Not(flat),
+                )
+            ]
             return [
                 *shared,
+                *(single_thread if cpu.threads > 1 else []),
+                Constraint(
+                    "ow_tile_within_row",
+                    f"FLAT_ROWS == 1 or OW_TILE <= {d['OW']}: a tile wider than the output "
+                    "row needs the plane computed as one flat row",
+                    z3.Or(flat, knobs["OW_TILE"] <= d["OW"]),
+                ),
+                Constraint(
+                    "flat_rows_one_row",
+                    "FLAT_ROWS == 0 or OH_TILE == 1: a flat row is the whole plane",
+                    z3.Or(z3.Not(flat), knobs["OH_TILE"] == 1),
+                ),
                 Constraint(
                     "oh_tile_registers",
                     f"OH_TILE*(F_TILE*v + v) + 1 <= {f.vector_registers} with v = "
@@ -275,14 +278,16 @@ class Convolution(HostFamily):
         d = op.dims
         size = element_bytes(op.element_type)
         lanes = cpu.lanes(op.element_type)
-        ow_tile, f_tile = min(config["OW_TILE"], d["OW"]), min(config["F_TILE"], d["F"])
+        flat = bool(config.get("FLAT_ROWS"))
+        row = plane_row(op) if flat else d["OW"]  # a flat plane is one row per image
+        ow_tile, f_tile = min(config["OW_TILE"], row), min(config["F_TILE"], d["F"])
         c_tile = min(config["C_TILE"], d["C"])
-        cols = tile_extents(d["OW"], d["OW"], ow_tile)
+        cols = tile_extents(row, row, ow_tile)
         chans = tile_extents(d["F"], d["F"], f_tile)
         if not pixel_rows(op):  # rows of output channels, columns of pixels
             cols, chans = chans, cols
         oh_tile = config.get("OH_TILE", 1)  # rows of a register tile, sharing broadcasts
-        images = d["N"] * d["OH"] // oh_tile
+        images = d["N"] if flat else d["N"] * d["OH"] // oh_tile
         steps = d["KH"] * d["KW"] * d["C"]
         tiles = [(r * oh_tile, c, rn * cn) for r, rn in cols.items() for c, cn in chans.items()]
         compute = steps * sum(n * step_cycles(r, c, lanes, c_tile) for r, c, n in tiles)
@@ -293,9 +298,13 @@ class Convolution(HostFamily):
         overhead = pixel_tiles * channel_tiles * TILE_CYCLES + per_vector * accumulators
         filter_bytes = steps * d["F"] * size
         input_row = (d["OW"] + d["KW"] - 1) * d["C"] * size
+        window = input_row * d["KH"]  # the input rows one row of tiles reads
         traffic = Traffic(cpu)
+        if flat:  # the crop reads and writes the output once more
+            output = d["F"] * d["OH"] * d["OW"] * size
+            traffic.add(2 * output, output)
         traffic.add(filter_bytes * pixel_tiles, steps * f_tile * size)
-        traffic.add(input_row * d["KH"] * channel_tiles, input_row * d["KH"])
+        traffic.add(window * channel_tiles, window)
         cycles = max(compute, traffic.cycles()) + overhead
         return seconds(images * cycles, cpu)
 
@@ -361,6 +370,9 @@ def channels_first_schedule(op: OpInfo, parameters: Config, name: str = "convolu
         function = s.match(s.root, ["func.func"], step="match_function")
         if op.attributes.get("padded"):
             s.materialize_padding(function, 4, op.attributes["IW"], op.attributes["pad"])
+        if p.get("FLAT_ROWS"):
+            flat_channel_rows(s, op, function, p)
+            return s.module
         conv = s.match(s.root, [NCHW_OP], step="match_conv")
         if not unit_taps(op):
             strided_channels_first(s, op, conv, function, p)

@@ -1,4 +1,4 @@
-"""The convolution family's NCHW path for unit-stride convolutions (convolution.unit_taps):
+"""The convolution family's NCHW path for unit-stride convolutions (nchw_tiles.unit_taps):
 channel x row tiles of broadcast x row FMAs.
 
 The output is tiled into F_TILE channels x OH_TILE rows x OW_TILE contiguous pixels, the

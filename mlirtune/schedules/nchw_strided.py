@@ -1,5 +1,5 @@
 """The convolution family's NCHW path for convolutions strided along W (stride_w > 1), and
-for batches of deep unit-stride ones (convolution.unit_taps).
+for batches of deep unit-stride ones (nchw_tiles.unit_taps).
 
 The unit-stride NCHW path vectorizes along the output row, each filter tap a broadcast
 weight times a contiguous input row; with a stride along W that input row is strided (a

@@ -358,7 +358,7 @@ def test_export_as_transform_tune_knobs():
 @pytest.mark.parametrize(
     "name, tiny",
     [
-        ("conv2d", {"OW_TILE": 1, "F_TILE": 16, "C_TILE": 1, "OH_TILE": 1}),
+        ("conv2d", {"OW_TILE": 1, "F_TILE": 16, "C_TILE": 1, "OH_TILE": 1, "FLAT_ROWS": 0}),
         ("reduction", {"ROWS": 1, "COLS": 16, "PREFETCH": 0}),
         ("elementwise", {"ROWS": 1, "COLS": 8}),
     ],

@@ -99,11 +99,15 @@ def test_unit_stride_schedule_is_vectorized(engine):
 
 @pytest.mark.jit
 def test_a_row_tail_is_split_into_power_of_two_pieces(engine):
-    """56 output pixels: on AVX-512, 32-wide tiles whose 24-pixel tail runs as 16 + 8, each
-    row of multiply-adds whole vectors (no 24-wide row for LLVM to break into lane inserts),
-    which may fuse into FMAs; results match the reference."""
+    """56 output pixels computed row by row (FLAT_ROWS=0): on AVX-512, 32-wide tiles whose
+    24-pixel tail runs as 16 + 8, each row of multiply-adds whole vectors (no 24-wide row
+    for LLVM to break into lane inserts), which may fuse into FMAs; results match the
+    reference."""
     workload = Conv2d(**{**SMALL, "H": 8, "W": 58, "F": 12})
-    ow_tile = CONVOLUTION.select(workload.root, engine.target)["OW_TILE"]
+    config = {**CONVOLUTION.select(workload.root, engine.target), "FLAT_ROWS": 0}
+    if config["OW_TILE"] > 56:  # a flat row's tile, four vectors
+        config.update(OW_TILE=32)
+    ow_tile = config["OW_TILE"]
     rows: set[int] = set()
     contract: list[bool] = []
 
@@ -117,13 +121,13 @@ def test_a_row_tail_is_split_into_power_of_two_pieces(engine):
         if stage.startswith("schedule"):
             module.operation.walk(visit)
 
-    engine.lower_payload(workload, observer=observe)
+    engine.lower_payload(workload, config, observer=observe)
     assert rows and all(width & (width - 1) == 0 for width in rows)  # powers of two
     assert ow_tile in rows and (56 % ow_tile == 0 or len(rows) > 1)
     if ow_tile == 32:
         assert rows == {32, 16, 8}
     assert contract and all(contract)
-    result = engine.execute(workload)
+    result = engine.execute(workload, config)
     assert result.verification.ok, result.verification.summary()
 
 
@@ -164,29 +168,32 @@ def test_strided_schedule_packs_the_filter_a_channel_at_a_time(engine):
 
 
 def test_two_output_rows_share_each_broadcast_where_the_registers_and_rows_allow():
-    """A ResNet 3x3 conv: 32-wide rows (two vectors) of 6 channels over two output rows, 24
-    accumulators; AVX2's 16 registers take one row of two vectors; a tile of 4 vectors keeps
-    one row; OH_TILE must divide OH and every row's accumulators must fit the registers."""
+    """A 3x3 conv of 48-pixel rows: 32-wide rows (two vectors) of 6 channels over two output
+    rows, 24 accumulators; AVX2's 16 registers take one row of two vectors; a tile of 4
+    vectors keeps one row; OH_TILE must divide OH and every row's accumulators must fit the
+    registers. (Rows ending in a partial vector are flat rows, tests/schedules/
+    test_nchw_flat_path.py.)"""
     target = HostCPU(AVX512)
-    resnet = Conv2d(layout="nchw", N=1, C=64, F=64, H=56, W=56, KH=3, KW=3, padding=1).root
-    config = CONVOLUTION.select(resnet, target)
-    assert config == {"OW_TILE": 32, "F_TILE": 6, "C_TILE": 1, "OH_TILE": 2}
-    assert CONVOLUTION.violations(resnet, target, config) == []
-    avx2 = CONVOLUTION.select(resnet, HostCPU(AVX512, isa="avx2"))  # 16 registers
-    assert avx2 == {"OW_TILE": 16, "F_TILE": 6, "C_TILE": 1, "OH_TILE": 1}
-    assert CONVOLUTION.violations(resnet, HostCPU(AVX512, isa="avx2"), avx2) == []
+    rows = Conv2d(layout="nchw", N=1, C=64, F=64, H=56, W=48, KH=3, KW=3, padding=1).root
+    config = CONVOLUTION.select(rows, target)
+    assert config == {"OW_TILE": 32, "F_TILE": 6, "C_TILE": 1, "OH_TILE": 2, "FLAT_ROWS": 0}
+    assert CONVOLUTION.violations(rows, target, config) == []
+    avx2 = CONVOLUTION.select(rows, HostCPU(AVX512, isa="avx2"))  # 16 registers
+    assert avx2 == {"OW_TILE": 16, "F_TILE": 6, "C_TILE": 1, "OH_TILE": 1, "FLAT_ROWS": 0}
+    assert CONVOLUTION.violations(rows, HostCPU(AVX512, isa="avx2"), avx2) == []
     wide = Conv2d(layout="nchw", N=1, C=64, F=64, H=66, W=66, KH=3, KW=3).root
     assert CONVOLUTION.select(wide, target) == {
         "OW_TILE": 64,
         "F_TILE": 6,
         "C_TILE": 1,
         "OH_TILE": 1,
+        "FLAT_ROWS": 0,
     }
-    odd_rows = Conv2d(layout="nchw", N=1, C=64, F=64, H=9, W=58, KH=3, KW=3).root
+    odd_rows = Conv2d(layout="nchw", N=1, C=64, F=64, H=9, W=50, KH=3, KW=3).root
     assert CONVOLUTION.select(odd_rows, target)["OH_TILE"] == 1
     assert "oh_tile_divides_oh" in CONVOLUTION.violations(odd_rows, target, {**config})
     assert "oh_tile_registers" in CONVOLUTION.violations(
-        resnet, target, {**config, "F_TILE": 8, "OH_TILE": 4}
+        rows, target, {**config, "F_TILE": 8, "OH_TILE": 4}
     )
 
 

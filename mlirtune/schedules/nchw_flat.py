@@ -1,0 +1,62 @@
+"""The convolution family's NCHW path over flat rows (FLAT_ROWS=1, mlirtune.ir.flat_conv):
+the step `flatten-conv-rows` has rewritten the conv as a generic over each output plane as
+one row of (OH - 1) * IW + OW positions, and this schedules it like `nchw_rows` schedules
+one output row: F_TILE channels x OW_TILE positions per register tile, the fill fused, one
+channel and tap per filter step, out[f, p] += K[f] * I[p + offset] once generalized and its
+unit loops folded. The plane's tail past whole OW_TILE tiles runs in power-of-two pieces;
+the op that crops the planes back to OW pixels a row is tiled into rows and vectorized.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects.transform import structured
+
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.schedule import Config
+from mlirtune.ir.flat_conv import FLAT_CROP_ATTRIBUTE, flat_length
+from mlirtune.schedules.builder import ScheduleBuilder
+
+# The crop: a copy, or an add into a conv's init that is not a fill (its producer fused).
+CROP_OPS = ["linalg.copy", "linalg.generic"]
+# Widest row piece of the crop (four AVX-512 vectors of f32).
+CROP_CHUNK = 64
+
+
+def flat_channel_rows(s: ScheduleBuilder, op: OpInfo, function: ir.Value, p: Config) -> None:
+    """Schedule the flattened conv of `op` (padding already materialized) into `s`."""
+    d = op.dims
+    length = flat_length(d["OH"], d["OW"], op.attributes["IW"])
+    width, f_tile = min(p["OW_TILE"], length), min(p["F_TILE"], d["F"])
+    conv = s.match_root(s.root, "conv2d", step="match_flat_conv")
+    _, loops = s.fuse_with_loops(conv, [1, f_tile, width, 0, 0, 0], step="plane_tiles")
+    if tail := length % width:
+        # The partial tile (static once peeled) runs in power-of-two pieces, its fill fused.
+        _, remainder = s.peel(loops[2], step="peel_plane_tail")
+        last = s.match(remainder, ["linalg.generic"], step="match_plane_tail")
+        first = 1 << (tail.bit_length() - 1) if tail > 8 else tail
+        if first < tail:
+            s.split_tail(last, 2, first, tail - first, step="split_plane_tail")
+    if d["F"] % f_tile:  # after the pieces, so that the peel clones them all
+        s.peel(loops[1], step="peel_f")
+    crop = s.match(function, CROP_OPS, step="match_crop", attributes=[FLAT_CROP_ATTRIBUTE])
+    chunk = min(CROP_CHUNK, d["OW"])
+    _, crop_loops = s.fuse_with_loops(crop, [1, 1, 1, chunk], step="crop_rows")
+    if d["OW"] % chunk:
+        s.peel(crop_loops[-1], step="peel_crop_row")
+    function = s.match(s.root, ["func.func"], step="match_function_tiled")
+    s.canonicalize(function, step="static_tile_shapes")
+    conv = s.match_root(s.root, "conv2d", step="match_flat_tiles")
+    s.tile(conv, [0, 0, 0, 1, 1, 1], step="filter_tile")  # one channel and tap a step
+    function = s.match(s.root, ["func.func"], step="match_function_again")
+    s.canonicalize(function, step="static_channel_tiles")
+    s.apply_patterns(
+        function,
+        "drop_unit_loops",
+        structured.apply_patterns_linalg_fold_unit_extent_dims_via_slices,
+    )
+    s.vectorize_linalg(function, reductions_to_contract=False, minor_transfers=False)
+    s.drop_leading_unit_dims(function)
+    s.hoist_invariant_subsets(function)
+    s.allow_fma(function)
+    s.lower_vectors(function, canonicalize=False)
