@@ -19,15 +19,24 @@ from mlir.dialects.transform import structured
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config
 from mlirtune.schedules.builder import ScheduleBuilder
-from mlirtune.schedules.rowwise import ROW_REDUCTION, Rowwise
+from mlirtune.schedules.rowwise import ROW_REDUCTION, Rowwise, input_in_l2
+from mlirtune.targets.host_cpu import HostCPU
 
 
 class FullReduction(Rowwise):
     """Row tiles of row reductions, summed into one scalar across tiles; the knobs, model
-    and selector are `rowwise`'s (the partial row results stay live beside the loaded tile)."""
+    and selector are `rowwise`'s (the partial row results stay live beside the loaded tile),
+    but for PREFETCH: the row loop carries the scalar, and no step prefetches it."""
 
     name = "full_reduction"
     description = "row reductions folded into a scalar: a row loop carrying it, column-tiled"
+    knobs = tuple(knob for knob in Rowwise.knobs if knob.name != "PREFETCH")
+
+    def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
+        return {k: v for k, v in super().select_on(op, cpu).items() if k != "PREFETCH"}
+
+    def memory_overlaps_compute(self, op: OpInfo, cpu: HostCPU, config: Config) -> bool:
+        return input_in_l2(op, cpu)
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
         shape = [op.dims["ROWS"], op.dims["COLS"]]

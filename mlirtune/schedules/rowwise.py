@@ -69,12 +69,12 @@ class Rowwise(VectorTileFamily):
             tile = self.vector_tile(op, cpu)
         # The prefetched tile waits in the L2 beside the current one.
         tiles_fit = 2 * _bytes(op, tile["ROWS"]) <= cpu.features.l2_bytes // 2
-        return {**tile, "PREFETCH": int(tiles_fit and not _input_in_l2(op, cpu))}
+        return {**tile, "PREFETCH": int(tiles_fit and not input_in_l2(op, cpu))}
 
     def memory_overlaps_compute(self, op: OpInfo, cpu: HostCPU, config: Config) -> bool:
         """A row tile's later passes read the cache: memory works alongside them only when
         the next tile is prefetched, or the input is in the L2 anyway."""
-        return bool(config["PREFETCH"]) or _input_in_l2(op, cpu)
+        return bool(config["PREFETCH"]) or input_in_l2(op, cpu)
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
         shape = [op.dims["ROWS"], op.dims["COLS"]]
@@ -86,7 +86,7 @@ def _bytes(op: OpInfo, rows: int) -> int:
     return rows * op.dims["COLS"] * element_bytes(op.element_type)
 
 
-def _input_in_l2(op: OpInfo, cpu: HostCPU) -> bool:
+def input_in_l2(op: OpInfo, cpu: HostCPU) -> bool:
     return _bytes(op, op.dims["ROWS"]) <= cpu.features.l2_bytes
 
 

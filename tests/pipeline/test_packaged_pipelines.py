@@ -65,3 +65,15 @@ def test_every_schedule_kind_is_covered():
 def test_unscheduled_default_pipeline_still_verifies():
     generic = next(path for name, _, path in list_descriptors() if name == "generic/default")
     assert MlirJitEngine(pipeline=generic).execute(Matmul(M=9, N=7, K=5)).verification.ok
+
+
+@pytest.mark.parametrize(
+    "path", [p for _, _, p in list_descriptors() if _schedulable(p)], ids=lambda p: p.stem
+)
+def test_schedule_stages_bind_every_knob_their_family_selects(path):
+    """A knob the selector chooses but the stage does not pass would be reported as chosen
+    while the schedule ran its default (conv_transpose once missed FLAT_ROWS so)."""
+    for stage in load_descriptor(path).stages:
+        if stage.kind == "schedule":
+            unbound = set(FAMILIES[stage.name].selected()) - set(stage.arguments)
+            assert not unbound, f"{stage.origin}: {sorted(unbound)}"

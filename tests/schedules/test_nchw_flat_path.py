@@ -22,6 +22,7 @@ from mlirtune.ir.roots import annotate_roots
 from mlirtune.schedules.convolution import CONVOLUTION
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads.conv2d import Conv2d
+from mlirtune.workloads.conv_transpose import ConvTranspose
 from tests.targets.test_targets_host import AVX512
 
 TARGET = HostCPU(AVX512)
@@ -125,3 +126,13 @@ def test_flat_rows_on_a_strided_conv_is_an_error_naming_why(engine):
     config = {**CONVOLUTION.select(workload.root, engine.target), "FLAT_ROWS": 1}
     with pytest.raises(MlirtuneError, match="FLAT_ROWS"):
         engine.compile(workload, config)
+
+
+@pytest.mark.jit
+def test_a_stride_one_transposed_conv_takes_flat_rows_too(engine):
+    """conv_transpose's stride-1 conv: its pipeline runs the rewrite before the schedule."""
+    workload = ConvTranspose(N=1, C=16, F=16, H=26, W=26, KH=3, KW=3)
+    assert CONVOLUTION.select(workload.root, TARGET)["FLAT_ROWS"] == 1  # 28 = 16 + 12
+    config = CONVOLUTION.select(workload.root, engine.target)
+    result = engine.execute(workload, {**config, "FLAT_ROWS": 1, "OH_TILE": 1})
+    assert result.verification.ok, result.verification.summary()
