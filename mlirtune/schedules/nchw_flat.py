@@ -2,20 +2,21 @@
 the step `flatten-conv-rows` has rewritten the conv as a generic over each output plane as
 one row of (OH - 1) * IW + OW positions, and this schedules it like `nchw_rows` schedules
 one output row: F_TILE channels x OW_TILE positions per register tile, the fill fused, one
-channel and tap per filter step, out[f, p] += K[f] * I[p + offset] once generalized and its
-unit loops folded. The plane's tail past whole OW_TILE tiles runs in power-of-two pieces;
+channel and tap per filter step, out[f, p] += K[f] * I[p + offset] once its unit loops are
+folded. The plane's tail past whole OW_TILE tiles runs in power-of-two pieces;
 the op that crops the planes back to OW pixels a row is tiled into rows and vectorized.
 """
 
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects.transform import structured
 
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config
-from mlirtune.ir.flat_conv import FLAT_CROP_ATTRIBUTE, flat_length
+from mlirtune.ir.flat_conv import FLAT_CROP_ATTRIBUTE
 from mlirtune.schedules.builder import ScheduleBuilder
+from mlirtune.schedules.nchw_rows import vectorize_tap_steps
+from mlirtune.schedules.nchw_tiles import plane_row
 
 # The crop: a copy, or an add into a conv's init that is not a fill (its producer fused).
 CROP_OPS = ["linalg.copy", "linalg.generic"]
@@ -26,7 +27,7 @@ CROP_CHUNK = 64
 def flat_channel_rows(s: ScheduleBuilder, op: OpInfo, function: ir.Value, p: Config) -> None:
     """Schedule the flattened conv of `op` (padding already materialized) into `s`."""
     d = op.dims
-    length = flat_length(d["OH"], d["OW"], op.attributes["IW"])
+    length = plane_row(op)
     width, f_tile = min(p["OW_TILE"], length), min(p["F_TILE"], d["F"])
     conv = s.match_root(s.root, "conv2d", step="match_flat_conv")
     _, loops = s.fuse_with_loops(conv, [1, f_tile, width, 0, 0, 0], step="plane_tiles")
@@ -50,13 +51,4 @@ def flat_channel_rows(s: ScheduleBuilder, op: OpInfo, function: ir.Value, p: Con
     s.tile(conv, [0, 0, 0, 1, 1, 1], step="filter_tile")  # one channel and tap a step
     function = s.match(s.root, ["func.func"], step="match_function_again")
     s.canonicalize(function, step="static_channel_tiles")
-    s.apply_patterns(
-        function,
-        "drop_unit_loops",
-        structured.apply_patterns_linalg_fold_unit_extent_dims_via_slices,
-    )
-    s.vectorize_linalg(function, reductions_to_contract=False, minor_transfers=False)
-    s.drop_leading_unit_dims(function)
-    s.hoist_invariant_subsets(function)
-    s.allow_fma(function)
-    s.lower_vectors(function, canonicalize=False)
+    vectorize_tap_steps(s, function)

@@ -56,6 +56,13 @@ def channel_rows(
     conv = s.match(s.root, [NCHW_OP], step="match_conv_steps")
     with s.at("generalize"):
         structured.GeneralizeOp(conv)
+    vectorize_tap_steps(s, function)
+
+
+def vectorize_tap_steps(s: ScheduleBuilder, function: ir.Value) -> None:
+    """Vectorize the generic filter steps of `function`, out[f, p] += K[f] * I[p] once their
+    unit loops are folded, into broadcast x row FMAs whose accumulators stay in registers
+    across the filter loops."""
     s.apply_patterns(
         function,
         "drop_unit_loops",
