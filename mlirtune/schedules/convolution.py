@@ -51,7 +51,7 @@ from mlirtune.schedules.nchw_tiles import (
     NCHW_ROWS,
     channel_row_tile,
     flat_rows_choices,
-    flat_rows_pay,
+    flat_rows_considered,
     oh_tiles,
     plane_row,
     row_columns,
@@ -179,7 +179,7 @@ class Convolution(HostFamily):
             # in a partial vector and the cost model finds the flat row cheaper (its crop
             # re-reads and writes the output: not on large planes of few channels).
             rows = channel_rows_config(op, cpu, flat=False)
-            if not flat_rows_pay(op, cpu):
+            if not flat_rows_considered(op, cpu):
                 return rows
             flat = channel_rows_config(op, cpu, flat=True)
             return flat if self.cost_on(op, cpu, flat) < self.cost_on(op, cpu, rows) else rows
@@ -270,11 +270,12 @@ class Convolution(HostFamily):
 
     def cost_on(self, op: OpInfo, cpu: HostCPU, config: Config) -> float:
         """Every register tile (partial ones at their own width; OH_TILE rows of tiles as
-        one taller tile) runs KH*KW*C outer-product steps with loop control shared by
-        C_TILE channels, and loads and stores its
-        accumulators once (strided nchw: and transposes them, TRANSPOSE_CYCLES a vector); the
-        filter slice of a tile is re-read by every pixel tile and the input rows by every
-        channel tile, from wherever they stay."""
+        one taller tile; a flat plane's tiles as one row per image) runs KH*KW*C
+        outer-product steps with loop control shared by C_TILE channels, and loads and
+        stores its accumulators once (strided nchw: and transposes them, TRANSPOSE_CYCLES a
+        vector); the filter slice of a tile is re-read by every pixel tile and the input
+        rows by every channel tile, from wherever they stay; a flat plane's crop reads and
+        writes the output once more."""
         d = op.dims
         size = element_bytes(op.element_type)
         lanes = cpu.lanes(op.element_type)
@@ -298,13 +299,12 @@ class Convolution(HostFamily):
         overhead = pixel_tiles * channel_tiles * TILE_CYCLES + per_vector * accumulators
         filter_bytes = steps * d["F"] * size
         input_row = (d["OW"] + d["KW"] - 1) * d["C"] * size
-        window = input_row * d["KH"]  # the input rows one row of tiles reads
         traffic = Traffic(cpu)
         if flat:  # the crop reads and writes the output once more
             output = d["F"] * d["OH"] * d["OW"] * size
             traffic.add(2 * output, output)
         traffic.add(filter_bytes * pixel_tiles, steps * f_tile * size)
-        traffic.add(window * channel_tiles, window)
+        traffic.add(input_row * d["KH"] * channel_tiles, input_row * d["KH"])
         cycles = max(compute, traffic.cycles()) + overhead
         return seconds(images * cycles, cpu)
 
