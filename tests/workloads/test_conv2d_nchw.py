@@ -12,7 +12,7 @@ from mlir import ir
 from mlirtune.engine import MlirJitEngine
 from mlirtune.interfaces.errors import MlirtuneError, UsageError
 from mlirtune.ir.inspect import largest_vector
-from mlirtune.schedules.convolution import CONVOLUTION
+from mlirtune.schedules.convolution import CONVOLUTION, channel_rows_config
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads.conv2d import Conv2d
 from tests.targets.test_targets_host import AVX512
@@ -104,9 +104,7 @@ def test_a_row_tail_is_split_into_power_of_two_pieces(engine):
     for LLVM to break into lane inserts), which may fuse into FMAs; results match the
     reference."""
     workload = Conv2d(**{**SMALL, "H": 8, "W": 58, "F": 12})
-    config = {**CONVOLUTION.select(workload.root, engine.target), "FLAT_ROWS": 0}
-    if config["OW_TILE"] > 56:  # a flat row's tile, four vectors
-        config.update(OW_TILE=32)
+    config = channel_rows_config(workload.root, engine.target, flat=False)
     ow_tile = config["OW_TILE"]
     rows: set[int] = set()
     contract: list[bool] = []
