@@ -216,16 +216,17 @@ class Convolution(HostFamily):
                 return shared
             v = vectors(knobs["OW_TILE"], lanes)
             flat = knobs["FLAT_ROWS"] == 1
-            single_thread = [  # the flat path has no parallel loop
+            split = [  # the flat path's threads take F / THREADS channels each
                 Constraint(
-                    "flat_rows_one_thread",
-                    f"FLAT_ROWS == 0 with {cpu.threads} threads: flat rows run on one thread",
+                    "flat_rows_split_channels",
+                    f"FLAT_ROWS == 0 with {cpu.threads} threads: {d['F']} output channels do "
+                    "not split evenly over them",
                     z3.Not(flat),
                 )
             ]
             return [
                 *shared,
-                *(single_thread if cpu.threads > 1 else []),
+                *(split if d["F"] % cpu.threads else []),
                 Constraint(
                     "ow_tile_within_row",
                     f"FLAT_ROWS == 1 or OW_TILE <= {d['OW']}: a tile wider than the output "

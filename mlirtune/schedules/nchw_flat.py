@@ -5,6 +5,7 @@ one output row: F_TILE channels x OW_TILE positions per register tile, the fill 
 channel and tap per filter step, out[f, p] += K[f] * I[p + offset] once its unit loops are
 folded. The plane's tail past whole OW_TILE tiles runs in power-of-two pieces;
 the op that crops the planes back to OW pixels a row is tiled into rows and vectorized.
+With THREADS > 1, each thread takes F / THREADS channels of every plane (an scf.forall).
 """
 
 from __future__ import annotations
@@ -30,6 +31,11 @@ def flat_channel_rows(s: ScheduleBuilder, op: OpInfo, function: ir.Value, p: Con
     length = plane_row(op)
     width, f_tile = min(p["OW_TILE"], length), min(p["F_TILE"], d["F"])
     conv = s.match_root(s.root, "conv2d", step="match_flat_conv")
+    channels, threads = d["F"], p.get("THREADS", 1)
+    if threads > 1:  # each thread its share of the channels (F % THREADS == 0), whole planes
+        channels //= threads
+        s.fuse_with_loops(conv, [1, channels, 0, 0, 0, 0], step="parallel_channels", parallel=True)
+        conv = s.match_root(s.root, "conv2d", step="match_flat_share")
     _, loops = s.fuse_with_loops(conv, [1, f_tile, width, 0, 0, 0], step="plane_tiles")
     if tail := length % width:
         # The partial tile (static once peeled) runs in power-of-two pieces, its fill fused.
@@ -38,7 +44,7 @@ def flat_channel_rows(s: ScheduleBuilder, op: OpInfo, function: ir.Value, p: Con
         first = 1 << (tail.bit_length() - 1) if tail > 8 else tail
         if first < tail:
             s.split_tail(last, 2, first, tail - first, step="split_plane_tail")
-    if d["F"] % f_tile:  # after the pieces, so that the peel clones them all
+    if channels % f_tile:  # after the pieces, so that the peel clones them all
         s.peel(loops[1], step="peel_f")
     crop = s.match(function, CROP_OPS, step="match_crop", attributes=[FLAT_CROP_ATTRIBUTE])
     chunk = min(CROP_CHUNK, d["OW"])

@@ -73,9 +73,10 @@ def row_columns(op: OpInfo, lanes: int) -> list[int]:
 def flat_rows_considered(op: OpInfo, cpu: HostCPU) -> bool:
     """Whether the selector weighs flat rows against rows (by the cost model): where a row
     of OW pixels ends in a partial vector and there are several rows (one row is flat
-    already), on one thread (the flat path has no parallel loop). Measured on an Intel Xeon,
-    56x56, 3x3, 64 channels: 1.53-1.56 ms flat against 1.69 by rows, whose 8-pixel tail of
-    each row had taken a quarter of the time."""
+    already), on one thread (with threads, on a noisy 2-core VM, neither path measured
+    reliably faster: the tuner may still choose it). Measured on an Intel Xeon, 56x56,
+    3x3, 64 channels: 1.53-1.56 ms flat against 1.69 by rows, whose 8-pixel tail of each
+    row had taken a quarter of the time."""
     lanes = cpu.lanes(op.element_type)
     d = op.dims
     return flat_rows_eligible(op) and cpu.threads == 1 and d["OH"] > 1 and d["OW"] % lanes != 0

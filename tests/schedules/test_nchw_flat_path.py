@@ -6,9 +6,12 @@ timed."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from mlir import ir
 
+from mlirtune.api import engine_for
 from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.ir.context import new_context
 from mlirtune.ir.flat_conv import (
@@ -117,7 +120,9 @@ def test_flat_rows_constraints():
     assert "ow_tile_within_row" in CONVOLUTION.violations(resnet, TARGET, rows)
     threads = HostCPU(AVX512, threads=2)
     assert CONVOLUTION.select(resnet, threads)["FLAT_ROWS"] == 0
-    assert "flat_rows_one_thread" in CONVOLUTION.violations(resnet, threads, flat)
+    assert CONVOLUTION.violations(resnet, threads, flat) == []  # 64 channels, 32 a thread
+    odd = Conv2d(**{**RESNET, "F": 63}, padding=1).root
+    assert "flat_rows_split_channels" in CONVOLUTION.violations(odd, threads, flat)
 
 
 @pytest.mark.jit
@@ -135,4 +140,15 @@ def test_a_stride_one_transposed_conv_takes_flat_rows_too(engine):
     assert CONVOLUTION.select(workload.root, TARGET)["FLAT_ROWS"] == 1  # 28 = 16 + 12
     config = CONVOLUTION.select(workload.root, engine.target)
     result = engine.execute(workload, {**config, "FLAT_ROWS": 1, "OH_TILE": 1})
+    assert result.verification.ok, result.verification.summary()
+
+
+@pytest.mark.jit
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs 2 cores")
+def test_threads_split_the_channels_of_flat_rows():
+    engine = engine_for(HostCPU(threads=2), use_specs=False)
+    workload = Conv2d(**{**SMALL, "F": 20, "padding": 1})  # 10 channels a thread
+    config = {**CONVOLUTION.select(workload.root, engine.target), "FLAT_ROWS": 1, "OH_TILE": 1}
+    assert CONVOLUTION.violations(workload.root, engine.target, config) == []
+    result = engine.execute(workload, config)
     assert result.verification.ok, result.verification.summary()
