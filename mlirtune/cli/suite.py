@@ -1,5 +1,5 @@
-"""`mlirtune suite run | compare` and `mlirtune report`: benchmark suites, CI verdicts and
-an HTML report of their results."""
+"""`mlirtune suite list | run | compare` and `mlirtune report`: benchmark suites, CI
+verdicts and an HTML report of their results."""
 
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 EPILOG = """\
 examples:
+  mlirtune suite list
+  mlirtune suite list kernelbench-l1
   mlirtune suite run smoke -o results.json
   mlirtune suite run gemm -o gemm.json --tags llm,bert
   mlirtune suite run my-suite.yaml -o mine.json --filter 'matmul-.*' --rerun
@@ -32,10 +34,14 @@ examples:
 
 A suite is a YAML file of entries (a built-in workload with options, or --payload-style
 `payload` and `entry`), each with optional pipeline, params, specs, threads, baselines
-(numpy, torch) and tags; `smoke`, `gemm`, `cpu-ops` and `kernelbench-l1` (KernelBench's
-level-1 problems against PyTorch) are shipped and named without a path. `suite run` keeps
-every sample in its output and resumes it after a kill.
+(numpy, torch) and tags; the shipped suites (`suite list`) are named without a path.
+`suite run` keeps every sample in its output and resumes it after a kill.
 """
+LIST = (
+    "Without a suite: the shipped suites, each with its entry count, tags and description. "
+    "With one: its entries, each with its workload and options, baselines and tags (the "
+    "names --filter matches, the tags --tags selects)."
+)
 RUN = (
     "Verify and time every entry of a suite (with its baselines) into a results file: every "
     "raw sample, the statistics, the config and where it came from, and a manifest of the "
@@ -65,7 +71,9 @@ def add_suite_parser(commands: Any) -> None:
     """Register `suite` (run, compare) and `report` on the `mlirtune` command parser."""
     from mlirtune.suite.definition import shipped_names
 
-    add = add_command_group(commands, "suite", "run and compare benchmark suites", EPILOG)
+    add = add_command_group(commands, "suite", "list, run and compare benchmark suites", EPILOG)
+    listing = add("list", "list the shipped suites, or one suite's entries", cmd_list, LIST)
+    listing.add_argument("suite", nargs="?", help="a suite file or a shipped suite's name")
     run = add("run", "time a suite's entries into a results file", cmd_run, RUN, EPILOG)
     run.add_argument("suite", help=f"a suite file, or a shipped suite: {shipped_names()}")
     run.add_argument("-o", "--output", type=Path, required=True, help="results file (JSON)")
@@ -106,6 +114,27 @@ def _fraction(text: str) -> float:
     if not 0 <= value < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: give a fraction from 0 to 1 (0% to 100%)")
     return value
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from mlirtune.suite.definition import load_suite, shipped_suites
+
+    if args.suite is None:
+        table = Table("suite", "entries", "tags", "description", title="shipped suites")
+        for name in shipped_suites():
+            suite = load_suite(name)
+            tags = sorted({tag for entry in suite.entries for tag in entry.tags})
+            table.add_row(name, str(len(suite.entries)), ", ".join(tags), suite.description)
+    else:
+        suite = load_suite(args.suite)
+        table = Table("entry", "workload", "baselines", "tags", title=str(suite.path))
+        for entry in suite.entries:
+            options = " ".join(f"{key}={value}" for key, value in entry.options.items())
+            what = f"{entry.workload} {options}" if entry.workload else str(entry.payload)
+            table.add_row(entry.name, what, ", ".join(entry.baselines), ", ".join(entry.tags))
+        table.caption = suite.description
+    Console().print(table)
+    return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -98,6 +98,7 @@ class Suite:
     name: str
     path: Path
     entries: tuple[SuiteEntry, ...]
+    description: str = ""
 
     def select(self, tags: list[str], pattern: str | None) -> list[SuiteEntry]:
         """Entries with any of `tags` (all when none) whose name matches `pattern` (a
@@ -124,8 +125,13 @@ def suite_path(name: str) -> Path:
 
 
 def shipped_names() -> str:
+    return ", ".join(shipped_suites())
+
+
+def shipped_suites() -> list[str]:
+    """Names of the shipped suites, sorted."""
     folder = resources.files("mlirtune.suite") / SHIPPED
-    return ", ".join(sorted(p.name.removesuffix(".yaml") for p in folder.iterdir()))
+    return sorted(p.name.removesuffix(".yaml") for p in folder.iterdir())
 
 
 def load_suite(name: str) -> Suite:
@@ -151,7 +157,8 @@ def load_suite(name: str) -> Suite:
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise UsageError(f"{path}: entry names must be unique: {', '.join(twice)}", stage="suite")
-    return Suite(str(data.get("name") or path.stem), path, tuple(entries))
+    name, description = str(data.get("name") or path.stem), str(data.get("description") or "")
+    return Suite(name, path, tuple(entries), description)
 
 
 def _entry(path: Path, index: int, raw: object, defaults: dict) -> SuiteEntry:

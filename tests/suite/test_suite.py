@@ -17,7 +17,7 @@ from mlirtune.cli import main
 from mlirtune.cli.suite import speedup_summary
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.suite.compare import FAILED, IMPROVED, MISSING, REGRESSED, UNCHANGED, compare_results
-from mlirtune.suite.definition import load_suite
+from mlirtune.suite.definition import load_suite, shipped_suites
 from mlirtune.suite.results import OK, EntryResult, Manifest, SuiteResults, Timing, load_results
 from mlirtune.suite.runner import run_suite
 from tests.payloads import MATMUL_16x8x32
@@ -77,6 +77,20 @@ def test_shipped_suites_load(name):
     suite = load_suite(name)
     assert suite.name == name and len(suite.entries) >= 6
     assert {"numpy"} <= set(suite.entries[0].baselines)
+
+
+def test_list_shows_the_shipped_suites_and_one_suites_entries(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # one table row a line
+    assert main(["suite", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    for name in shipped_suites():
+        (row,) = [line for line in lines if line.startswith(f"│ {name} ")]
+        assert f"│ {len(load_suite(name).entries)} " in row
+    assert main(["suite", "list", "smoke"]) == 0
+    out = capsys.readouterr().out
+    for entry in load_suite("smoke").entries:
+        assert entry.name in out
+    assert "matmul M=256 N=256 K=256" in out and load_suite("smoke").description in out
 
 
 def test_tags_and_filters_select_entries(tmp_path):
