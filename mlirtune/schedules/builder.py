@@ -178,7 +178,7 @@ class ScheduleBuilder:
         pieces: list[tuple[ir.Value, int]] = []
         remaining = tail
         while remaining:
-            width = 1 << (remaining.bit_length() - 1) if remaining > 8 else remaining
+            width = piece_width(remaining)
             part = rest
             if width < remaining:
                 part, rest = self.split(rest, dimension, width, step=f"{step}_{len(pieces)}")
@@ -379,3 +379,9 @@ class ScheduleBuilder:
                 lowering_strategy=tvector.VectorMultiReductionLowering.InnerReduction
             ),
         )
+
+
+def piece_width(remaining: int) -> int:
+    """Width of the next piece of a `remaining`-wide tail (ScheduleBuilder.split_tail): the
+    largest power of two within it, down to 8, then the rest in one piece."""
+    return 1 << (remaining.bit_length() - 1) if remaining > 8 else remaining
