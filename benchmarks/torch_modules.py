@@ -1,7 +1,9 @@
 """The PyTorch examples (examples/torch) as mlirtune runs them, against PyTorch eager and
-torch.compile, f32, one thread, measured side by side in one run.
+torch.compile, f32, measured side by side in one run, on one thread unless --threads
+says otherwise (both sides then run on as many).
 
     PYTHONPATH=benchmarks python benchmarks/torch_modules.py [--budget 40] [--rounds 3]
+        [--threads 2]
 
 With --budget N, each example is first tuned dispatch by dispatch (`mlirtune tune --torch
 ... --budget N --update-spec`, into a temporary library), and the tuned column applies that
@@ -16,8 +18,6 @@ import argparse
 import statistics
 import tempfile
 from pathlib import Path
-
-import torch
 
 from mlirtune.api import engine_for
 from mlirtune.bench.baseline import measure_torch
@@ -37,8 +37,9 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=0, help="tune each dispatch first")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-time", type=float, default=0.5)
+    parser.add_argument("--threads", type=int, default=1, help="threads of both sides")
     args = parser.parse_args()
-    torch.set_num_threads(1)
+    target = HostCPU(threads=args.threads)
     options = BenchOptions(max_time_s=args.max_time)
     folder = Path(tempfile.mkdtemp(prefix="mlirtune-torch-modules-"))
     print(f"{'example':15s} {'ours ms':>9s} {'eager ms':>9s} {'vs eager':>9s} {'compile':>12s}")
@@ -49,16 +50,17 @@ def main() -> None:
         if args.budget:
             library = folder / f"{name}.mlir"
             tune = ["tune", "--torch", factory, "--budget", str(args.budget)]
+            tune += ["--threads", str(args.threads)]
             mlirtune_main([*tune, "--update-spec", str(library), "--db", str(folder / "t.db")])
-            specs = SpecSet.for_target(HostCPU(), [str(library)])
-        engine = engine_for(HostCPU(), specs=specs)
+            specs = SpecSet.for_target(target, [str(library)])
+        engine = engine_for(target, specs=specs)
         ours, eager = [], []
         for _ in range(args.rounds):
             ours.append(engine.benchmark(workload, options=options).median_s)
-            eager.append(measure_torch(workload, options).median_s)
+            eager.append(measure_torch(workload, options, threads=target.threads).median_s)
         mine, theirs = statistics.median(ours), statistics.median(eager)
         try:
-            compiled = measure_torch(workload, options, compiled=True).median_s
+            compiled = measure_torch(workload, options, target.threads, compiled=True).median_s
             shown = f"{theirs / compiled:.2f}x eager"
         except UsageError as error:
             shown = f"n/a ({error.args[0]})"

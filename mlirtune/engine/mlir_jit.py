@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import collections
 import ctypes
-import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,10 +27,10 @@ from mlirtune.ir.inspect import uses_amx_tiles
 from mlirtune.memory import check_memory
 from mlirtune.pipeline import run_pipeline
 from mlirtune.runtime import Buffer, HostRuntime, Runtime
+from mlirtune.runtime.openmp import load_openmp, release_threads
 from mlirtune.runtime.tile_state import amx_refusal
 from mlirtune.specs.specset import SpecSet
 from mlirtune.targets.host_cpu import HostCPU
-from mlirtune.toolchain import runner_library
 
 
 @dataclass
@@ -148,10 +146,9 @@ class MlirJitEngine(DescriptorEngine):
         key = repr((workload.describe(), sorted((schedule_parameters or {}).items())))
         if key not in self._cache:
             module, lowering = self._lower(workload, schedule_parameters, with_timer=True)
-            libraries = sorted(set(workload.requirements()) | set(self.runtime.requirements()))
-            parallel = lowering.values.get("THREADS", 1) > 1  # loops run as async tasks
-            if parallel:
-                _load_async_runtime()
+            libraries = set(workload.requirements()) | set(self.runtime.requirements())
+            if lowering.values.get("THREADS", 1) > 1:  # OpenMP loops
+                libraries.add(load_openmp())
             if uses_amx_tiles(module):
                 refusal = amx_refusal()  # asked once; a tile op without the grant faults
                 if refusal:
@@ -161,7 +158,9 @@ class MlirJitEngine(DescriptorEngine):
                         stage="jit",
                     )
             try:
-                engine = ExecutionEngine(module, opt_level=self.opt_level, shared_libs=libraries)
+                engine = ExecutionEngine(
+                    module, opt_level=self.opt_level, shared_libs=sorted(libraries)
+                )
                 # Code is materialised lazily; look the entry points up now so that
                 # unresolved symbols fail here, as a JIT error, not at the first call.
                 for name in (workload.entry, TIMER_ENTRY):
@@ -171,8 +170,6 @@ class MlirJitEngine(DescriptorEngine):
                     f"JIT compilation failed: {error} (LLVM's reason is printed above)",
                     stage="jit",
                 ) from None
-            if parallel:
-                _RECENT_PARALLEL_ENGINES.append(engine)
             self._cache[key] = CompiledKernel(engine, workload.entry, module, lowering)
         return self._cache[key]
 
@@ -193,6 +190,7 @@ class MlirJitEngine(DescriptorEngine):
         with workload.allocate(self) as buffers:
             kernel.call(buffers)
             self.runtime.synchronize()
+            release_threads()
             verification = workload.verify(self) if check_correctness else None
         return ExecutionResult(
             workload.describe(), dict(kernel.lowering.values), verification, kernel.provenance()
@@ -218,6 +216,7 @@ class MlirJitEngine(DescriptorEngine):
             seconds = run_benchmark(
                 lambda iterations, count: kernel.time(buffers, iterations, count), options
             )
+            release_threads()  # what is timed next gets the cores to itself
         return bench_result(
             workload=workload.describe(),
             parameters=kernel.lowering.values,
@@ -252,19 +251,3 @@ def _pointer_to_descriptor(array: np.ndarray):
 
 def _memref_pointers(buffers: list[Buffer]) -> list:
     return [_pointer_to_descriptor(buffer.host) for buffer in buffers]
-
-
-# A parallel kernel's call returns once its last task has signalled completion, while that
-# task's worker thread may still be running the tail of the task's code: freeing the JIT'd
-# code at once (the engine dropped right after a call) crashed that thread, about one run
-# in ten. The most recent parallel engines are kept alive a while longer.
-_RECENT_PARALLEL_ENGINES: collections.deque[ExecutionEngine] = collections.deque(maxlen=16)
-
-
-@functools.cache
-def _load_async_runtime() -> None:
-    """Load MLIR's async runtime once for the life of the process, its symbols global, so
-    that the JIT resolves parallel kernels' calls into it. It is not handed to an
-    ExecutionEngine: destroying that engine would shut down the runtime's one default
-    instance for good (`__mlir_execution_engine_destroy`), and crash every later kernel."""
-    ctypes.CDLL(runner_library("mlir_async_runtime"), mode=ctypes.RTLD_GLOBAL)

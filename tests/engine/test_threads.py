@@ -1,7 +1,8 @@
 """Kernels on several cores: `HostCPU(threads=N)` / `--threads N` spread a contraction's outer
-block loop (an scf.forall) over MLIR's async runtime, with the same results as one thread."""
+block loop (an scf.forall) over OpenMP threads, with the same results as one thread."""
 
 import dataclasses
+import importlib.metadata
 import os
 
 import numpy as np
@@ -10,8 +11,10 @@ from mlir import ir
 
 from mlirtune.api import engine_for
 from mlirtune.cli import main
-from mlirtune.interfaces.errors import UsageError
+from mlirtune.interfaces.bench import BenchOptions
+from mlirtune.interfaces.errors import MlirtuneError, UsageError
 from mlirtune.interfaces.op import OpInfo
+from mlirtune.runtime.openmp import openmp_library
 from mlirtune.targets.host_cpu import HostCPU, detect_features
 from mlirtune.tune.problem import searchable_threads
 from mlirtune.tune.space_for import space_for
@@ -34,7 +37,7 @@ def outputs(threads: int, workload, parameters=None) -> np.ndarray:
 
 
 def op_names(threads: int, workload) -> tuple[set[str], set[str]]:
-    """Op names after the schedule, and the LLVM functions the lowered module calls."""
+    """Op names after the schedule, and after lowering."""
     engine = engine_for(HostCPU(threads=threads, **SMALL_CACHES), use_specs=False)
     scheduled: set[str] = set()
 
@@ -42,15 +45,11 @@ def op_names(threads: int, workload) -> tuple[set[str], set[str]]:
         if stage.startswith("schedule"):
             module.operation.walk(lambda op: scheduled.add(op.name) or ir.WalkResult.ADVANCE)
 
-    calls: set[str] = set()
-
-    def collect(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "llvm.call" and "callee" in op.attributes:
-            calls.add(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
-        return ir.WalkResult.ADVANCE
-
-    engine.lower_payload(workload, observer=observe).operation.walk(collect)
-    return scheduled, calls
+    lowered: set[str] = set()
+    engine.lower_payload(workload, observer=observe).operation.walk(
+        lambda op: lowered.add(op.name) or ir.WalkResult.ADVANCE
+    )
+    return scheduled, lowered
 
 
 @needs_two_cores
@@ -73,12 +72,12 @@ def test_threads_give_the_results_of_one_thread(workload):
 
 
 @needs_two_cores
-def test_parallel_loops_become_async_runtime_tasks():
+def test_parallel_loops_become_openmp_loops():
     workload = Matmul(M=128, N=256, K=256)
-    (scheduled, calls), (serial, serial_calls) = op_names(2, workload), op_names(1, workload)
+    (scheduled, lowered), (serial, serial_lowered) = op_names(2, workload), op_names(1, workload)
     assert "scf.forall" in scheduled and "scf.forall" not in serial
-    assert any(name.startswith("mlirAsyncRuntime") for name in calls)
-    assert not any(name.startswith("mlirAsyncRuntime") for name in serial_calls)
+    assert {"omp.parallel", "omp.wsloop"} <= lowered
+    assert not any(name.startswith("omp.") for name in serial_lowered)
 
 
 @needs_two_cores
@@ -178,3 +177,26 @@ def test_a_config_may_use_fewer_threads_than_the_target_not_more():
 def test_cli_searching_threads_needs_several(capsys):
     code = main(["tune", "matmul", "M=16", "N=16", "K=16", "--search-threads", "--budget", "1"])
     assert code == 2 and "2 or more threads" in capsys.readouterr().err
+
+
+def test_a_missing_openmp_runtime_is_named(monkeypatch):
+    def not_installed(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", not_installed)
+    openmp_library.cache_clear()
+    try:
+        with pytest.raises(MlirtuneError, match="pip install intel-openmp"):
+            openmp_library()
+    finally:
+        openmp_library.cache_clear()
+
+
+@needs_two_cores
+def test_threads_sleep_after_a_benchmark():
+    """After a timed parallel kernel the runtime's threads are paused; the next parallel
+    kernel wakes them and gives the same result."""
+    workload = Matmul(M=128, N=256, K=256)
+    engine = engine_for(HostCPU(threads=2, **SMALL_CACHES), use_specs=False)
+    engine.benchmark(workload, options=BenchOptions(max_time_s=0.01))
+    np.testing.assert_array_equal(outputs(2, workload), outputs(1, workload))
