@@ -72,14 +72,20 @@ def row_columns(op: OpInfo, lanes: int) -> list[int]:
 
 def flat_rows_considered(op: OpInfo, cpu: HostCPU) -> bool:
     """Whether the selector weighs flat rows against rows (by the cost model): where a row
-    of OW pixels ends in a partial vector and there are several rows (one row is flat
-    already), on one thread (with threads, on a noisy 2-core VM, neither path measured
-    reliably faster: the tuner may still choose it). Measured on an Intel Xeon, 56x56,
-    3x3, 64 channels: 1.53-1.56 ms flat against 1.69 by rows, whose 8-pixel tail of each
-    row had taken a quarter of the time."""
+    of OW pixels ends in a partial vector, there are several rows (one row is flat
+    already), and the threads split the output channels evenly (the flat path's threads
+    take F / THREADS each). Measured on an Intel Xeon, 3x3, 56x56 and 64 channels: 1.53-1.56
+    ms flat against 1.69 by rows, whose 8-pixel tail of each row had taken a quarter of the
+    time; on two threads, flat against rows: 1.03x at 56x56x64, 1.5x at 28x28x128, 1.2x at
+    14x14x256, 1.7x at 7x7x512."""
     lanes = cpu.lanes(op.element_type)
     d = op.dims
-    return flat_rows_eligible(op) and cpu.threads == 1 and d["OH"] > 1 and d["OW"] % lanes != 0
+    return (
+        flat_rows_eligible(op)
+        and d["F"] % cpu.threads == 0
+        and d["OH"] > 1
+        and d["OW"] % lanes != 0
+    )
 
 
 def channel_row_tile(op: OpInfo, cpu: HostCPU, flat: bool = False) -> tuple[int, int, int]:

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 from mlir import ir
+from threadpoolctl import threadpool_limits
 
 from mlirtune.interfaces.dtype import DType, dtype_named
 from mlirtune.interfaces.errors import MlirtuneError, UsageError
@@ -150,8 +151,11 @@ class PayloadWorkload(Workload):
 
     @cached_property
     def reference_outputs(self) -> list[np.ndarray]:
-        """Cached reference outputs."""
-        return self.reference(self.inputs)
+        """Cached reference outputs, computed on one BLAS thread: OpenBLAS's threads spin for
+        about 0.1 s after a call, and took a core from the parallel kernel timed next (a
+        two-thread convolution's first samples ran 4x slower)."""
+        with threadpool_limits(limits=1):
+            return self.reference(self.inputs)
 
     @contextmanager
     def allocate(self, engine: RunsOn) -> Iterator[list[Buffer]]:

@@ -119,10 +119,11 @@ def test_flat_rows_constraints():
     rows = {**flat, "FLAT_ROWS": 0}
     assert "ow_tile_within_row" in CONVOLUTION.violations(resnet, TARGET, rows)
     threads = HostCPU(AVX512, threads=2)
-    assert CONVOLUTION.select(resnet, threads)["FLAT_ROWS"] == 0
+    assert CONVOLUTION.select(resnet, threads)["FLAT_ROWS"] == 1
     assert CONVOLUTION.violations(resnet, threads, flat) == []  # 64 channels, 32 a thread
     odd = Conv2d(**{**RESNET, "F": 63}, padding=1).root
     assert "flat_rows_split_channels" in CONVOLUTION.violations(odd, threads, flat)
+    assert CONVOLUTION.select(odd, threads)["FLAT_ROWS"] == 0  # the selector keeps to them
 
 
 @pytest.mark.jit
