@@ -26,6 +26,7 @@ needs_two_cores = pytest.mark.skipif(CORES < 2, reason="needs 2 cores, this host
 
 # Small caches, so these small shapes take the packed path where their blocks are whole.
 SMALL_CACHES = {"l1d_bytes": 8 << 10, "l2_bytes": 64 << 10, "l3_bytes": 1 << 20}
+INTEL_CACHES = {"l1d_bytes": 48 << 10, "l2_bytes": 2 << 20, "l3_bytes": 32 << 20}
 
 
 def outputs(threads: int, workload, parameters=None) -> np.ndarray:
@@ -87,6 +88,25 @@ def test_the_selector_gives_each_thread_a_column_block():
     plan = engine.plan(workload)
     assert plan.values["THREADS"] == 2 and plan.sources["THREADS"] == "target"
     assert plan.values["PACK"] > 0 and plan.values["NC"] <= 256 // 2
+
+
+@needs_two_cores
+@pytest.mark.parametrize(
+    "workload",
+    [
+        Matmul(M=128, N=768, K=3072),  # its output fits L2: one block
+        Matmul(M=128, N=768, K=3072, transpose="b", bias=True),  # packed: 3 blocks of 256
+        Matmul(M=64, N=96, K=64),  # N's register tiles do not halve: M's blocks split
+        BatchMatmul(B=3, M=64, N=64, K=32),
+    ],
+    ids=["resident", "packed", "rows", "batch"],
+)
+def test_the_threads_get_as_many_output_blocks_each(workload):
+    engine = engine_for(HostCPU(threads=2, **INTEL_CACHES), use_specs=False)
+    values, dims = engine.plan(workload).values, workload.root.dims
+    assert dims["M"] % values["MC"] == 0 and dims["N"] % values["NC"] == 0
+    blocks = dims.get("B", 1) * dims["M"] // values["MC"] * dims["N"] // values["NC"]
+    assert blocks % 2 == 0
 
 
 @pytest.mark.parametrize("threads", [-1, CORES + 1, 1.5, True])

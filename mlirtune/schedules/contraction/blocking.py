@@ -100,17 +100,20 @@ def blis_blocking(
     return Blocking(mc=mc, nc=nc, kc=kc, l3_nc=nc)
 
 
-def whole_block(size: int, bound: int, step: int) -> int | None:
-    """The largest block of a loop of `size` within `bound` that divides it and is a multiple
-    of `step`, so the packed buffers are static; None when the best such block is under a
-    quarter of the bound (a finer block would re-pack too often). A whole block of a third
-    of the bound beats padded ones (1000x1024x1001 f32 on a 48 KiB / 2 MiB Intel core, MC=200
-    against a bound of 592: 1.02x OpenBLAS, padded blocks 0.3x)."""
-    if size <= bound:
+def whole_block(size: int, bound: int, step: int, parts: int = 1) -> int | None:
+    """The largest block of a loop of `size` within `bound` that divides it, is a multiple
+    of `step` and gives a block count that `parts` divides (the threads' even shares), so
+    the packed buffers are static; None when the best such block is under a quarter of the
+    bound (a finer block would re-pack too often). A whole block of a third of the bound
+    beats padded ones (1000x1024x1001 f32 on a 48 KiB / 2 MiB Intel core, MC=200 against a
+    bound of 592: 1.02x OpenBLAS, padded blocks 0.3x)."""
+    if size <= bound and parts == 1:
         return size if size % step == 0 else None
-    top = bound - bound % step
-    block = next((d for d in range(top, 0, -step) if size % d == 0), None)
-    return block if block is not None and 4 * block >= bound else None
+    top = min(bound, size) - min(bound, size) % step
+    block = next(
+        (d for d in range(top, 0, -step) if size % d == 0 and (size // d) % parts == 0), None
+    )
+    return block if block is not None and 4 * block >= min(bound, size) else None
 
 
 def padded_block(size: int, bound: int, step: int) -> int:

@@ -57,7 +57,7 @@ def dot_blocks(op: OpInfo, cpu: HostCPU) -> Config | None:
     nc_bound = min(n // cpu.threads, PAGE_BYTES // 2 // 4)
     mc, nc, pairs = (
         whole_block(m, bounds.mc, mr),
-        whole_block(n, nc_bound, nr),
+        whole_block(n, nc_bound, nr, cpu.threads),
         whole_block(k // DOT_PAIR, bounds.kc, 1),
     )
     if mc is None or nc is None or pairs is None:

@@ -8,14 +8,14 @@ the micro-kernel with the shared host model (mlirtune.schedules.cpu_model).
 
 from __future__ import annotations
 
+import math
+
 import z3
 
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, Domains, KnobVariables
-from mlirtune.schedules.contraction.blocking import (
-    packed_blocks_in_caches,
-)
+from mlirtune.schedules.contraction.blocking import packed_blocks_in_caches, whole_block
 from mlirtune.schedules.contraction.dot import DOT_PAIR, UNIT_AMX, UNIT_DOT, UNIT_FMA
 from mlirtune.schedules.contraction.dot_host import dot_blocks, dot_constraints, pair_view
 from mlirtune.schedules.contraction.packed import PACK_AB, PACK_B, PACK_NONE
@@ -125,8 +125,27 @@ def _fma_select(op: OpInfo, cpu: HostCPU) -> Config:
         # ways (measured at 512 x 49 x 2048, a 1x1 conv of ResNet-50 in NCHW: MR=16 ran
         # at 39 GFLOP/s, MR=8 at 92).
         mr = min(mr, f.l1d_ways)
+    mc, nc = _shared_blocks(op, cpu.threads, mc, nc, mr, nr)
     mr, nr = min(mr, mc), min(nr, nc)
     return {"MC": mc, "NC": nc, "KC": kc, "MR": mr, "NR": nr, "PACK": PACK_NONE}
+
+
+def _shared_blocks(op: OpInfo, threads: int, mc: int, nc: int, mr: int, nr: int) -> tuple[int, int]:
+    """MC and NC with as many whole output blocks for each thread (the blocks are one
+    scf.forall): N's block split where that does it, else M's; unchanged on one thread, or
+    where the blocks are partial (peeled: one thread). An output held in L2 was one block,
+    which one thread ran (128x768x3072: 4.2 ms on two threads as on one, 2.2 ms in two)."""
+    m, n, batch = op.dims["M"], op.dims["N"], op.dims.get("B", 1)
+    if threads == 1 or m % mc or n % nc:
+        return mc, nc
+    shares = (threads // math.gcd(threads, batch * rows) for rows in (m // mc, n // nc))
+    n_parts, m_parts = shares
+    if n_parts == 1:
+        return mc, nc
+    split_n = whole_block(n, nc, min(nr, nc), n_parts)
+    if split_n:
+        return mc, split_n
+    return whole_block(m, mc, min(mr, mc), m_parts) or mc, nc
 
 
 def transposed_packs(op: OpInfo, cpu: HostCPU) -> bool:

@@ -69,12 +69,15 @@ def packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
     columns = n - column_tail(op, mr, nr)
     per_thread = max(nr, columns // cpu.threads)  # a column block per thread
     mc = whole_block(m, bounds.mc, mr)
-    wide_enough = min(columns, MIN_PANEL_COLUMNS)  # else all of A is re-read for few columns
+    wide_enough = min(per_thread, MIN_PANEL_COLUMNS)  # else A is re-read for few columns
+    # As many column blocks for each thread (128x768x3072, two threads: 3 blocks of 256
+    # took 3.1 ms, 4 of 192 2.3 ms).
     nc = next(
         (
             block
             for bound in (bounds.nc, bounds.l3_nc)
-            if (block := whole_block(columns, min(bound, per_thread), nr)) and block >= wide_enough
+            if (block := whole_block(columns, min(bound, per_thread), nr, cpu.threads))
+            and block >= wide_enough
         ),
         None,
     )
