@@ -147,6 +147,33 @@ class SearchSpace:
         picked = [values for values in order if values not in skip][: max(0, n)]
         return [dict(zip(self.domains, values, strict=True)) for values in picked]
 
+    def neighbours(self, config: Config) -> list[Config]:
+        """The configs one step from `config` along one knob's domain (the next value up,
+        then down), knob by knob in declaration order; a step the constraints refuse is
+        repaired by the first step along another knob that makes it valid (a longer K block
+        with a shorter M block, whose product a cache bounds)."""
+        found: list[Config] = []
+        for step in self._steps(config):
+            repaired = step if self.contains(step) else None
+            if repaired is None:
+                moved = next(name for name in step if step[name] != config.get(name))
+                repairs = (c for c in self._steps(step) if c[moved] == step[moved])
+                repaired = next((c for c in repairs if c != config and self.contains(c)), None)
+            if repaired is not None and repaired not in found:
+                found.append(repaired)
+        return found
+
+    def _steps(self, config: Config) -> list[Config]:
+        """`config` moved one step along one knob's domain, each way, in declaration order."""
+        steps = []
+        for name, values in self.domains.items():
+            if config.get(name) in values:
+                at = values.index(config[name])
+                steps += [
+                    {**config, name: values[i]} for i in (at + 1, at - 1) if 0 <= i < len(values)
+                ]
+        return steps
+
     def cost(self, config: Config) -> float:
         """The cost model's estimate of seconds per call for `config` (lower is better)."""
         missing = [name for name in self.domains if name not in config]

@@ -29,6 +29,9 @@ class Strategy(ABC):
 
     name: ClassVar[str]
     description: ClassVar[str]
+    # Whether the tuner evaluates the baseline's neighbours before the first ask (the
+    # guided strategies); the exhaustive and random orders are references, kept as they are.
+    neighbours_first: ClassVar[bool] = True
 
     def __init__(self, space: SearchSpace, seed: int = 0) -> None:
         self.space = space
@@ -62,6 +65,7 @@ class _Ordered(Strategy):
 class Exhaustive(_Ordered):
     name = "exhaustive"
     description = "every config of the space, in enumeration order"
+    neighbours_first = False
 
     def order(self) -> list[Config]:
         return self.space.enumerate()
@@ -70,6 +74,7 @@ class Exhaustive(_Ordered):
 class RandomSearch(_Ordered):
     name = "random"
     description = "unique configs in a seeded random order"
+    neighbours_first = False
 
     def order(self) -> list[Config]:
         return self.space.sample(self.space.count(), seed=self.seed)

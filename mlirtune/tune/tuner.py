@@ -4,7 +4,9 @@ Each stage is callable on its own (`generate` in `problem.py`, the evaluator's `
 and `race`, `rank` here); `tune` is the composition the CLI runs. Every outcome is
 committed to the database as soon as it is known, and a config already stored under the
 same key is taken from there instead of being measured again, so re-running an interrupted
-command resumes it.
+command resumes it. The search asks the strategy once the starters (spec-library entries)
+and, for a guided strategy, the baseline's neighbours in the space (`SearchSpace.neighbours`)
+have been evaluated.
 """
 
 from __future__ import annotations
@@ -179,6 +181,13 @@ def tune(
             for c in options.starters
             if c not in starters
         ]
+        # Then, for a guided strategy, the baseline's neighbours: where a model's bound is
+        # one step off, the search finds it before the strategy spends the budget elsewhere
+        # (2048^3 on an Intel Xeon: TPE missed in 60 candidates the K block one step past
+        # the selector's, 1.02x).
+        if strategy.neighbours_first:
+            neighbours = problem.space.neighbours(problem.baseline)
+            starters += [c for c in neighbours if c not in starters]
         # The baseline is the stream's first job and, once the budget is spent, its last: it
         # is timed first and last while the other workers compile candidates.
         issued: list[dict[str, int]] = []

@@ -18,6 +18,7 @@ from mlirtune.tune.space_for import space_for
 F32 = ("f32", "f32", "f32")
 AVX512 = {"isa": "avx512", "l1d_bytes": 32 << 10, "l2_bytes": 1 << 20}
 AVX2 = {"isa": "avx2", "l1d_bytes": 32 << 10, "l2_bytes": 1 << 20}
+INTEL = {"l1d_bytes": 48 << 10, "l1d_ways": 12, "l2_bytes": 2 << 20, "l2_ways": 16}
 
 
 def host(**overrides) -> HostCPU:
@@ -61,7 +62,7 @@ def contraction_ok(c, op, cpu, floor):
         and (c["MC"] % c["MR"] == 0 or c["MC"] == m)
         and (c["NC"] % c["NR"] == 0 or c["NC"] == n)
         and all(t <= lanes or t == 2 * lanes for t in (c["NC"] % c["NR"], n % c["NC"] % c["NR"]))
-        and c["MR"] * c["KC"] * 4 <= f.l1d_bytes // 2
+        and c["MR"] * c["KC"] * 4 <= (f.l1d_ways - 2) * (f.l1d_bytes // f.l1d_ways)
         and (c["PACK"] > 0 or c["KC"] * c["NC"] * 4 <= f.l2_bytes)
         and (c["PACK"] == 0 or packed_blocks_fit(c, f))
         and (c["PACK"] > 0 or c["MC"] * c["NC"] * 4 <= 32 << 10 or whole_output)
@@ -202,7 +203,7 @@ def test_violations_name_the_broken_constraints():
     assert space.violations(good) == []
     assert "register_budget" in space.violations({**good, "MR": 16, "NR": 64})
     assert space.violations({**good, "MC": 128, "NC": 512, "MR": 8, "NR": 32}) == ["output_block"]
-    small_l1 = space_for(matmul(48, 80, 96), "contraction", host(l1d_bytes=8192, l2_bytes=16384))
+    small_l1 = space_for(matmul(48, 80, 96), "contraction", host(l1d_bytes=4096, l2_bytes=16384))
     assert "a_panel_in_l1" in small_l1.violations({**good, "MR": 16, "KC": 96})
     assert space.violations({**good, "NR": 20})[:1] == ["NR_domain"]
     assert "nr_whole_vectors" in space.violations({**good, "NR": 20})
@@ -403,3 +404,21 @@ def test_fast_enumeration_matches_z3_and_its_integer_semantics(case):
     power = Constraint("power", "", x**2 <= 9)  # not translated: z3 decides
     toy = SearchSpace("toy", {"x": range(-7, 8)}, [power], lambda c: 0.0)
     assert toy._predicates == [None] and toy.enumerate() == [{"x": v} for v in range(-3, 4)]
+
+
+def test_neighbours_are_valid_configs_a_step_or_a_repaired_step_away():
+    space = space_for(matmul(2048, 2048, 2048), "contraction", host(**INTEL))
+    config = {"MC": 256, "NC": 128, "KC": 1024, "MR": 4, "NR": 64, "KU": 1, "ORDER": 1}
+    config = {**config, "PACK": 1, "UNIT": 0}
+    neighbours = space.neighbours(config)
+    assert neighbours and all(space.contains(c) for c in neighbours)
+    for neighbour in neighbours:
+        moved = [k for k in config if neighbour[k] != config[k]]
+        assert 1 <= len(moved) <= 2
+        for name in moved:
+            values = space.domains[name]
+            assert abs(values.index(neighbour[name]) - values.index(config[name])) == 1
+    assert {**config, "KC": 512} in neighbours
+    # KC=2048 puts the A block past L2's ways: repaired by a step down of MC.
+    assert "packed_a_block_in_l2" in space.violations({**config, "KC": 2048})
+    assert {**config, "KC": 2048, "MC": 128} in neighbours

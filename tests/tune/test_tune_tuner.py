@@ -216,3 +216,14 @@ def test_baseline_is_timed_first_and_last_within_the_search(tmp_path, monkeypatc
     assert roles.count("baseline") == 2 and roles.count("candidate") == 3
     assert report.baseline_first.ok and report.baseline_last.ok
     assert report.baseline_first is not report.baseline_last
+
+
+def test_guided_search_starts_at_the_baselines_neighbours(tmp_path):
+    problem = generate(Matmul(**SIZE), HostCPU())
+    neighbours = problem.space.neighbours(problem.baseline)
+    with TuningDB(tmp_path / "t.db") as db:
+        report = tune(problem, _options(strategy="model", budget=len(neighbours)), db)
+    with TuningDB(tmp_path / "e.db") as db:
+        exhaustive = tune(problem, _options(budget=2), db)
+    assert [c.config for c in report.evaluated] == neighbours
+    assert [c.config for c in exhaustive.evaluated] == problem.space.enumerate()[:2]

@@ -134,7 +134,8 @@ def packed_blocks_in_caches(
     """The model's bounds as constraints on a config that `blocked` says the model blocks
     (PACK > 0, or the dot path): A's block with one
     B micro-panel in the L2 ways but one, B's block with A's in the L3 ways but one (A's
-    micro-panel in half of L1 is the family's `a_panel_in_l1`, for every path)."""
+    micro-panel in L1 is the family's `a_panel_in_l1`, for every path: the L1 ways but
+    two, which admits longer K blocks than the selector takes)."""
     _, l2, l3 = CacheLevel.levels(cpu.features)
     mc, nc, kc, nr = (knobs[name] for name in ("MC", "NC", "KC", "NR"))
     a_block, b_block = mc * kc * size, kc * nc * size
