@@ -22,10 +22,10 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check mlirtune tests benchmarks scripts
-	$(BIN)/ruff format --check mlirtune tests benchmarks scripts
+	$(BIN)/ruff format --check mlirtune tests benchmarks scripts README.md
 
 format: $(STAMP)
-	$(BIN)/ruff format mlirtune tests benchmarks scripts
+	$(BIN)/ruff format mlirtune tests benchmarks scripts README.md
 	$(BIN)/ruff check --fix mlirtune tests benchmarks scripts
 
 bench: $(STAMP)
