@@ -91,9 +91,24 @@ def _print_dispatches(dispatches: list[dict[str, Any]], indent: str) -> None:
             print(f"{indent}    note: {note}")
 
 
+def _checked_params(args: argparse.Namespace, engine, workload) -> dict[str, int]:
+    """The --param values, with a warning where they break constraints of the schedule
+    family: they still run, but outside the space the tuner searches."""
+    params = schedule_params(args.param)
+    broken = engine.broken_constraints(engine.plan(workload, params)) if params else []
+    if broken:
+        print(
+            f"warning: the --param values break {', '.join(broken)} of this schedule family: "
+            "outside the space `mlirtune tune` searches (`--show-space` describes them)",
+            file=sys.stderr,
+        )
+    return params
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     workload = workload_of(args)
-    result = engine_of(args).execute(workload, schedule_params(args.param))
+    engine = engine_of(args)
+    result = engine.execute(workload, _checked_params(args, engine, workload))
     for note in result.extra.get("notes", []):
         print(f"note: {note}")
     _print_dispatches(result.extra.get("dispatches", []), indent="")
@@ -110,7 +125,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     options = BenchOptions(max_time_s=args.max_time)
     if not args.json:
         print(f"benchmarking {label(workload.describe())} ...", file=sys.stderr)
-    result = engine_of(args).benchmark(workload, schedule_params(args.param), options=options)
+    engine = engine_of(args)
+    params = _checked_params(args, engine, workload)
+    result = engine.benchmark(workload, params, options=options)
     report: dict[str, Any] = {**result.to_json(), "threads": args.threads}
     baseline = None
     if args.baseline:
@@ -137,9 +154,10 @@ def cmd_opt(args: argparse.Namespace) -> int:
         print(f"// ----- after {stage} -----")
         print(result)
 
-    engine_of(args).lower_payload(
+    engine = engine_of(args)
+    engine.lower_payload(
         workload,
-        schedule_params(args.param),
+        _checked_params(args, engine, workload),
         observer=show,
         print_after_all=args.print_after_all,
     )

@@ -53,13 +53,19 @@ class DescriptorEngine(Engine):
             workload, self.target, self._default, self._pipeline(), self.specs, parameters
         )
 
+    def broken_constraints(self, lowering: Lowering) -> list[str]:
+        """The constraints of the schedule family that `lowering`'s config breaks (a config
+        from --param may; the selector's and the tuner's keep to them); none for a payload
+        split into dispatches."""
+        if len(lowering.roots) != 1:
+            return []
+        return config_violations(dict(lowering.values), lowering.roots[0], lowering, self.target)
+
     def explained(self, error: MlirtuneError, lowering: Lowering) -> MlirtuneError:
         """`error`, where a schedule failed to apply, naming the constraints of the schedule
         family that the config breaks: such a config (e.g. from --param) is the likely
         cause, and the interpreter's diagnostic does not say so."""
-        if error.stage != "schedule" or len(lowering.roots) != 1:
-            return error
-        broken = config_violations(dict(lowering.values), lowering.roots[0], lowering, self.target)
+        broken = self.broken_constraints(lowering) if error.stage == "schedule" else []
         if not broken:
             return error
         message = f"{error.args[0]}\nthe config breaks {', '.join(broken)} of this schedule family"

@@ -270,3 +270,13 @@ def test_nvidia_target_compiles_to_ptx_but_does_not_execute(capsys):
     assert code == 0 and "after ptx" in out and ".entry" in out
     code, _, err = run(capsys, "run", "matmul", "--target", "nvidia-gpu")
     assert code == 2 and "compile-only" in err
+
+
+@pytest.mark.jit
+def test_params_outside_the_space_run_with_a_warning_naming_the_constraints(capsys):
+    code, out, err = run(capsys, "run", "matmul", "M=64", "N=64", "K=64", "--param", "MR=16",
+                         "--param", "NR=64")  # fmt: skip
+    assert code == 0 and "verification passed" in out
+    assert "warning: the --param values break register_budget" in err
+    code, _, err = run(capsys, "run", "matmul", "M=64", "N=64", "K=64", "--param", "MR=4")
+    assert code == 0 and "warning" not in err
