@@ -138,9 +138,10 @@ def _shared_blocks(op: OpInfo, threads: int, mc: int, nc: int, mr: int, nr: int)
     m, n, batch = op.dims["M"], op.dims["N"], op.dims.get("B", 1)
     if threads == 1 or m % mc or n % nc:
         return mc, nc
-    shares = (threads // math.gcd(threads, batch * rows) for rows in (m // mc, n // nc))
-    n_parts, m_parts = shares
-    if n_parts == 1:
+    # The factor of the thread count that N's (or M's) block count must bring.
+    n_parts = threads // math.gcd(threads, batch * (m // mc))
+    m_parts = threads // math.gcd(threads, batch * (n // nc))
+    if n_parts == 1:  # the blocks share out evenly already
         return mc, nc
     split_n = whole_block(n, nc, min(nr, nc), n_parts)
     if split_n:
