@@ -91,7 +91,7 @@ def _print_dispatches(dispatches: list[dict[str, Any]], indent: str) -> None:
             print(f"{indent}    note: {note}")
 
 
-def _checked_params(args: argparse.Namespace, engine, workload) -> dict[str, int]:
+def _checked_params(args: argparse.Namespace, engine: Engine, workload: Workload) -> dict[str, int]:
     """The --param values, with a warning where they break constraints of the schedule
     family: they still run, but outside the space the tuner searches."""
     params = schedule_params(args.param)

@@ -43,6 +43,11 @@ class Engine(ABC):
         """The pipeline `lower_payload` would run and every slot value with its source
         (explicit, a spec entry, the selector, a default), without lowering anything."""
 
+    def broken_constraints(self, lowering: Lowering) -> list[str]:
+        """The constraints of the schedule family that a planned config breaks (explicit
+        parameters may); none where the engine checks none."""
+        return []
+
     @abstractmethod
     def lower_payload(
         self,
