@@ -152,6 +152,8 @@ def describe(op: ir.Operation) -> OpInfo | None:
             return OpInfo("axis_reduction", dims, dtypes, op.name, {"outputs": outputs})
         transcendentals = _transcendentals(op)
         attrs = {"transcendentals": transcendentals} if transcendentals else {}
+        if len(loops) > 2:  # rows of rows (attention scores per head): the inner row loop
+            attrs["rank"], attrs["inner_rows"] = len(loops), loops[-2]
         return OpInfo("reduction", _rows_cols(loops), dtypes, op.name, attrs)
     return None
 

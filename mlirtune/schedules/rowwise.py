@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from mlir import ir
 from mlir.dialects import transform
+from mlir.dialects.transform import structured
 
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
@@ -77,8 +78,11 @@ class Rowwise(VectorTileFamily):
         return bool(config["PREFETCH"]) or input_in_l2(op, cpu)
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
-        shape = [op.dims["ROWS"], op.dims["COLS"]]
-        return rowwise_schedule(shape=shape, parameters=parameters)
+        rank = op.attributes.get("rank", 2)
+        rows = op.attributes.get("inner_rows", op.dims["ROWS"])
+        outer = op.dims["ROWS"] // rows
+        shape = [*([outer] if rank > 2 else []), rows, op.dims["COLS"]]
+        return rowwise_schedule(shape=shape, parameters=parameters, rank=rank)
 
 
 def _bytes(op: OpInfo, rows: int) -> int:
@@ -97,20 +101,23 @@ ROW_REDUCTION = ("parallel", "reduction")
 
 
 def rowwise_schedule(
-    *, shape: Sequence[int], parameters: dict[str, int], name: str = "rowwise"
+    *, shape: Sequence[int], parameters: dict[str, int], name: str = "rowwise", rank: int = 2
 ) -> ir.Module:
-    """Schedule a 2-D payload whose ops are row-parallel (linalg.generic with iterators
-    parallel x parallel or parallel x reduction) and whose last op writes the output."""
-    m, n = shape
+    """Schedule a payload whose ops are row-parallel (linalg.generic with iterators all
+    parallel, or parallel then one reduction) and whose last op writes the output: 2-D, or
+    of `rank` loops whose leading ones (`shape`: their product, then the rows and columns)
+    are tiled by one and dropped, leaving the 2-D row tiles."""
+    *_, m, n = shape
     rows, cols = min(parameters["ROWS"], m), min(parameters["COLS"], n)
+    leading = [1] * (rank - 2)
     # With THREADS > 1 and whole row tiles, the row tiles are one scf.forall spread over the
     # threads (a partial tile is peeled, which takes an scf.for).
     parallel = parameters.get("THREADS", 1) > 1 and m % rows == 0
     with ScheduleBuilder(name) as s:
-        _, (row_loop,) = s.fuse_with_loops(
-            s.last_op(), [rows, 0], step="tile_rows_and_fuse", parallel=parallel
+        _, (*_, row_loop) = s.fuse_with_loops(
+            s.last_op(), [*leading, rows, 0], step="tile_rows_and_fuse", parallel=parallel
         )
-        if parameters.get("PREFETCH") and not parallel:
+        if parameters.get("PREFETCH") and not parallel and not leading:
             with s.at("mark_prefetch"):  # the prefetch-next-tile step adds the prefetches
                 transform.AnnotateOp(row_loop, PREFETCH_ATTRIBUTE)
         function = s.match(s.root, ["func.func"], step="match_function")
@@ -118,6 +125,12 @@ def rowwise_schedule(
             # A producer with two consumers (exp feeds the sum and the divide) is fused once
             # per use; the copies are identical, so CSE keeps one.
             transform.apply_cse(function)
+        if leading:  # the tiles' unit leading dims dropped: 2-D ops on rank-reduced slices
+            s.apply_patterns(
+                function,
+                "drop_leading_dims",
+                structured.apply_patterns_linalg_fold_unit_extent_dims_via_slices,
+            )
         if m % rows:
             s.peel(row_loop, step="peel_rows")
         # Static row counts in every row tile before the column loops are made (they cannot

@@ -4,6 +4,7 @@ against torch eager, and every bad input is a clean error. Skipped without the t
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 import numpy as np
@@ -51,12 +52,16 @@ def single_ops():
         "linear": (torch.nn.Linear(48, 32), (torch.randn(8, 48),)),
         "conv2d": (torch.nn.Conv2d(8, 16, 3, padding=1), (torch.randn(1, 8, 12, 12),)),
         "softmax": (torch.nn.Softmax(dim=-1), (torch.randn(16, 100),)),
+        # Rows of rows (attention scores per head), partial row and column tiles.
+        "softmax-3d": (torch.nn.Softmax(dim=-1), (torch.randn(3, 10, 200),)),
         "layernorm": (torch.nn.LayerNorm(64), (torch.randn(8, 64),)),
         "matmul-transposed": (TransposedMatmul(), (torch.randn(24, 16), torch.randn(40, 24))),
     }
 
 
-@pytest.mark.parametrize("name", ["linear", "conv2d", "softmax", "layernorm", "matmul-transposed"])
+@pytest.mark.parametrize(
+    "name", ["linear", "conv2d", "softmax", "softmax-3d", "layernorm", "matmul-transposed"]
+)
 def test_single_ops_import_and_verify_against_torch_eager(name):
     module, inputs = single_ops()[name]
     workload = mt.workload(module, inputs)
@@ -70,6 +75,14 @@ def test_single_ops_import_and_verify_against_torch_eager(name):
     with torch.no_grad():
         theirs = module(*inputs).numpy()
     np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("threads", [1, 2] if (os.cpu_count() or 1) > 1 else [1])
+def test_a_softmax_over_rows_of_rows_is_scheduled(threads):
+    module, inputs = single_ops()["softmax-3d"]
+    result = engine_for(HostCPU(threads=threads)).execute(mt.workload(module, inputs))
+    assert result.verification.ok
+    assert [d["scheduled"] for d in result.extra["dispatches"]] == [True]
 
 
 def test_weights_are_inputs_by_default_or_constants_on_request():
