@@ -6,9 +6,11 @@ or runs at another clock, so "% of peak" is reported against a measurement inste
 `fma_peak` workload, timed like any kernel. Memory-bound kernels are held against the
 bandwidth one core reads an array past the last-level cache at: the `stream_read`
 workload. Both are kept in `$XDG_CACHE_HOME/mlirtune/peaks.json` (else ~/.cache), one flat
-object of positive numbers: the FMA peak under the target's fingerprint digest, the
-bandwidth under that digest + BANDWIDTH_SUFFIX, so a file holding only FMA peaks still
-reads. An entry that is unreadable or not a positive finite number is measured again.
+object of positive numbers: the FMA peak under `cache_key` (the target's fingerprint digest
+and this boot of the machine), the bandwidth under that key + BANDWIDTH_SUFFIX. An entry
+that is unreadable or not a positive finite number is measured again, and so is one from
+another boot: one CPU model runs at other clocks on other machines (a VM measured 216
+GFLOP/s on one boot, 175-178 on the next), and a stale figure misstates every "% of peak".
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from mlirtune.workloads.stream_read import StreamRead
 
 PEAK_OPTIONS = BenchOptions(max_time_s=0.3)
 BANDWIDTH_SUFFIX = "/stream_read_gbs"
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 MIN_STREAM_BYTES = 256 << 20
 
 
@@ -52,7 +55,7 @@ def measured_peak_gflops(target: HostCPU, dtype: str = "f32") -> float:
     (HostCPU.has_bf16_dot) does two products per f32 lane at the FMA's rate, as its
     kernels measure (216 GFLOP/s on a Zen 4 core whose f32 FMA peak is 118)."""
     core = _one_core(target)
-    f32 = _cached(digest(core.fingerprint()), lambda: measure_f32_peak(core))
+    f32 = _cached(cache_key(core), lambda: measure_f32_peak(core))
     pairs = 2 if dtype == "bf16" and target.has_bf16_dot() else 1
     return pairs * f32 * 32 / COMPUTE_BITS.get(dtype, 32)
 
@@ -75,8 +78,21 @@ def measured_bandwidth_gbs(target: HostCPU) -> float:
     """The measured per-core streaming read bandwidth in GB/s, from the cache or measured
     now and cached."""
     core = _one_core(target)
-    key = digest(core.fingerprint()) + BANDWIDTH_SUFFIX
+    key = cache_key(core) + BANDWIDTH_SUFFIX
     return _cached(key, lambda: measure_stream_gbs(core))
+
+
+def cache_key(target: HostCPU) -> str:
+    """Where a figure of `target` is cached: its fingerprint's digest, then `@` and this
+    boot's id (Linux's boot_id; empty where there is none)."""
+    return f"{digest(target.fingerprint())}@{_boot_id()}"
+
+
+def _boot_id() -> str:
+    try:
+        return BOOT_ID.read_text().strip()
+    except OSError:
+        return ""
 
 
 def _one_core(target: HostCPU) -> HostCPU:
@@ -105,8 +121,17 @@ def _cached(key: str, measure: Callable[[], float]) -> float:
     if cached is not None:
         return cached
     value = measure()
-    _write(path, {**_read(path), key: value})
+    machine = key.split("/")[0]  # the entries of other boots of this CPU are stale
+    kept = {k: v for k, v in _read(path).items() if not _other_boot(k, machine)}
+    _write(path, {**kept, key: value})
     return value
+
+
+def _other_boot(key: str, machine: str) -> bool:
+    """Whether `key` holds a figure of `machine`'s CPU (digest@boot) from another boot, or
+    from before figures were keyed by boot (the digest alone)."""
+    entry = key.split("/")[0]
+    return entry != machine and entry.split("@")[0] == machine.split("@")[0]
 
 
 def _plausible(value: object) -> bool:

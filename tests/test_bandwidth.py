@@ -12,7 +12,6 @@ from mlirtune.api import engine_for
 from mlirtune.cli.tune import _print_report
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.targets.host_cpu import HostCPU
-from mlirtune.toolchain import digest
 from mlirtune.tune.db_records import Verdict
 from mlirtune.tune.outcome import Outcome
 from mlirtune.tune.problem import generate
@@ -43,7 +42,7 @@ def measurements(monkeypatch):
 
 
 def keys(target: HostCPU) -> tuple[str, str]:
-    fma = digest(target.fingerprint())
+    fma = peak.cache_key(target)
     return fma, fma + peak.BANDWIDTH_SUFFIX
 
 

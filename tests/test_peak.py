@@ -35,7 +35,7 @@ def test_measured_once_per_cpu_then_cached(peaks_file, measurements):
     bf16 = 200.0 if target.has_bf16_dot() else 100.0
     assert peak.measured_peak_gflops(target, "bf16") == bf16
     assert len(measurements) == 1
-    assert json.loads(peaks_file.read_text()) == {digest(target.fingerprint()): 100.0}
+    assert json.loads(peaks_file.read_text()) == {peak.cache_key(target): 100.0}
     other = HostCPU(l2_bytes=2 * target.features.l2_bytes)  # another CPU, another fingerprint
     peak.measured_peak_gflops(other)
     assert len(measurements) == 2 and len(json.loads(peaks_file.read_text())) == 2
@@ -56,10 +56,10 @@ def test_a_multi_thread_target_reads_the_one_core_figure(peaks_file, measurement
 def test_a_corrupt_cache_is_measured_again(peaks_file, measurements, content):
     target = HostCPU()
     peaks_file.parent.mkdir(parents=True)
-    peaks_file.write_text(content.replace("KEY", digest(target.fingerprint())))
+    peaks_file.write_text(content.replace("KEY", peak.cache_key(target)))
     assert peak.measured_peak_gflops(target) == 100.0
     assert len(measurements) == 1
-    assert json.loads(peaks_file.read_text()) == {digest(target.fingerprint()): 100.0}
+    assert json.loads(peaks_file.read_text()) == {peak.cache_key(target): 100.0}
 
 
 def test_an_unwritable_cache_only_means_measuring_again(tmp_path, monkeypatch, measurements):
@@ -77,3 +77,15 @@ def test_the_micro_benchmark_verifies_and_counts_its_flops():
     assert engine_for(HostCPU(), use_specs=False).execute(workload).verification.ok
     assert workload.get_complexity().flops == 2 * STEPS * CHAINS * workload.options["lanes"]
     assert peak.measure_f32_peak(HostCPU()) > 0
+
+
+def test_a_figure_from_another_boot_is_measured_again(peaks_file, measurements):
+    target = HostCPU()
+    fingerprint = digest(target.fingerprint())
+    other = HostCPU(l2_bytes=2 * target.features.l2_bytes)
+    peaks_file.parent.mkdir(parents=True)
+    stale = {f"{fingerprint}@another-boot": 216.0, fingerprint: 216.0}  # and an unkeyed one
+    kept = {peak.cache_key(other): 50.0}
+    peaks_file.write_text(json.dumps({**stale, **kept}))
+    assert peak.measured_peak_gflops(target) == 100.0 and len(measurements) == 1
+    assert json.loads(peaks_file.read_text()) == {**kept, peak.cache_key(target): 100.0}
