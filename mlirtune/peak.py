@@ -10,7 +10,7 @@ object of positive numbers: the FMA peak under `cache_key` (the target's fingerp
 and this boot of the machine), the bandwidth under that key + BANDWIDTH_SUFFIX. An entry
 that is unreadable or not a positive finite number is measured again, and so is one from
 another boot: one CPU model runs at other clocks on other machines (a VM measured 216
-GFLOP/s on one boot, 175-178 on the next), and a stale figure misstates every "% of peak".
+GFLOP/s on one boot, 192 on the next), and a stale figure misstates every "% of peak".
 """
 
 from __future__ import annotations
