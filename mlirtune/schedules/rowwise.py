@@ -78,11 +78,10 @@ class Rowwise(VectorTileFamily):
         return bool(config["PREFETCH"]) or input_in_l2(op, cpu)
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
-        rank = op.attributes.get("rank", 2)
-        rows = op.attributes.get("inner_rows", op.dims["ROWS"])
-        outer = op.dims["ROWS"] // rows
-        shape = [*([outer] if rank > 2 else []), rows, op.dims["COLS"]]
-        return rowwise_schedule(shape=shape, parameters=parameters, rank=rank)
+        shape = [op.attributes.get("inner_rows", op.dims["ROWS"]), op.dims["COLS"]]
+        return rowwise_schedule(
+            shape=shape, parameters=parameters, rank=op.attributes.get("rank", 2)
+        )
 
 
 def _bytes(op: OpInfo, rows: int) -> int:
@@ -104,10 +103,10 @@ def rowwise_schedule(
     *, shape: Sequence[int], parameters: dict[str, int], name: str = "rowwise", rank: int = 2
 ) -> ir.Module:
     """Schedule a payload whose ops are row-parallel (linalg.generic with iterators all
-    parallel, or parallel then one reduction) and whose last op writes the output: 2-D, or
-    of `rank` loops whose leading ones (`shape`: their product, then the rows and columns)
-    are tiled by one and dropped, leaving the 2-D row tiles."""
-    *_, m, n = shape
+    parallel, or parallel then one reduction) and whose last op writes the output: 2-D, of
+    `shape` rows and columns, or of `rank` loops whose leading ones are tiled by one and
+    dropped, leaving 2-D row tiles of the innermost two (`shape`)."""
+    m, n = shape
     rows, cols = min(parameters["ROWS"], m), min(parameters["COLS"], n)
     leading = [1] * (rank - 2)
     # With THREADS > 1 and whole row tiles, the row tiles are one scf.forall spread over the
