@@ -37,36 +37,27 @@ def matmul(m: int, n: int, k: int) -> OpInfo:
 
 
 @pytest.mark.parametrize(
-    ("cpu", "rows", "expected"),
+    ("cpu", "expected"),
     [
         # KC: an 8 x KC f32 A micro-panel in 4 of 8 ways of 4 KiB -> 512.
         # MC: 8 ways of 128 KiB, less one for a 512 x 32 B micro-panel and one for C ->
         #     6 x 128 KiB / (512 x 4 bytes) = 384.
-        # NC: C's 2048-row panel leaves too few columns in L2 (7 x 128 KiB / 10 KiB = 89,
-        #     under 4 micro-panels), so B's block takes L3: 16 ways of 2 MiB, less one for
-        #     A's 768 KiB block and one for C -> 14 x 2 MiB / (512 x 4 bytes) = 14336.
-        (AMD_LIKE, 2048, Blocking(mc=384, nc=14336, kc=512, pack_a=True, l3_nc=14336)),
-        # NC: 256 rows of C and 512 of B in 7 x 128 KiB -> 298 columns, in panels of 32 ->
-        #     288; A is read in place.
-        (AMD_LIKE, 256, Blocking(mc=384, nc=288, kc=512, pack_a=False, l3_nc=14336)),
+        # NC: B's block in 4 of the 8 ways -> 4 x 128 KiB / (512 x 4 bytes) = 256.
+        (AMD_LIKE, Blocking(mc=384, nc=256, kc=512, b_block_bytes=512 << 10)),
         # KC: 6 of 12 ways of 4 KiB -> 768. MC: 16 ways of 128 KiB less one for the
         # 96 KiB micro-panel and one for C -> 14 x 128 KiB / 3 KiB = 597, in rows of 8 ->
-        # 592. NC: 4096 + 768 rows in 15 x 128 KiB -> 101 columns, too few: L3's 15 ways
-        # of 7 MiB less one for A's 1.7 MiB block and one for C -> 13 x 7 MiB / 3 KiB =
-        # 31061, in panels of 32 -> 31040.
-        (INTEL_LIKE, 4096, Blocking(mc=592, nc=31040, kc=768, pack_a=True, l3_nc=31040)),
-        # NC: 2048 + 768 rows in 15 x 128 KiB -> 174 columns, in panels of 32 -> 160.
-        (INTEL_LIKE, 2048, Blocking(mc=592, nc=160, kc=768, pack_a=False, l3_nc=31040)),
+        # 592. NC: 8 of the 16 ways -> 8 x 128 KiB / 3 KiB = 341, in panels of 32 -> 320.
+        (INTEL_LIKE, Blocking(mc=592, nc=320, kc=768, b_block_bytes=1 << 20)),
     ],
-    ids=["amd-like-2048", "amd-like-256", "intel-like-4096", "intel-like-2048"],
+    ids=["amd-like", "intel-like"],
 )
-def test_blocks_follow_the_cache_geometry(cpu, rows, expected):
-    assert blis_blocking(cpu.features, mr=8, nr=32, element_bytes=4, rows=rows) == expected
+def test_blocks_follow_the_cache_geometry(cpu, expected):
+    assert blis_blocking(cpu.features, mr=8, nr=32, element_bytes=4) == expected
 
 
 def test_wider_elements_take_shorter_blocks():
-    f32 = blis_blocking(AMD_LIKE.features, mr=8, nr=16, element_bytes=4, rows=2048)
-    f64 = blis_blocking(AMD_LIKE.features, mr=8, nr=16, element_bytes=8, rows=2048)
+    f32 = blis_blocking(AMD_LIKE.features, mr=8, nr=16, element_bytes=4)
+    f64 = blis_blocking(AMD_LIKE.features, mr=8, nr=16, element_bytes=8)
     assert f64.kc == f32.kc // 2
 
 
@@ -74,18 +65,21 @@ def test_wider_elements_take_shorter_blocks():
     ("cpu", "op", "blocks"),
     [
         # The packed micro-kernel's 4 x 64 tile: A's 4-row micro-panel takes a KC of 1024
-        # (32 KiB L1) or 1536 (48 KiB) in half of L1; C's panel in L2 on the larger L2.
-        (AMD_LIKE, matmul(2048, 2048, 2048), (128, 2048, 1024, 2)),
-        (INTEL_LIKE, matmul(2048, 2048, 2048), (256, 128, 1024, 1)),
+        # (32 KiB L1) or 1536 (48 KiB) in half of L1, 1024 of 2048 as a whole block; B's
+        # 1024-row block in half of L2 spans 128 (1 MiB L2) or 256 (2 MiB) columns.
+        (AMD_LIKE, matmul(2048, 2048, 2048), (128, 128, 1024, 1)),
+        (INTEL_LIKE, matmul(2048, 2048, 2048), (256, 256, 1024, 1)),
+        # K = 11008 has no whole block over a quarter of 1024 but 688; under 1536, 1376.
         (AMD_LIKE, matmul(256, 4096, 11008), (128, 128, 688, 1)),
-        (INTEL_LIKE, matmul(256, 4096, 11008), (256, 256, 1376, 1)),
+        (INTEL_LIKE, matmul(256, 4096, 11008), (256, 128, 1376, 1)),
         # 999 columns leave a 39-column tail past 64-wide tiles, which LLVM splits into odd
         # pieces: the 8 x 32 tile. 1000 rows in whole blocks of 200; the 992 columns of
         # whole register tiles (the packed nest splits off the other 7) have no whole block
-        # of 128 or more columns within C's panel in L2, so one within L3; K in even
-        # blocks, its remainder in the first
-        (AMD_LIKE, matmul(1000, 999, 1001), (200, 992, 143, 1)),
-        (INTEL_LIKE, matmul(1000, 999, 1001), (200, 992, 501, 1)),
+        # of 128 or more within B's L2 bytes, so they are one block, and K's blocks are
+        # shortened to keep it there: even ones of at most 512 KiB / (992 x 4 bytes) = 132
+        # or 1 MiB / (992 x 4 bytes) = 264 rows, the remainder in the first.
+        (AMD_LIKE, matmul(1000, 999, 1001), (200, 992, 126, 1)),
+        (INTEL_LIKE, matmul(1000, 999, 1001), (200, 992, 251, 1)),
     ],
     ids=["amd-2048", "intel-2048", "amd-llama", "intel-llama", "amd-odd", "intel-odd"],
 )
@@ -108,9 +102,11 @@ def test_whole_blocks_divide_the_loop_or_are_not_taken():
 def test_packed_blocks_past_the_caches_break_named_constraints():
     op = matmul(2048, 2048, 2048)
     family = FAMILIES["contraction"]
-    config = {"MC": 2048, "NC": 2048, "KC": 512, "MR": 8, "NR": 32, "KU": 1, "ORDER": 1}
-    assert "packed_a_block_in_l2" in family.violations(op, AMD_LIKE, {**config, "PACK": 2})
-    assert "packed_a_block_in_l2" not in family.violations(op, AMD_LIKE, {**config, "PACK": 0})
+    config = {"MC": 128, "NC": 256, "KC": 1024, "MR": 4, "NR": 64, "KU": 1, "ORDER": 1, "UNIT": 0}
+    # B's block: 1 MiB, past half of the AMD-like 1 MiB L2 but within the Intel-like one's.
+    assert "packed_b_block_in_l2" in family.violations(op, AMD_LIKE, {**config, "PACK": 1})
+    assert "packed_b_block_in_l2" not in family.violations(op, INTEL_LIKE, {**config, "PACK": 1})
+    assert "packed_b_block_in_l2" not in family.violations(op, AMD_LIKE, {**config, "PACK": 0})
 
 
 @pytest.mark.parametrize("cpu", [AMD_LIKE, INTEL_LIKE], ids=["amd", "intel"])
@@ -124,14 +120,13 @@ def test_rows_of_a_read_in_place_stay_within_the_l1_ways_where_they_alias(cpu):
 
 
 @pytest.mark.parametrize("cpu", [AMD_LIKE, INTEL_LIKE], ids=["amd", "intel"])
-def test_an_a_stored_k_by_m_is_packed_in_blocks_as_wide_as_l3_allows(cpu):
-    """Read in place, A [K, M]'s MR values of a K step lie a row apart; packed per narrow
-    column block, it is re-packed once per block. So it is packed, NC from L3."""
+def test_an_a_stored_k_by_m_is_packed(cpu):
+    """Read in place, A [K, M]'s MR values of a K step lie a row apart: it is packed."""
     plain = matmul(1024, 2048, 4096)
     transposed = OpInfo("matmul", plain.dims, F32, attributes={"transpose_a": 1})
     config = FAMILIES["contraction"].select(transposed, cpu)
     assert config["PACK"] == 2
-    assert config["NC"] == 2048  # all of N within L3's bound
+    assert FAMILIES["contraction"].select(plain, cpu)["PACK"] == 1
     assert not FAMILIES["contraction"].violations(transposed, cpu, {**config, "KU": 1, "ORDER": 1})
 
 

@@ -63,14 +63,18 @@ def test_whole_blocks_of_partial_register_tiles_verify(engine, workload, blocks,
 
 
 def test_selector_packs_a_non_dividing_shape_past_l2():
-    # B (K x N, 604 KiB) past half of a 1 MiB L2, and enough rows that the model packs A too
-    # (PACK=2). The caches are pinned, so the selector chooses alike on every host.
+    # B (K x N, 604 KiB) past half of a 1 MiB L2, and A stored [K, M], which is packed: its
+    # partial blocks are padded (PACK=2), its partial panel copied once per row of register
+    # tiles. Read in place, A's partial panels would be padded per register tile, so a
+    # plain A keeps such a shape unpacked. The caches are pinned, so the selector chooses
+    # alike on every host.
     target = HostCPU(l1d_bytes=32 << 10, l1d_ways=8, l2_bytes=1 << 20, l2_ways=8)
     engine = MlirJitEngine(target=target, use_specs=False)
-    workload = Matmul(M=1501, N=389, K=397)
+    workload = Matmul(M=1501, N=389, K=397, transpose="a")
     plan = engine.plan(workload)
     assert plan.values["PACK"] == 2, plan.values
     assert engine.execute(workload).verification.ok
+    assert engine.plan(Matmul(M=1501, N=389, K=397)).values["PACK"] == 0
 
 
 def test_padded_block_evens_out_the_blocks():

@@ -202,8 +202,8 @@ def test_register_tile_follows_the_isa():
     chosen = select(host(), "contraction", op)
     # 32 KiB L1 / 1 MiB L2: B passes L2, so it is packed (Goto/BLIS): a micro-kernel of
     # four rows of four vectors, blocks from the cache model
-    # (tests/schedules/test_blocking_model.py), C's 512 x 128 panel in L2.
-    expected = {"MC": 128, "NC": 128, "KC": 512, "MR": 4, "NR": 64, "PACK": 1}
+    # (tests/schedules/test_blocking_model.py), B's 512 x 256 block in half of L2.
+    expected = {"MC": 128, "NC": 256, "KC": 512, "MR": 4, "NR": 64, "PACK": 1}
     assert {key: chosen[key] for key in expected} == expected
     avx2 = select(host(isa="avx2"), "contraction", op)
     assert avx2["NR"] == 16 and avx2["MR"] <= 6

@@ -39,13 +39,9 @@ def _floor(space, rows: str, columns: str, lanes: int) -> int:
 
 
 def packed_blocks_fit(c, f) -> bool:
-    """A's packed block and a B micro-panel in L2's ways but one; B's block and A's in
-    L3's ways but one."""
-    l2_way, l3_way = f.l2_bytes // f.l2_ways, f.l3_bytes // f.l3_ways
-    a_block, b_block, b_panel = (4 * c["KC"] * c[x] for x in ("MC", "NC", "NR"))
-    in_l2 = math.ceil(a_block / l2_way) + math.ceil(b_panel / l2_way) <= f.l2_ways - 1
-    in_l3 = math.ceil(b_block / l3_way) + math.ceil(a_block / l3_way) <= f.l3_ways - 1
-    return in_l2 and in_l3
+    """B's packed block in half of L2's ways."""
+    l2_way = f.l2_bytes // f.l2_ways
+    return math.ceil(4 * c["KC"] * c["NC"] / l2_way) <= max(1, f.l2_ways // 2)
 
 
 def contraction_ok(c, op, cpu, floor):
@@ -240,8 +236,10 @@ def test_violations_name_the_broken_constraints():
         "UNIT": 0,
     }
     tiny_n = space_for(matmul(64, 112, 64), "contraction", tiny)
-    # 64 does not divide 112: the partial column block is padded to whole panels.
-    assert tiny_n.violations(partial) == []
+    # B's 64 x 64 block is all of the 16 KiB L2, past its half: 64 x 32 keeps to it.
+    assert tiny_n.violations(partial) == ["packed_b_block_in_l2"]
+    # 32 does not divide 112: the partial column block is padded to whole panels.
+    assert tiny_n.violations({**partial, "NC": 32}) == []
     missing = dict(good)
     del missing["KU"]
     assert space.violations(missing) == ["KU_domain"] and not space.contains(missing)
@@ -408,7 +406,7 @@ def test_fast_enumeration_matches_z3_and_its_integer_semantics(case):
 
 def test_neighbours_are_valid_configs_a_step_or_a_repaired_step_away():
     space = space_for(matmul(2048, 2048, 2048), "contraction", host(**INTEL))
-    config = {"MC": 256, "NC": 128, "KC": 1024, "MR": 4, "NR": 64, "KU": 1, "ORDER": 1}
+    config = {"MC": 256, "NC": 256, "KC": 1024, "MR": 4, "NR": 64, "KU": 1, "ORDER": 1}
     config = {**config, "PACK": 1, "UNIT": 0}
     neighbours = space.neighbours(config)
     assert neighbours and all(space.contains(c) for c in neighbours)
@@ -419,6 +417,6 @@ def test_neighbours_are_valid_configs_a_step_or_a_repaired_step_away():
             values = space.domains[name]
             assert abs(values.index(neighbour[name]) - values.index(config[name])) == 1
     assert {**config, "KC": 512} in neighbours
-    # KC=2048 puts the A block past L2's ways: repaired by a step down of MC.
-    assert "packed_a_block_in_l2" in space.violations({**config, "KC": 2048})
-    assert {**config, "KC": 2048, "MC": 128} in neighbours
+    # KC=2048 puts B's block past half of L2's ways: repaired by a step down of NC.
+    assert "packed_b_block_in_l2" in space.violations({**config, "KC": 2048})
+    assert {**config, "KC": 2048, "NC": 128} in neighbours

@@ -3,24 +3,21 @@
 An analytical model of the kind of Low et al. ("Analytical Modeling Is Enough for
 High-Performance BLIS", 2016). A set-associative cache of W ways holds, per way,
 `sets x line` bytes; each block that should stay in a cache level is given whole ways of
-it, and one way is left to the lines of C that pass through. In the packed nest (packed.py)
-the register tiles of a block run N by NR outer, M by MR inner, so:
-- L1 keeps A's micro-panel (MR x KC), whose elements the micro-kernel broadcasts, in half
-  of its ways; B's micro-panel (KC x NR), read as whole vectors, streams from L2. Low et
-  al. keep B's micro-panel in L1 instead, which bounds KC four times lower for an 8 x 32
-  f32 tile; the micro-kernel here loads and stores its accumulators once per KC block
-  without prefetching C, so a long KC matters more (measured on a Zen 4, 2048^3 f32:
-  KC=512 0.98x OpenBLAS, their KC=128 0.82x), and L2 feeds a B stream of NR elements per
-  MR x NR / (lanes x FMA pipes) cycles with room to spare.
-- L2 keeps A's packed block (MC x KC), reused by every micro-panel of B: MC fills the L2
-  ways left by one B micro-panel and C.
-- L3 keeps B's packed block (KC x NC), reused by every MC block: NC fills the L3 ways left
-  by A's block and C.
-- Except where L2 can hold C's panel (M x NC, loaded and stored once per KC block) with
-  B's block and at least MIN_PANEL_COLUMNS columns of it (few rows, e.g. M = 256): then NC
-  keeps both in L2's ways less one (for A's stream), and A is read in place, since
-  packing it once per NC block would cost more than it saves (measured on a Zen 4, Llama
-  256x11008x4096 f32: 0.99x OpenBLAS this way, 0.94x with all of N in one L3 block).
+it. In the packed nest (packed.py) the register tiles of a block run M by MR outer, N by NR
+inner: BLIS's loops with A and B in each other's roles, since here B's rows are the
+vectors and A's elements the broadcasts. So:
+- L1 keeps A's micro-panel (MR x KC), whose elements the micro-kernel broadcasts, reused
+  by every NR tile of a row, in half of its ways. Low et al. keep the broadcast operand's
+  micro-panel there too.
+- L2 keeps B's packed block (KC x NC), whose micro-panels every row of register tiles
+  streams as vectors, in half of its ways: the A panels, the C tiles and the hardware
+  prefetchers' lines share the rest. Measured on an Intel Xeon (2 MiB L2), 2048^3 f32 with
+  A read in place: B blocks of 1 MiB ran at 1.01-1.04x OpenBLAS, of 1.5 and 2 MiB at
+  0.55-0.61x.
+- A's block (MC x KC) takes L2's ways left by one B micro-panel and C: the dot path
+  (dot.py) re-reads it for every micro-panel of B. In the packed FMA nest A's rows are read
+  once per column block, a micro-panel at a time, so MC only splits M (2048^3: MC from
+  128 to 1024 within the run's noise).
 These are capacity bounds; the selector takes the largest whole blocks within them.
 """
 
@@ -64,40 +61,37 @@ class CacheLevel:
         )
 
 
-# Fewest columns a C panel kept in L2 must span (four micro-panels of 32 f32), else NC is
-# sized for L3: a narrower block re-reads all of A for too few columns.
+# Fewest columns a B block spans: a narrower one re-reads all of A for too few columns.
 MIN_PANEL_COLUMNS = 128
 
 
 @dataclass(frozen=True)
 class Blocking:
-    """Largest MC, NC and KC the caches hold (bounds, not yet fitted to a shape), whether A
-    is packed too, and NC's bound in L3 (where NC is C's panel in L2, the fallback for a
-    shape with no whole block within that)."""
+    """Largest MC, NC and KC the caches hold (bounds, not yet fitted to a shape), and the
+    bytes of B's packed block, which bound NC for a fitted KC and KC for a fitted NC."""
 
     mc: int
     nc: int
     kc: int
-    pack_a: bool = True
-    l3_nc: int = 0
+    b_block_bytes: int
 
 
-def blis_blocking(
-    features: CpuFeatures, mr: int, nr: int, element_bytes: int, rows: int
-) -> Blocking:
-    """The blocks an MR x NR micro-kernel on `element_bytes` operands takes for a product
-    of `rows` rows (M) on a CPU with `features`' caches (see the module docstring)."""
-    l1, l2, l3 = CacheLevel.levels(features)
+def blis_blocking(features: CpuFeatures, mr: int, nr: int, element_bytes: int) -> Blocking:
+    """The blocks an MR x NR micro-kernel on `element_bytes` operands takes on a CPU with
+    `features`' caches (see the module docstring)."""
+    l1, l2, _ = CacheLevel.levels(features)
     kc = max(1, max(1, l1.ways // 2) * l1.way_bytes // (mr * element_bytes))
     b_panel_ways = l2.ways_for(kc * nr * element_bytes)
     a_block_ways = max(1, l2.ways - 1 - b_panel_ways)
     mc = max(mr, a_block_ways * l2.way_bytes // (kc * element_bytes) // mr * mr)
-    b_block_ways = max(1, l3.ways - 1 - l3.ways_for(mc * kc * element_bytes))
-    nc = max(nr, b_block_ways * l3.way_bytes // (kc * element_bytes) // nr * nr)
-    c_panel_nc = (l2.ways - 1) * l2.way_bytes // ((rows + kc) * element_bytes) // nr * nr
-    if c_panel_nc >= MIN_PANEL_COLUMNS:
-        return Blocking(mc=mc, nc=c_panel_nc, kc=kc, pack_a=False, l3_nc=nc)
-    return Blocking(mc=mc, nc=nc, kc=kc, l3_nc=nc)
+    b_block_bytes = b_block_ways(l2) * l2.way_bytes
+    nc = max(nr, b_block_bytes // (kc * element_bytes) // nr * nr)
+    return Blocking(mc=mc, nc=nc, kc=kc, b_block_bytes=b_block_bytes)
+
+
+def b_block_ways(l2: CacheLevel) -> int:
+    """L2's ways for B's packed block: half of them (see the module docstring)."""
+    return max(1, l2.ways // 2)
 
 
 def whole_block(size: int, bound: int, step: int, parts: int = 1) -> int | None:
@@ -129,33 +123,41 @@ def padded_block(size: int, bound: int, step: int) -> int:
 
 
 def packed_blocks_in_caches(
-    cpu: HostCPU, size: int, knobs: KnobVariables, blocked: z3.BoolRef
+    cpu: HostCPU, size: int, knobs: KnobVariables, packed: z3.BoolRef, paired: z3.BoolRef
 ) -> list[Constraint]:
-    """The model's bounds as constraints on a config that `blocked` says the model blocks
-    (PACK > 0, or the dot path): A's block with one
-    B micro-panel in the L2 ways but one, B's block with A's in the L3 ways but one (A's
-    micro-panel in L1 is the family's `a_panel_in_l1`, for every path: the L1 ways but
-    two, which admits longer K blocks than the selector takes)."""
+    """The model's bounds as constraints: on the packed FMA nest (`packed`: PACK > 0), B's
+    block in half of L2's ways; on the pair paths' nest (`paired`: dot products, AMX), A's
+    block with one B micro-panel in L2's ways but one, and B's block with A's in L3's ways
+    but one. (A's micro-panel in L1 is the family's `a_panel_in_l1`, for every path: the L1
+    ways but two, which admits longer K blocks than the selector takes.)"""
     _, l2, l3 = CacheLevel.levels(cpu.features)
     mc, nc, kc, nr = (knobs[name] for name in ("MC", "NC", "KC", "NR"))
     a_block, b_block = mc * kc * size, kc * nc * size
     return [
         Constraint(
-            "packed_a_block_in_l2",
-            f"(PACK == 0 and UNIT not in (1, 2)) or ceil(MC*KC*{size} / {l2.way_bytes}) + "
-            f"ceil(KC*NR*{size} / {l2.way_bytes}) <= {l2.ways - 1}: the packed A block, "
-            "re-read by every B micro-panel, and one micro-panel keep to L2's ways but one "
-            "(for C)",
+            "packed_b_block_in_l2",
+            f"PACK == 0, UNIT > 0 or ceil(KC*NC*{size} / {l2.way_bytes}) <= "
+            f"{b_block_ways(l2)}: B's packed block, streamed by every row of register "
+            "tiles, keeps to half of L2's ways (past that it ran at 0.55-0.61x)",
+            z3.Or(z3.Not(packed), l2.ways_term(b_block) <= b_block_ways(l2)),
+        ),
+        Constraint(
+            "paired_a_block_in_l2",
+            f"UNIT not in (1, 2) or ceil(MC*KC*{size} / {l2.way_bytes}) + "
+            f"ceil(KC*NR*{size} / {l2.way_bytes}) <= {l2.ways - 1}: the pair paths' A "
+            "block, re-read by every B micro-panel, and one micro-panel keep to L2's ways "
+            "but one (for C)",
             z3.Or(
-                z3.Not(blocked),
+                z3.Not(paired),
                 l2.ways_term(a_block) + l2.ways_term(kc * nr * size) <= l2.ways - 1,
             ),
         ),
         Constraint(
-            "packed_b_block_in_l3",
-            f"(PACK == 0 and UNIT not in (1, 2)) or ceil(KC*NC*{size} / {l3.way_bytes}) + "
-            f"ceil(MC*KC*{size} / {l3.way_bytes}) <= {l3.ways - 1}: the packed B block, "
-            "re-read by every MC block, and the A block keep to L3's ways but one (for C)",
-            z3.Or(z3.Not(blocked), l3.ways_term(b_block) + l3.ways_term(a_block) <= l3.ways - 1),
+            "paired_b_block_in_l3",
+            f"UNIT not in (1, 2) or ceil(KC*NC*{size} / {l3.way_bytes}) + "
+            f"ceil(MC*KC*{size} / {l3.way_bytes}) <= {l3.ways - 1}: the pair paths' B "
+            "block, re-read by every MC block, and the A block keep to L3's ways but one "
+            "(for C)",
+            z3.Or(z3.Not(paired), l3.ways_term(b_block) + l3.ways_term(a_block) <= l3.ways - 1),
         ),
     ]

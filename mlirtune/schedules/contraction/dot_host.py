@@ -49,7 +49,7 @@ def dot_blocks(op: OpInfo, cpu: HostCPU) -> Config | None:
     mr, nr = register_tile(cpu, m, n, "f32")
     if nr % DOT_LANES:
         return None
-    bounds = blis_blocking(cpu.features, mr, nr, 4, m)
+    bounds = blis_blocking(cpu.features, mr, nr, 4)
     # B's pairs are packed per column block, in rows of NC pairs: a micro-panel's rows are
     # NC*4 bytes apart. Rows of half a page keep them spread over L1's sets and a few to a
     # page; that bound, far under the model's, sets NC (measured: NC=512 ran 1.1x faster

@@ -207,7 +207,8 @@ def constraints(
     # MR=4, 0.97x OpenBLAS, against 0.90x at 1024.
     a_panel_bytes = max(1, f.l1d_ways - 2) * (f.l1d_bytes // max(1, f.l1d_ways))
     # Packed B panels (PACK > 0) or B packed in pairs (the dot and AMX paths): blocked by the model.
-    blocked = z3.Or(pack != PACK_NONE, unit == UNIT_DOT, unit == UNIT_AMX)
+    paired = z3.Or(unit == UNIT_DOT, unit == UNIT_AMX)
+    blocked = z3.Or(pack != PACK_NONE, paired)
     # The row-dot path (UNIT=3) has no outer-product tile and no output block: its own
     # constraints (rows_host.py) replace those.
     outer = [
@@ -246,7 +247,9 @@ def constraints(
             "B block, re-read by every row of register tiles, stays in L2",
             z3.Or(blocked, kc * nc * size_in <= f.l2_bytes),
         ),
-        *packed_blocks_in_caches(cpu, size_in, knobs, blocked),
+        *packed_blocks_in_caches(
+            cpu, size_in, knobs, z3.And(pack != PACK_NONE, unit == UNIT_FMA), paired
+        ),
         Constraint(
             "output_block",
             f"PACK > 0, UNIT > {UNIT_FMA}, or MC*NC*{size_out} <= {OUTPUT_BLOCK_BYTES}, or "
@@ -363,9 +366,8 @@ def cost(op: OpInfo, cpu: HostCPU, config: Config) -> float:
     traffic = Traffic(cpu)
     strided = pack == PACK_NONE and n * size_in >= PAGE_BYTES
     penalty = STRIDED_PANEL_PENALTY if strided else 1.0
-    # Every row of register tiles re-reads the B block; packed, only its KC x NR
-    # micro-panel at a time, which stays in L2 beside the A block.
-    b_reread = kc * (nr if pack != PACK_NONE else nc) * size_in
+    # Every row of register tiles re-reads the B block, packed or in place.
+    b_reread = kc * nc * size_in
     traffic.add(penalty * b_bytes * row_tiles, b_reread)
     if pack != PACK_NONE:  # the packing copies: read once, written once
         traffic.add(2 * b_bytes, b_bytes)

@@ -4,8 +4,6 @@ blocks. The schedule is packed.py's; the blocking model is blocking.py's.
 
 from __future__ import annotations
 
-import dataclasses
-
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config
@@ -51,46 +49,49 @@ def packed_register_tile(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> tuple[in
 
 def packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
     """Goto/BLIS blocks for operands past L2: the largest whole blocks within the analytical
-    model's bounds (blocking.py), B packed and A too where the model says so. The packed
-    nest splits off N's columns past the last whole register tile (`column_tail`) and takes
-    K's remainder in its first K block, so NC need only divide the other columns and KC
-    need not divide K. NC is tried within C's panel in L2, then within L3, and is at least
-    MIN_PANEL_COLUMNS wide. A shape with no whole M or N blocks gets even blocks
-    whose last one is padded, with A packed only: read in place (PACK=1), A's partial
-    panels are padded per register tile, unvectorized (measured 0.16x numpy at 1000x999x1001
-    against 0.97x unpacked), so then None. An A stored [K, M] is always packed, in blocks
-    as wide as L3 allows: read in place, each K step's MR values lie a row of A apart, and
-    every A block is re-packed once per column block (1024x2048x4096: 274 ms with A in
-    place, 186 ms packed with NC=128, 120 ms with NC=2048, against 109 ms for A [M, K])."""
+    model's bounds (blocking.py), B packed. The packed nest splits off N's columns past the
+    last whole register tile (`column_tail`) and takes K's remainder in its first K block,
+    so NC need only divide the other columns and KC need not divide K. NC is at least
+    MIN_PANEL_COLUMNS wide. An A stored [K, M] is always packed: read in place, each K
+    step's MR values lie a row of A apart. Only then does a shape with no whole M or N
+    blocks take this path, in even blocks whose last one is padded: with A read in place
+    (PACK=1), A's partial panels are padded per register tile, unvectorized (measured 0.16x
+    numpy at 1000x999x1001 against 0.97x unpacked), so otherwise None."""
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
-    bounds = blis_blocking(cpu.features, mr, nr, element_bytes(op.element_type), m)
-    if op.attributes.get("transpose_a"):
-        bounds = dataclasses.replace(bounds, nc=bounds.l3_nc, pack_a=True)
+    size = element_bytes(op.element_type)
+    bounds = blis_blocking(cpu.features, mr, nr, size)
+    pack_a = bool(op.attributes.get("transpose_a"))
     columns = n - column_tail(op, mr, nr)
     per_thread = max(nr, columns // cpu.threads)  # a column block per thread
     mc = whole_block(m, bounds.mc, mr)
-    wide_enough = min(per_thread, MIN_PANEL_COLUMNS)  # else A is re-read for few columns
+    kc = _k_block(k, bounds.kc)
     # As many column blocks for each thread (128x768x3072, two threads: 3 blocks of 256
-    # took 3.1 ms, 4 of 192 2.3 ms).
-    nc = next(
-        (
-            block
-            for bound in (bounds.nc, bounds.l3_nc)
-            if (block := whole_block(columns, min(bound, per_thread), nr, cpu.threads))
-            and block >= wide_enough
-        ),
-        None,
-    )
-    if None in (mc, nc) and not bounds.pack_a:
+    # took 3.1 ms, 4 of 192 2.3 ms), B's block within its L2 bytes.
+    nc_bound = bounds.b_block_bytes // (kc * size)
+    nc = None if pack_a else whole_block(columns, min(nc_bound, per_thread), nr, cpu.threads)
+    if nc is None or nc < min(per_thread, MIN_PANEL_COLUMNS):
+        # A thread's columns in one block, K blocks short enough to keep B's block in L2:
+        # where no whole block of B fits at this KC (1000x999x1001 f32, NC=992 on an Intel
+        # Xeon: KC=143 0.98x OpenBLAS, KC=501 0.81x, KC=1001 0.64x), and for an A stored
+        # [K, M], which is packed once per column block (1024x2048x4096: NC=2048 and
+        # KC=128 120 ms, NC=256 and KC=1024 142-166 ms, numpy 111 ms).
+        nc = whole_block(columns, per_thread, nr, cpu.threads)
+        if nc is not None:
+            kc = _k_block(k, min(bounds.kc, max(1, bounds.b_block_bytes // (nc * size))))
+    if None in (mc, nc) and not pack_a:
         return None
-    # Whole K blocks of 8 rows where K has them (so the packing copies move 8 rows at a
-    # time), else even ones: the knob's candidates (see _k_blocks).
-    kc = whole_block(k, bounds.kc, 8 if k % 8 == 0 else 1) or padded_block(k, bounds.kc, 1)
     return {
         "MC": mc or padded_block(m, bounds.mc, mr),
-        "NC": nc or padded_block(columns, min(bounds.nc, per_thread), nr),
+        "NC": nc or padded_block(columns, min(nc_bound, per_thread), nr),
         "KC": kc,
         "MR": mr,
         "NR": nr,
-        "PACK": PACK_AB if bounds.pack_a else PACK_B,
+        "PACK": PACK_AB if pack_a else PACK_B,
     }
+
+
+def _k_block(k: int, bound: int) -> int:
+    """Whole K blocks of 8 rows within `bound` where K has them (so the packing copies move
+    8 rows at a time), else even ones (the first takes K's remainder): the knob's
+    candidates (see _k_blocks)."""
+    return (whole_block(k, bound, 8) if k % 8 == 0 else None) or padded_block(k, bound, 1)
