@@ -76,6 +76,33 @@ def test_packed_kernels_verify(engine, workload, pack):
     assert engine.execute(workload, parameters).verification.ok
 
 
+def bias_addends(engine: MlirJitEngine, workload, parameters) -> list[list[str]]:
+    """For each bias addition the schedule leaves (the micro-kernel's are FMAs), the ops
+    that define its operands."""
+
+    def addends(op: ir.Operation) -> list[str] | None:
+        if op.name != "arith.addf":
+            return None
+        return sorted(operand.owner.name for operand in op.operands)
+
+    return scheduled(engine, workload, parameters, addends)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_an_epilogue_on_one_k_block_takes_the_accumulators_in_registers(threads):
+    """K in one block (K == KC): the bias is added to the K loop's accumulators, and C is
+    stored once. In three K blocks, the epilogue reads C back after the last one."""
+    engine = engine_for(HostCPU(threads=threads), use_specs=False)
+    parameters = {**BLOCKS, "PACK": 1}
+    one_block, three_blocks = Mlp(M=64, N=128, K=32), Mlp(M=64, N=128, K=96)
+    in_registers = bias_addends(engine, one_block, parameters)
+    read_back = bias_addends(engine, three_blocks, parameters)
+    assert in_registers and all("scf.for" in owners for owners in in_registers)
+    assert read_back and all("scf.for" not in owners for owners in read_back)
+    for workload in (one_block, three_blocks):
+        assert engine.execute(workload, parameters).verification.ok
+
+
 def test_b_panels_are_packed_per_block_and_a_panels_with_pack_2(engine):
     workload = Matmul(M=64, N=128, K=96)
     # B: [NC/NR, KC, NR] once per KC x NC block; A: one [MR, KC] micro-panel per row of
