@@ -3,7 +3,7 @@
 from mlirtune.interfaces.errors import MlirtuneError, UsageError, VerificationError
 from mlirtune.interfaces.workload import ArgSpec, Complexity, Workload
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "ArgSpec",
