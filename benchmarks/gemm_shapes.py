@@ -56,7 +56,9 @@ GROUPS: dict[str, list[tuple[str, Workload]]] = {
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per shape")
     parser.add_argument("--max-time", type=float, default=1.0, help="seconds per measurement")
     parser.add_argument(

@@ -14,7 +14,9 @@ from mlirtune.workloads import Matmul
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", default="256,512,1024", help="comma-separated square sizes")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per size")
     parser.add_argument("--max-time", type=float, default=1.0, help="seconds per measurement")

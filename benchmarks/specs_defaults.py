@@ -81,7 +81,9 @@ def fail(message: str) -> NoReturn:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per entry")
     parser.add_argument("--max-time", type=float, default=0.3, help="seconds per measurement")
     parser.add_argument("--only", help="only entries whose name or workload contains this")

@@ -33,7 +33,9 @@ NAMES = ("mlp_block", "resnet_block", "encoder_layer")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--budget", type=int, default=0, help="tune each dispatch first")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-time", type=float, default=0.5)

@@ -42,7 +42,9 @@ def replay(strategy, stored: dict[tuple, Outcome], limit: int) -> list[float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--db", default=str(default_db_path()), help="tuning database")
     parser.add_argument("--seeds", type=int, default=3, help="seeds per seeded strategy")
     parser.add_argument("--png", default="tune_efficiency.png", help="where to plot")

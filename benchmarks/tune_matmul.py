@@ -30,7 +30,9 @@ CASES = [
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--budget", type=int, default=150, help="candidates per case")
     parser.add_argument("--strategy", default="tpe", help="search strategy")
     parser.add_argument("--seed", type=int, default=0)

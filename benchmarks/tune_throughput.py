@@ -91,7 +91,9 @@ def end_to_end(budget: int, workers: int | None) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--candidates", type=int, default=60, help="steady-state configs")
     parser.add_argument("--budgets", default="60,200", help="end-to-end budgets, comma-separated")
     parser.add_argument("--repeat", type=int, default=1, help="end-to-end runs per budget")

@@ -46,7 +46,9 @@ OTHER_FAMILIES = {
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per shape")
     parser.add_argument("--max-time", type=float, default=1.0, help="seconds per measurement")
