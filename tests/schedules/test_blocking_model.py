@@ -42,12 +42,12 @@ def matmul(m: int, n: int, k: int) -> OpInfo:
         # KC: an 8 x KC f32 A micro-panel in 4 of 8 ways of 4 KiB -> 512.
         # MC: 8 ways of 128 KiB, less one for a 512 x 32 B micro-panel and one for C ->
         #     6 x 128 KiB / (512 x 4 bytes) = 384.
-        # NC: B's block in 4 of the 8 ways -> 4 x 128 KiB / (512 x 4 bytes) = 256.
-        (AMD_LIKE, Blocking(mc=384, nc=256, kc=512, b_block_bytes=512 << 10)),
+        # B's block: 4 of the 8 ways -> 512 KiB (NC = 256 columns at KC = 512).
+        (AMD_LIKE, Blocking(mc=384, kc=512, b_block_bytes=512 << 10)),
         # KC: 6 of 12 ways of 4 KiB -> 768. MC: 16 ways of 128 KiB less one for the
         # 96 KiB micro-panel and one for C -> 14 x 128 KiB / 3 KiB = 597, in rows of 8 ->
-        # 592. NC: 8 of the 16 ways -> 8 x 128 KiB / 3 KiB = 341, in panels of 32 -> 320.
-        (INTEL_LIKE, Blocking(mc=592, nc=320, kc=768, b_block_bytes=1 << 20)),
+        # 592. B's block: 8 of the 16 ways -> 1 MiB (NC = 320 columns at KC = 768).
+        (INTEL_LIKE, Blocking(mc=592, kc=768, b_block_bytes=1 << 20)),
     ],
     ids=["amd-like", "intel-like"],
 )

@@ -67,11 +67,10 @@ MIN_PANEL_COLUMNS = 128
 
 @dataclass(frozen=True)
 class Blocking:
-    """Largest MC, NC and KC the caches hold (bounds, not yet fitted to a shape), and the
-    bytes of B's packed block, which bound NC for a fitted KC and KC for a fitted NC."""
+    """Largest MC and KC the caches hold (bounds, not yet fitted to a shape), and the bytes
+    of B's packed block, which bound NC for a fitted KC and KC for a fitted NC."""
 
     mc: int
-    nc: int
     kc: int
     b_block_bytes: int
 
@@ -84,9 +83,7 @@ def blis_blocking(features: CpuFeatures, mr: int, nr: int, element_bytes: int) -
     b_panel_ways = l2.ways_for(kc * nr * element_bytes)
     a_block_ways = max(1, l2.ways - 1 - b_panel_ways)
     mc = max(mr, a_block_ways * l2.way_bytes // (kc * element_bytes) // mr * mr)
-    b_block_bytes = b_block_ways(l2) * l2.way_bytes
-    nc = max(nr, b_block_bytes // (kc * element_bytes) // nr * nr)
-    return Blocking(mc=mc, nc=nc, kc=kc, b_block_bytes=b_block_bytes)
+    return Blocking(mc=mc, kc=kc, b_block_bytes=b_block_ways(l2) * l2.way_bytes)
 
 
 def b_block_ways(l2: CacheLevel) -> int:
