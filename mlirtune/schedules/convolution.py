@@ -1,5 +1,6 @@
-"""The `convolution` family: 2-D convolutions in NHWC / HWCF layout (linalg.conv_2d_nhwc_hwcf)
-and in PyTorch's NCHW / FCHW layout (linalg.conv_2d_nchw_fchw, see `channels_first_schedule`:
+"""The `convolution` family: 2-D convolutions in NHWC / HWCF layout (linalg.conv_2d_nhwc_hwcf,
+nhwc.py, whose PACK_FILTER copies each channel block's filter slice contiguous once) and in
+PyTorch's NCHW / FCHW layout (linalg.conv_2d_nchw_fchw, see `channels_first_schedule`:
 unit stride along W, nchw_rows.py; strided, nchw_strided.py).
 
 The output is tiled into one image row of OW_TILE x F_TILE outputs (fusing the zero fill), and
@@ -11,11 +12,8 @@ filter loops because loop-invariant subsets are hoisted.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import z3
 from mlir import ir
-from mlir.dialects.transform import structured
 
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
@@ -57,9 +55,14 @@ from mlirtune.schedules.nchw_tiles import (
     row_columns,
     unit_taps,
 )
+from mlirtune.schedules.nhwc import (
+    convolution_schedule,
+    pack_filter_choices,
+    packs_filter,
+    whole_tiles_constraint,
+)
 from mlirtune.targets.host_cpu import HostCPU
 
-CONV_OP = "linalg.conv_2d_nhwc_hwcf"
 # FMAs one filter step (C_TILE channels of one tap) may unroll into.
 STEP_FMAS = 64
 # Strided nchw register rows (output pixels), each one vector of output channels.
@@ -111,6 +114,7 @@ def channel_rows_config(op: OpInfo, cpu: HostCPU, *, flat: bool) -> Config:
         "C_TILE": 1,
         "OH_TILE": oh_tile,
         "FLAT_ROWS": int(flat),
+        "PACK_FILTER": 0,
     }
 
 
@@ -144,6 +148,14 @@ class Convolution(HostFamily):
             flat_rows_choices,
             minimum=0,
         ),
+        Knob(
+            "PACK_FILTER",
+            "1: each F_TILE slice of the filter copied contiguous once, the pixel tiles "
+            "inside (NHWC, conv_filter.py)",
+            0,
+            pack_filter_choices,
+            minimum=0,
+        ),
         threads_knob(),
     )
 
@@ -153,6 +165,7 @@ class Convolution(HostFamily):
         return convolution_schedule(
             loop_sizes=list(op.dims.values()),
             parameters=parameters,
+            dtypes=op.dtypes,
             padded=bool(op.attributes.get("padded")),
         )
 
@@ -172,6 +185,7 @@ class Convolution(HostFamily):
                 "C_TILE": 1,
                 "OH_TILE": 1,
                 "FLAT_ROWS": 0,
+                "PACK_FILTER": 0,
             }
         if op.attributes.get("nchw"):
             # F_TILE channels x OH_TILE output rows of whole vectors (the row's tail split
@@ -186,13 +200,18 @@ class Convolution(HostFamily):
         ow_tile, f_tile = register_tile(cpu, dims["OW"], dims["F"], op.element_type)
         line_elements = 64 // element_bytes(op.element_type)
         c_tile = fit(dims["C"], min(4, line_elements), high=1.0)
-        return {
+        config = {
             "OW_TILE": ow_tile,
             "F_TILE": f_tile,
             "C_TILE": c_tile,
             "OH_TILE": 1,
             "FLAT_ROWS": 0,
+            "PACK_FILTER": 0,
         }
+        # The filter packed where the cost model finds it cheaper (nhwc.py).
+        packed = config | {"PACK_FILTER": 1}
+        cheaper = self.cost_on(op, cpu, packed) < self.cost_on(op, cpu, config)
+        return packed if packs_filter(list(dims.values()), packed) and cheaper else config
 
     def constraints_on(
         self, op: OpInfo, cpu: HostCPU, knobs: KnobVariables, domains: Domains
@@ -254,6 +273,7 @@ class Convolution(HostFamily):
         v = vectors(knobs["F_TILE"], lanes)
         return [
             whole_vectors("F_TILE", d["F"], knobs, lanes),
+            whole_tiles_constraint(op, knobs),
             *outer_product("OW_TILE", "F_TILE", knobs, domains, lanes, f.vector_registers),
             narrow_tails("f_tile_tail", f"{d['F']} % F_TILE", [d["F"] % knobs["F_TILE"]], lanes),
             Constraint(
@@ -304,61 +324,23 @@ class Convolution(HostFamily):
         if flat:  # the crop reads and writes the output once more
             output = d["F"] * d["OH"] * d["OW"] * size
             traffic.add(2 * output, output)
-        traffic.add(filter_bytes * pixel_tiles, steps * f_tile * size)
-        traffic.add(input_row * d["KH"] * channel_tiles, input_row * d["KH"])
+        if packs_filter(list(d.values()), config):
+            # Each channel block's slice is copied once (from wherever the whole filter
+            # stays) and re-read from its buffer by every pixel tile; the input is re-read
+            # by every channel block, the whole image in between.
+            traffic.add(filter_bytes / images, filter_bytes)
+            traffic.add(filter_bytes * pixel_tiles, steps * f_tile * size)
+            image = d["N"] * (d["OH"] + d["KH"] - 1) * input_row
+            traffic.add(input_row * d["KH"] * channel_tiles, image)
+        else:  # NHWC: the pixel tiles loop outside the channel tiles, each reads all of it
+            read = steps * (f_tile if op.attributes.get("nchw") else d["F"]) * size
+            traffic.add(filter_bytes * pixel_tiles, read)
+            traffic.add(input_row * d["KH"] * channel_tiles, input_row * d["KH"])
         cycles = max(compute, traffic.cycles()) + overhead
         return seconds(images * cycles, cpu)
 
 
 CONVOLUTION = Convolution()
-
-
-def convolution_schedule(
-    *,
-    loop_sizes: Sequence[int],
-    parameters: dict[str, int],
-    padded: bool = False,
-    name: str = "convolution",
-) -> ir.Module:
-    """Schedule for a payload whose last op is a `linalg.conv_2d_nhwc_hwcf` with loop sizes
-    `loop_sizes` (N, OH, OW, F, KH, KW, C); tile sizes are clamped to those sizes. A
-    `padded` input (a tensor.pad) is materialised first, one pixel's channels at a time."""
-    _, _, ow, f, _, _, c = loop_sizes
-    p = parameters
-    ow_tile, f_tile, c_tile = min(p["OW_TILE"], ow), min(p["F_TILE"], f), min(p["C_TILE"], c)
-    with ScheduleBuilder(name) as s:
-        if padded:
-            function = s.match(s.root, ["func.func"], step="match_function_padded")
-            s.materialize_padding(function, 4, c, 0)
-        conv = s.match(s.root, [CONV_OP], step="match_conv")
-        if p.get("THREADS", 1) > 1:
-            # Output rows (N, OH) as one scf.forall spread over the threads, the fill fused.
-            s.fuse_with_loops(conv, [1, 1, 0, 0, 0, 0, 0], step="parallel_rows", parallel=True)
-            conv = s.match(s.root, [CONV_OP], step="match_conv_rows")
-        sizes = [1, 1, ow_tile, f_tile, 0, 0, 0]
-        _, loops = s.fuse_with_loops(conv, sizes, step="output_tile")
-        # Peel partial tiles (innermost loop first, so the outer peel clones both halves):
-        # every tile then has a static shape and vectorizes.
-        ow_loop, f_loop = loops[-2:]
-        if f % f_tile:
-            s.peel(f_loop, step="peel_f")
-        if ow % ow_tile:
-            s.peel(ow_loop, step="peel_ow")
-        function = s.match(s.root, ["func.func"], step="match_function")
-        s.canonicalize(function, step="static_tile_shapes")
-        conv = s.match(s.root, [CONV_OP], step="match_conv_tiles")
-        conv, filter_loops = s.tile(conv, [0, 0, 0, 0, 1, 1, c_tile], step="filter_tile")
-        with s.at("decompose_to_1d"):
-            structured.DecomposeOp(conv)
-        function = s.match(s.root, ["func.func"], step="match_function_again")
-        if c % c_tile:
-            s.peel(filter_loops[-1], step="peel_c")
-            s.canonicalize(function, step="static_channel_tiles")
-        function = s.vectorize_function(function)
-        s.drop_leading_unit_dims(function)
-        s.hoist_invariant_subsets(function)
-        s.lower_vectors(function)
-    return s.module
 
 
 def channels_first_schedule(op: OpInfo, parameters: Config, name: str = "convolution") -> ir.Module:

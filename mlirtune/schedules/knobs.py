@@ -70,13 +70,14 @@ def cache_tiles(dim: str, *, floor: int, granule: int = 1, in_lanes: bool = Fals
 
 
 def register_rows(dim: str) -> Derivation:
-    """REGISTER_ROWS up to the loop `dim`, and the whole loop when it is that short."""
+    """REGISTER_ROWS up to the loop `dim`, and the loop's divisors up to the largest of them
+    (whole tiles: a selector picks 7 rows of a 14- or 28-pixel row), the whole loop among
+    them when it is that short."""
 
     def derive(op: OpInfo, lanes: int) -> list[int]:
         size = op.dims[dim]
-        return [r for r in REGISTER_ROWS if r <= size] + (
-            [size] if size <= REGISTER_ROWS[-1] else []
-        )
+        whole = [r for r in range(1, REGISTER_ROWS[-1] + 1) if size % r == 0]
+        return sorted({r for r in REGISTER_ROWS if r <= size} | set(whole))
 
     return derive
 

@@ -98,7 +98,14 @@ def test_rewrite_builds_the_flat_generic_and_the_crop():
 def test_selector_takes_flat_rows_where_a_row_ends_in_a_partial_vector_and_they_cost_less():
     resnet = Conv2d(**RESNET, padding=1).root
     config = CONVOLUTION.select(resnet, TARGET)
-    assert config == {"OW_TILE": 64, "F_TILE": 6, "C_TILE": 1, "OH_TILE": 1, "FLAT_ROWS": 1}
+    assert config == {
+        "OW_TILE": 64,
+        "F_TILE": 6,
+        "C_TILE": 1,
+        "OH_TILE": 1,
+        "FLAT_ROWS": 1,
+        "PACK_FILTER": 0,
+    }
     assert CONVOLUTION.violations(resnet, TARGET, config) == []
     whole_vectors = Conv2d(**{**RESNET, "H": 64, "W": 64}, padding=1).root
     assert CONVOLUTION.select(whole_vectors, TARGET)["FLAT_ROWS"] == 0

@@ -27,14 +27,21 @@ STRIDED = {**CONV1D, "stride": "1,3", "dilation": "1,4"}
 def test_strided_convs_take_pixel_rows_of_channel_vectors():
     op = Conv2d(**STRIDED).root
     config = CONVOLUTION.select(op, TARGET)
-    assert config == {"OW_TILE": 8, "F_TILE": 16, "C_TILE": 1, "OH_TILE": 1, "FLAT_ROWS": 0}
+    assert config == {
+        "OW_TILE": 8,
+        "F_TILE": 16,
+        "C_TILE": 1,
+        "OH_TILE": 1,
+        "FLAT_ROWS": 0,
+        "PACK_FILTER": 0,
+    }
     assert CONVOLUTION.violations(op, TARGET, config) == []
     # Unit stride: rows of output channels, each four vectors of the 68 pixels (the tail of
     # 4 split off), NCHW_ACCUMULATORS in all.
     unit_stride = Conv2d(**CONV1D).root
     config = CONVOLUTION.select(unit_stride, TARGET)
     rows = {"OW_TILE": 64, "F_TILE": NCHW_ACCUMULATORS // 4, "C_TILE": 1, "OH_TILE": 1}
-    assert config == {**rows, "FLAT_ROWS": 0}
+    assert config == {**rows, "FLAT_ROWS": 0, "PACK_FILTER": 0}
     assert CONVOLUTION.violations(unit_stride, TARGET, config) == []
 
 

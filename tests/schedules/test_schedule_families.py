@@ -37,7 +37,8 @@ DEFAULTS = {
     ),
     "convolution": (
         OpInfo("conv2d", CONV, F32),
-        {"OW_TILE": 8, "F_TILE": 32, "C_TILE": 1, "OH_TILE": 1, "FLAT_ROWS": 0} | {"THREADS": 1},
+        {"OW_TILE": 8, "F_TILE": 32, "C_TILE": 1, "OH_TILE": 1, "FLAT_ROWS": 0, "PACK_FILTER": 0}
+        | {"THREADS": 1},
     ),
     "rowwise": (
         OpInfo("reduction", ROWS, F32[:2]),

@@ -80,6 +80,10 @@ def convolution_ok(c, op, cpu, floor):
         and op.dims["F"] % c["F_TILE"] in (*range(lanes + 1), 2 * lanes)
         and op.dims["C"] % c["C_TILE"] == 0
         and c["C_TILE"] * c["OW_TILE"] * v <= 64
+        and (
+            c["PACK_FILTER"] == 0
+            or (op.dims["F"] % c["F_TILE"] == 0 and op.dims["OW"] % c["OW_TILE"] == 0)
+        )
     )
 
 
@@ -357,7 +361,17 @@ def test_export_as_transform_tune_knobs():
 @pytest.mark.parametrize(
     "name, tiny",
     [
-        ("conv2d", {"OW_TILE": 1, "F_TILE": 16, "C_TILE": 1, "OH_TILE": 1, "FLAT_ROWS": 0}),
+        (
+            "conv2d",
+            {
+                "OW_TILE": 1,
+                "F_TILE": 16,
+                "C_TILE": 1,
+                "OH_TILE": 1,
+                "FLAT_ROWS": 0,
+                "PACK_FILTER": 0,
+            },
+        ),
         ("reduction", {"ROWS": 1, "COLS": 16, "PREFETCH": 0}),
         ("elementwise", {"ROWS": 1, "COLS": 8}),
     ],

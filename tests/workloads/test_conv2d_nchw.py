@@ -174,19 +174,14 @@ def test_two_output_rows_share_each_broadcast_where_the_registers_and_rows_allow
     target = HostCPU(AVX512)
     rows = Conv2d(layout="nchw", N=1, C=64, F=64, H=56, W=48, KH=3, KW=3, padding=1).root
     config = CONVOLUTION.select(rows, target)
-    assert config == {"OW_TILE": 32, "F_TILE": 6, "C_TILE": 1, "OH_TILE": 2, "FLAT_ROWS": 0}
+    rows_of = {"C_TILE": 1, "FLAT_ROWS": 0, "PACK_FILTER": 0}
+    assert config == {"OW_TILE": 32, "F_TILE": 6, "OH_TILE": 2, **rows_of}
     assert CONVOLUTION.violations(rows, target, config) == []
     avx2 = CONVOLUTION.select(rows, HostCPU(AVX512, isa="avx2"))  # 16 registers
-    assert avx2 == {"OW_TILE": 16, "F_TILE": 6, "C_TILE": 1, "OH_TILE": 1, "FLAT_ROWS": 0}
+    assert avx2 == {"OW_TILE": 16, "F_TILE": 6, "OH_TILE": 1, **rows_of}
     assert CONVOLUTION.violations(rows, HostCPU(AVX512, isa="avx2"), avx2) == []
     wide = Conv2d(layout="nchw", N=1, C=64, F=64, H=66, W=66, KH=3, KW=3).root
-    assert CONVOLUTION.select(wide, target) == {
-        "OW_TILE": 64,
-        "F_TILE": 6,
-        "C_TILE": 1,
-        "OH_TILE": 1,
-        "FLAT_ROWS": 0,
-    }
+    assert CONVOLUTION.select(wide, target) == {"OW_TILE": 64, "F_TILE": 6, "OH_TILE": 1, **rows_of}
     odd_rows = Conv2d(layout="nchw", N=1, C=64, F=64, H=9, W=50, KH=3, KW=3).root
     assert CONVOLUTION.select(odd_rows, target)["OH_TILE"] == 1
     assert "oh_tile_divides_oh" in CONVOLUTION.violations(odd_rows, target, {**config})

