@@ -19,7 +19,12 @@ from mlirtune.schedules.registry import bound_family
 from mlirtune.specs.export import payload_root, rebuild_workload
 from mlirtune.specs.library import SpecLibrary
 from mlirtune.specs.merge import merge, probe
-from mlirtune.specs.specset import config_violations, foreign_class, stale_reasons
+from mlirtune.specs.specset import (
+    config_violations,
+    foreign_class,
+    stale_reasons,
+    unset_knobs,
+)
 
 
 @dataclass
@@ -80,4 +85,5 @@ def _broken_here(
     if pipeline is not None and lowering.descriptor.name != pipeline:
         return []  # tuned for a pipeline this target does not pick by default
     _, op, _ = bound_family(lowering)
-    return config_violations(config, op, lowering, target)
+    unset = unset_knobs(config, op, lowering, target)
+    return config_violations(config, op, lowering, target) + [f"unset {k}" for k in unset]

@@ -28,6 +28,7 @@ from mlir import ir
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.lowering import Lowering
 from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.schedule import ScheduleFamily
 from mlirtune.interfaces.target import UNKNOWN_CLASS, Target
 from mlirtune.schedules.registry import bound_family
 from mlirtune.specs.library import SpecEntry, SpecLibrary
@@ -257,9 +258,16 @@ class SpecSet:
         stale = stale_reasons(origin.entry, self.target)
         if not stale:
             return True, None
-        broken = config_violations(config, op, lowering, self.target)
+        unset = unset_knobs(config, op, lowering, self.target)
+        broken = unset or config_violations(config, op, lowering, self.target)
         where = f"spec entry {origin.label} was tuned {' and '.join(stale)}"
-        if broken:
+        if unset:
+            note = (
+                f"{where}; it predates the knob(s) {', '.join(unset)} of its schedule family, "
+                "which the selector sets here and the entry would leave at their defaults, "
+                "so it is not applied"
+            )
+        elif broken:
             note = f"{where}; its config breaks {', '.join(broken)} here, so it is not applied"
         else:
             note = f"{where}; its config is valid here, applying it"
@@ -305,16 +313,40 @@ def config_violations(
     puts on its knobs on `target`; empty when the family has no model here (nothing to
     check against). Knobs the entry does not set are checked at their defaults, which is
     what a compile gives them."""
+    modelled = _entry_knobs(config, op, lowering, target)
+    if modelled is None:
+        return []
+    family, knobs = modelled
+    return family.violations(op, target, {**family.defaults(op), **knobs})
+
+
+def unset_knobs(
+    config: dict[str, int], op: OpInfo, lowering: Lowering, target: Target
+) -> list[str]:
+    """The knobs `config` (slot values) leaves out, a knob added to the family after it was
+    tuned, where the family's selector sets them to other values than their defaults."""
+    modelled = _entry_knobs(config, op, lowering, target)
+    if modelled is None:
+        return []
+    family, knobs = modelled
+    chosen, defaults = family.select(op, target), family.defaults(op)
+    return [k for k, v in chosen.items() if k not in knobs and v != defaults[k]]
+
+
+def _entry_knobs(
+    config: dict[str, int], op: OpInfo, lowering: Lowering, target: Target
+) -> tuple[ScheduleFamily, dict[str, int]] | None:
+    """The pipeline's schedule family and `config`'s values by knob name; None where the
+    family has no model for `op` on `target` (nothing to check against)."""
     try:
         family, _, slots = bound_family(lowering)
     except UsageError:
-        return []
+        return None
     if op.kind not in family.root_kinds or not family.covers(target):
-        return []
+        return None
     knob_names = {knob.name for knob in family.knobs}
     by_slot = {slot: knob for knob, slot in slots.items() if knob in knob_names}
-    knobs = {by_slot[slot]: value for slot, value in config.items() if slot in by_slot}
-    return family.violations(op, target, {**family.defaults(op), **knobs})
+    return family, {by_slot[slot]: value for slot, value in config.items() if slot in by_slot}
 
 
 def _parse(data: bytes) -> SpecLibrary:

@@ -318,6 +318,22 @@ def test_stale_entry_with_invalid_config_is_skipped(tmp_path, capsys, stale):
     assert code == 1 and "not applied: breaks" in out
 
 
+def test_stale_entry_that_predates_a_knob_is_skipped(tmp_path, capsys):
+    """A knob added to the family after the entry was tuned, which the selector sets to
+    another value than its default: a current entry leaves it at its default (it was
+    measured so), a stale one is not applied."""
+    config = {k: v for k, v in valid_other(MATMUL).items() if k != "KC"}  # selected 32, not 256
+    name = entry_name(problem(MATMUL).key.workload, "matmul")
+    current = save(tmp_path, "current", (MATMUL, config))
+    assert spec_engine(current).plan(workload(MATMUL)).config_source == f"spec:current:{name}"
+    stale = save(tmp_path, "stale", (MATMUL, config), **OTHER_CPU)
+    with pytest.warns(SpecWarning, match="predates the knob.s. KC of its schedule family"):
+        lowering = spec_engine(stale).plan(workload(MATMUL))
+    assert lowering.config_source == "selector"
+    code, out, _ = cli(capsys, "specs", "verify", stale)
+    assert code == 1 and "unset KC" in out
+
+
 # --- the shipped libraries ---------------------------------------------------------------
 
 
