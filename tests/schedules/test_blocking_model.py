@@ -80,13 +80,35 @@ def test_wider_elements_take_shorter_blocks():
         # or 1 MiB / (992 x 4 bytes) = 264 rows, the remainder in the first.
         (AMD_LIKE, matmul(1000, 999, 1001), (200, 992, 126, 1)),
         (INTEL_LIKE, matmul(1000, 999, 1001), (200, 992, 251, 1)),
+        # KernelBench's irregular shape: neither 4 nor 8 rows divide 8205 = 3 x 5 x 547, so
+        # the tile is 5 x 64 (a 33-column tail, 0.6% of N), and A, read in place, takes
+        # one row block spanning M; K = 2949 = 3 x 983.
+        (AMD_LIKE, matmul(8205, 5921, 2949), (8205, 128, 738, 1)),
+        (INTEL_LIKE, matmul(8205, 5921, 2949), (8205, 256, 983, 1)),
     ],
-    ids=["amd-2048", "intel-2048", "amd-llama", "intel-llama", "amd-odd", "intel-odd"],
+    ids=[
+        "amd-2048",
+        "intel-2048",
+        "amd-llama",
+        "intel-llama",
+        "amd-odd",
+        "intel-odd",
+        "amd-irregular",
+        "intel-irregular",
+    ],
 )
 def test_the_selector_takes_the_largest_whole_blocks_within_the_bounds(cpu, op, blocks):
     config = FAMILIES["contraction"].select(op, cpu)
     assert (config["MC"], config["NC"], config["KC"], config["PACK"]) == blocks
     assert not FAMILIES["contraction"].violations(op, cpu, {**config, "KU": 1, "ORDER": 1})
+
+
+def test_rows_that_divide_m_fill_the_register_file_where_4_and_8_do_not():
+    for cpu in (AMD_LIKE, INTEL_LIKE):
+        config = FAMILIES["contraction"].select(matmul(8205, 5921, 2949), cpu)
+        assert (config["MR"], config["NR"]) == (5, 64)
+        config = FAMILIES["contraction"].select(matmul(1029, 5921, 2949), cpu)
+        assert (config["MR"], config["NR"]) == (7, 32)  # 7 x 2 vectors: 14 accumulators
 
 
 def test_whole_blocks_divide_the_loop_or_are_not_taken():

@@ -44,6 +44,14 @@ def test_partial_blocks_verify(engine, shape, dtype, transpose, pack):
     assert result.parameters["PACK"] == pack
 
 
+def test_a_row_block_spanning_m_of_five_row_tiles_verifies(engine):
+    """M = 105 = 3 x 5 x 7: 5 x 64 register tiles, one row block, A read in place."""
+    workload = Matmul(M=105, N=200, K=70)
+    parameters = {"MC": 105, "NC": 64, "KC": 32, "MR": 5, "NR": 64, "PACK": 1}
+    result = engine.execute(workload, parameters)
+    assert result.verification.ok, result.verification.summary()
+
+
 @pytest.mark.parametrize("pack", [1, 2])
 @pytest.mark.parametrize(
     ("workload", "blocks"),

@@ -201,6 +201,7 @@ def constraints(
         knobs[name] for name in ("MC", "NC", "KC", "MR", "NR", "KU", "PACK", "UNIT")
     )
     v = vectors(nr, lanes)
+    tails = f"NC % NR and ({n} % NC) % NR"
     # L1's ways but two: one for the B lines streaming past, one for C's. The selector's
     # model keeps to half of them (blocking.py); past that, a longer K block halves the
     # reloads of C, which paid on an Intel Xeon (48 KiB, 12 ways) at 4096^3: KC=2048 with
@@ -232,7 +233,7 @@ def constraints(
             "tile spanning N whose last (peeled) register tile is partial",
             z3.Or(nc % nr == 0, nc == n),
         ),
-        narrow_tails("nr_tails", f"NC % NR and ({n} % NC) % NR", [nc % nr, (n % nc) % nr], lanes),
+        _split_tails(op, knobs, narrow_tails("nr_tails", tails, [nc % nr, n % nc % nr], lanes)),
         Constraint(
             "a_panel_in_l1",
             f"MR*KC*{size_in} <= {a_panel_bytes}: A's micro-panel, re-read by every "
@@ -382,3 +383,14 @@ def cost(op: OpInfo, cpu: HostCPU, config: Config) -> float:
     traffic.add(c_passes * c_bytes, mc * nc * size_out)
     cycles = max(compute, traffic.cycles()) + overhead
     return seconds(batch * cycles, cpu)
+
+
+def _split_tails(op: OpInfo, knobs: KnobVariables, tails: Constraint) -> Constraint:
+    """`tails`, unless the packed nest splits N's tail off in power-of-two pieces
+    (packed.column_tail: MR divides M, no epilogue)."""
+    if op.attributes.get("epilogue"):
+        return tails
+    m, mr = op.dims["M"], knobs["MR"]
+    split = z3.And(knobs["PACK"] != PACK_NONE, m % mr == 0, m > mr)
+    why = f"; or PACK > 0 with MR dividing {m}: the packed nest splits the tail off"
+    return Constraint(tails.name, tails.description + why, z3.Or(tails.expr, split))

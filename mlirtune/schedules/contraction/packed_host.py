@@ -14,18 +14,22 @@ from mlirtune.schedules.contraction.blocking import (
     whole_block,
 )
 from mlirtune.schedules.contraction.packed import PACK_AB, PACK_B, column_tail
-from mlirtune.schedules.cpu_model import ACCUMULATORS
+from mlirtune.schedules.cpu_model import ACCUMULATORS, MIN_ACCUMULATORS
 from mlirtune.targets.host_cpu import HostCPU
 
 # Vectors per row of the packed micro-kernel's register tile (`packed_register_tile`).
 PACKED_VECTORS = 4
+# A column tail at most this share of N costs the split-off nest too little to narrow the
+# tile for (8205x5921x2949 f32, a 33-column tail: 5 x 64 1.00x OpenBLAS, 5 x 32 0.88x).
+TAIL_SHARE = 0.01
 
 
 def packed_register_tile(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> tuple[int, int]:
     """The packed micro-kernel's register tile: its ACCUMULATORS accumulators in rows of
     PACKED_VECTORS vectors, else of two, where the register file holds them and whole tiles
     of rows divide M; of those, the first whose column tail (split off, see
-    packed.column_tail) is at most one vector or exactly two; else MR x NR.
+    packed.column_tail) is at most one vector, exactly two, or at most TAIL_SHARE of N; else
+    MR x NR. Where neither row count divides M, other rows that fill the register file.
     Wider rows take fewer loads per FMA: 4 x 4 vectors loads 4 B vectors and broadcasts 4
     elements of A per 16 FMAs, 8 x 2 vectors 2 and 8. Measured on an Intel Xeon, f32: the
     tuner's best for 1024^3 and 2048^3 was this tile at KC=1024, 1.08x and 1.10x the 8 x 2
@@ -35,15 +39,27 @@ def packed_register_tile(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> tuple[in
     (7 columns)."""
     lanes = cpu.lanes(op.element_type)
     m, n = op.dims["M"], op.dims["N"]
+    registers = cpu.features.vector_registers
     tiles = [(ACCUMULATORS // v, v * lanes) for v in (PACKED_VECTORS, 2)]
+    # Where neither divides M (8205 = 3 x 5 x 547), the other row counts that fill the
+    # register file, most accumulators first.
+    tiles += sorted(
+        (
+            (rows, v * lanes)
+            for v in (PACKED_VECTORS, 2)
+            for rows in range(1, (registers - v - 1) // v + 1)
+            if rows * v >= MIN_ACCUMULATORS and (rows, v * lanes) not in tiles
+        ),
+        key=lambda tile: -tile[0] * tile[1],
+    )
     usable = [
         (rows, width)
         for rows, width in tiles
-        if cpu.features.vector_registers >= ACCUMULATORS + width // lanes + 1
-        and m % rows == 0
-        and n >= width
+        if registers >= rows * width // lanes + width // lanes + 1 and m % rows == 0 and n >= width
     ]
-    narrow = [(r, w) for r, w in usable if n % w <= lanes or n % w == 2 * lanes]
+    narrow = [
+        (r, w) for r, w in usable if n % w <= lanes or n % w == 2 * lanes or n % w <= TAIL_SHARE * n
+    ]
     return (narrow or usable or [(mr, nr)])[0]
 
 
@@ -63,7 +79,9 @@ def packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
     pack_a = bool(op.attributes.get("transpose_a"))
     columns = n - column_tail(op, mr, nr)
     per_thread = max(nr, columns // cpu.threads)  # a column block per thread
-    mc = whole_block(m, bounds.mc, mr)
+    # A read in place (PACK=1) packs nothing per row block: with no whole block of M
+    # within the bound, one spanning M.
+    mc = whole_block(m, bounds.mc, mr) or (m if m % mr == 0 and not pack_a else None)
     kc = _k_block(k, bounds.kc)
     # As many column blocks for each thread (128x768x3072, two threads: 3 blocks of 256
     # took 3.1 ms, 4 of 192 2.3 ms), B's block within its L2 bytes.
