@@ -151,7 +151,7 @@ class Convolution(HostFamily):
         Knob(
             "PACK_FILTER",
             "1: each F_TILE slice of the filter copied contiguous once, the pixel tiles "
-            "inside (NHWC, conv_filter.py)",
+            "inside (NHWC, nhwc.py)",
             0,
             pack_filter_choices,
             minimum=0,
@@ -332,7 +332,7 @@ class Convolution(HostFamily):
             traffic.add(filter_bytes * pixel_tiles, steps * f_tile * size)
             image = d["N"] * (d["OH"] + d["KH"] - 1) * input_row
             traffic.add(input_row * d["KH"] * channel_tiles, image)
-        else:  # NHWC: the pixel tiles loop outside the channel tiles, each reads all of it
+        else:  # NHWC: the pixel tiles outside the channel tiles read all of it (nchw: a slice)
             read = steps * (f_tile if op.attributes.get("nchw") else d["F"]) * size
             traffic.add(filter_bytes * pixel_tiles, read)
             traffic.add(input_row * d["KH"] * channel_tiles, input_row * d["KH"])
