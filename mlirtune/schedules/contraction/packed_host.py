@@ -29,7 +29,8 @@ def packed_register_tile(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> tuple[in
     PACKED_VECTORS vectors, else of two, where the register file holds them and whole tiles
     of rows divide M; of those, the first whose column tail (split off, see
     packed.column_tail) is at most one vector, exactly two, or at most TAIL_SHARE of N; else
-    MR x NR. Where neither row count divides M, other rows that fill the register file.
+    MR x NR. Where the register file holds them but neither row count divides M, the
+    other row counts that fill it take their place.
     Wider rows take fewer loads per FMA: 4 x 4 vectors loads 4 B vectors and broadcasts 4
     elements of A per 16 FMAs, 8 x 2 vectors 2 and 8. Measured on an Intel Xeon, f32: the
     tuner's best for 1024^3 and 2048^3 was this tile at KC=1024, 1.08x and 1.10x the 8 x 2
@@ -40,23 +41,25 @@ def packed_register_tile(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> tuple[in
     lanes = cpu.lanes(op.element_type)
     m, n = op.dims["M"], op.dims["N"]
     registers = cpu.features.vector_registers
+
+    def fits(rows: int, width: int) -> bool:  # accumulators, a row of B and the broadcast
+        return registers >= (rows + 1) * (width // lanes) + 1
+
     tiles = [(ACCUMULATORS // v, v * lanes) for v in (PACKED_VECTORS, 2)]
-    # Where neither divides M (8205 = 3 x 5 x 547), the other row counts that fill the
-    # register file, most accumulators first.
-    tiles += sorted(
-        (
-            (rows, v * lanes)
-            for v in (PACKED_VECTORS, 2)
-            for rows in range(1, (registers - v - 1) // v + 1)
-            if rows * v >= MIN_ACCUMULATORS and (rows, v * lanes) not in tiles
-        ),
-        key=lambda tile: -tile[0] * tile[1],
-    )
-    usable = [
-        (rows, width)
-        for rows, width in tiles
-        if registers >= rows * width // lanes + width // lanes + 1 and m % rows == 0 and n >= width
-    ]
+    tiles = [tile for tile in tiles if fits(*tile)]
+    if tiles and all(m % rows for rows, _ in tiles):
+        # Neither divides M (8205 = 3 x 5 x 547): the other row counts that fill the
+        # register file, most accumulators first.
+        tiles = sorted(
+            (
+                (rows, v * lanes)
+                for v in (PACKED_VECTORS, 2)
+                for rows in range(1, registers)
+                if rows * v >= MIN_ACCUMULATORS and fits(rows, v * lanes)
+            ),
+            key=lambda tile: -tile[0] * tile[1],
+        )
+    usable = [(rows, width) for rows, width in tiles if m % rows == 0 and n >= width]
     narrow = [
         (r, w) for r, w in usable if n % w <= lanes or n % w == 2 * lanes or n % w <= TAIL_SHARE * n
     ]
