@@ -323,8 +323,8 @@ def config_violations(
 def unset_knobs(
     config: dict[str, int], op: OpInfo, lowering: Lowering, target: Target
 ) -> list[str]:
-    """The knobs `config` (slot values) leaves out, a knob added to the family after it was
-    tuned, where the family's selector sets them to other values than their defaults."""
+    """The knobs `config` (slot values) does not set, such as one added to the family after
+    it was tuned, that the family's selector sets to other values than their defaults."""
     modelled = _entry_knobs(config, op, lowering, target)
     if modelled is None:
         return []
