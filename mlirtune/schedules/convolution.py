@@ -208,10 +208,12 @@ class Convolution(HostFamily):
             "FLAT_ROWS": 0,
             "PACK_FILTER": 0,
         }
-        # The filter packed where the cost model finds it cheaper (nhwc.py).
+        # The filter packed where it can be and the cost model finds it cheaper (nhwc.py).
         packed = config | {"PACK_FILTER": 1}
+        if not packs_filter(list(dims.values()), packed):
+            return config
         cheaper = self.cost_on(op, cpu, packed) < self.cost_on(op, cpu, config)
-        return packed if packs_filter(list(dims.values()), packed) and cheaper else config
+        return packed if cheaper else config
 
     def constraints_on(
         self, op: OpInfo, cpu: HostCPU, knobs: KnobVariables, domains: Domains
