@@ -3,6 +3,7 @@ trusted when its cache entry is corrupt."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -11,7 +12,8 @@ from mlirtune import peak
 from mlirtune.api import engine_for
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.toolchain import digest
-from mlirtune.workloads.fma_peak import CHAINS, STEPS, FmaPeak
+from mlirtune.workloads.fma_peak import CHAINS, DOT_LANES, STEPS, Bf16DotPeak, FmaPeak
+from tests.targets.test_targets_host import AVX512
 
 
 @pytest.fixture
@@ -24,6 +26,7 @@ def measurements(monkeypatch):
         return 100.0
 
     monkeypatch.setattr(peak, "measure_f32_peak", measure)
+    monkeypatch.setattr(peak, "measure_bf16_dot_peak", lambda target: calls.append(target) or 60.0)
     return calls
 
 
@@ -31,14 +34,18 @@ def test_measured_once_per_cpu_then_cached(peaks_file, measurements):
     target = HostCPU()
     assert peak.measured_peak_gflops(target, "f32") == 100.0
     assert peak.measured_peak_gflops(target, "f64") == 50.0  # half the lanes
-    # bf16 computes in f32; dot products do two products per lane where the target has them
-    bf16 = 200.0 if target.has_bf16_dot() else 100.0
-    assert peak.measured_peak_gflops(target, "bf16") == bf16
-    assert len(measurements) == 1
-    assert json.loads(peaks_file.read_text()) == {peak.cache_key(target): 100.0}
+    # bf16 computes in f32 (the FMA's 100), or in dot products where the target has them
+    # (here measured at 60: the faster of the two is the peak)
+    assert peak.measured_peak_gflops(target, "bf16") == 100.0
+    assert len(measurements) == 1 + target.has_bf16_dot()
+    expected = {peak.cache_key(target): 100.0}
+    if target.has_bf16_dot():
+        expected[peak.cache_key(target) + peak.BF16_DOT_SUFFIX] = 60.0
+    assert json.loads(peaks_file.read_text()) == expected
     other = HostCPU(l2_bytes=2 * target.features.l2_bytes)  # another CPU, another fingerprint
     peak.measured_peak_gflops(other)
-    assert len(measurements) == 2 and len(json.loads(peaks_file.read_text())) == 2
+    assert len(measurements) == 2 + target.has_bf16_dot()
+    assert len(json.loads(peaks_file.read_text())) == 2 + target.has_bf16_dot()
 
 
 def test_a_multi_thread_target_reads_the_one_core_figure(peaks_file, measurements):
@@ -89,3 +96,25 @@ def test_a_figure_from_another_boot_is_measured_again(peaks_file, measurements):
     peaks_file.write_text(json.dumps({**stale, **kept}))
     assert peak.measured_peak_gflops(target) == 100.0 and len(measurements) == 1
     assert json.loads(peaks_file.read_text()) == {**kept, peak.cache_key(target): 100.0}
+
+
+def test_faster_bf16_dot_products_are_the_bf16_peak(peaks_file, monkeypatch):
+    """Where the dot products outrun the FMA (a Zen 4 core), they set bf16's peak; where
+    the target has none, they are not measured."""
+    monkeypatch.setattr(peak, "measure_f32_peak", lambda target: 100.0)
+    monkeypatch.setattr(peak, "measure_bf16_dot_peak", lambda target: 180.0)
+    with_dot = HostCPU(dataclasses.replace(AVX512, flags=AVX512.flags | {"avx512_bf16"}))
+    without = HostCPU(AVX512)
+    assert peak.measured_peak_gflops(with_dot, "bf16") == 180.0
+    assert peak.measured_peak_gflops(with_dot, "f32") == 100.0
+    assert peak.measured_peak_gflops(without, "bf16") == 100.0
+
+
+@pytest.mark.jit
+def test_the_dot_micro_benchmark_verifies_where_the_host_has_avx512_bf16():
+    if not HostCPU().has_bf16_dot():
+        pytest.skip("needs avx512_bf16, which this host lacks")
+    workload = Bf16DotPeak()
+    assert engine_for(HostCPU(), use_specs=False).execute(workload).verification.ok
+    assert workload.get_complexity().flops == 4 * STEPS * CHAINS * DOT_LANES
+    assert peak.measure_bf16_dot_peak(HostCPU()) > 0
