@@ -277,6 +277,8 @@ def test_params_outside_the_space_run_with_a_warning_naming_the_constraints(caps
     code, out, err = run(capsys, "run", "matmul", "M=64", "N=64", "K=64", "--param", "MR=16",
                          "--param", "NR=64")  # fmt: skip
     assert code == 0 and "verification passed" in out
-    assert "warning: the --param values break register_budget" in err
+    # The list also names NR_domain where 64 columns are more than four vectors (AVX2).
+    (warning,) = [line for line in err.splitlines() if "the --param values break" in line]
+    assert warning.startswith("warning:") and "register_budget" in warning
     code, _, err = run(capsys, "run", "matmul", "M=64", "N=64", "K=64", "--param", "MR=4")
     assert code == 0 and "warning" not in err
