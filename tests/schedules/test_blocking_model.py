@@ -111,6 +111,38 @@ def test_rows_that_divide_m_fill_the_register_file_where_4_and_8_do_not():
         assert (config["MR"], config["NR"]) == (7, 32)  # 7 x 2 vectors: 14 accumulators
 
 
+# A Zen 3-like core: AVX2 (16 registers of 8 f32 lanes), 32 KiB 8-way L1d, 512 KiB 8-way L2.
+ZEN3_LIKE = HostCPU(
+    isa="avx2",
+    l1d_bytes=32 << 10,
+    l1d_ways=8,
+    l2_bytes=512 << 10,
+    l2_ways=8,
+    l3_bytes=32 << 20,
+    l3_ways=16,
+)
+
+
+@pytest.mark.parametrize(
+    ("op", "tile", "blocks"),
+    [
+        # Neither 4 x 32 nor 8 x 16 fits beside a row of B: of the tiles that fill the 16
+        # registers, 6 x 16 (12 accumulators) divides no power of two, 4 x 16 and 2 x 32
+        # (8 each) do, and 4 rows stream fewer of B's vectors per FMA. KC: A's 4-row panel
+        # in half of L1 allows 1024, but B's block in half of L2 (256 KiB) must span 128
+        # columns -> 512.
+        (matmul(2048, 2048, 2048), (4, 16), (128, 128, 512, 1)),
+        (matmul(1536, 2048, 2048), (6, 16), (192, 128, 512, 1)),
+    ],
+    ids=["2048", "rows-of-6"],
+)
+def test_avx2_takes_a_packed_tile_that_fits_and_divides_m(op, tile, blocks):
+    config = FAMILIES["contraction"].select(op, ZEN3_LIKE)
+    assert (config["MR"], config["NR"]) == tile
+    assert (config["MC"], config["NC"], config["KC"], config["PACK"]) == blocks
+    assert not FAMILIES["contraction"].violations(op, ZEN3_LIKE, {**config, "KU": 1, "ORDER": 1})
+
+
 def test_whole_blocks_divide_the_loop_or_are_not_taken():
     assert whole_block(2048, 384, 8) == 256
     assert whole_block(11008, 512, 1) == 344

@@ -79,11 +79,16 @@ def blis_blocking(features: CpuFeatures, mr: int, nr: int, element_bytes: int) -
     """The blocks an MR x NR micro-kernel on `element_bytes` operands takes on a CPU with
     `features`' caches (see the module docstring)."""
     l1, l2, _ = CacheLevel.levels(features)
+    b_block_bytes = b_block_ways(l2) * l2.way_bytes
+    # A's micro-panel in half of L1's ways, and B's block at least MIN_PANEL_COLUMNS wide:
+    # a short register tile on a small L2 (4 x 16 on a 32 KiB / 512 KiB AMD Zen 3) would
+    # otherwise take K blocks whose B block is a few panels wide.
     kc = max(1, max(1, l1.ways // 2) * l1.way_bytes // (mr * element_bytes))
+    kc = max(1, min(kc, b_block_bytes // (MIN_PANEL_COLUMNS * element_bytes)))
     b_panel_ways = l2.ways_for(kc * nr * element_bytes)
     a_block_ways = max(1, l2.ways - 1 - b_panel_ways)
     mc = max(mr, a_block_ways * l2.way_bytes // (kc * element_bytes) // mr * mr)
-    return Blocking(mc=mc, kc=kc, b_block_bytes=b_block_ways(l2) * l2.way_bytes)
+    return Blocking(mc=mc, kc=kc, b_block_bytes=b_block_bytes)
 
 
 def b_block_ways(l2: CacheLevel) -> int:
