@@ -76,6 +76,39 @@ def test_packed_kernels_verify(engine, workload, pack):
     assert engine.execute(workload, parameters).verification.ok
 
 
+@pytest.mark.parametrize(
+    ("workload", "pack"),
+    [
+        (Matmul(M=64, N=128, K=96, dtype="bf16"), 1),
+        (Matmul(M=64, N=128, K=96, dtype="bf16"), 2),
+        (Matmul(M=100, N=99, K=101, dtype="bf16"), 1),  # partial widening tiles, masked
+    ],
+    ids=["pack-b", "pack-ab", "odd"],
+)
+def test_bf16_operands_are_widened_once_before_the_packed_nest(engine, workload, pack):
+    """Each bf16 operand is converted to f32 once, in vectorized tiles, before the nest
+    (widen.py): the only conversions left are those tiles', and the micro-kernel FMAs f32."""
+    parameters = {**BLOCKS, "PACK": pack}
+
+    def conversion(op: ir.Operation) -> tuple[str, str] | None:
+        if op.name != "arith.extf":
+            return None
+        return str(op.operands[0].type), str(op.results[0].type)
+
+    assert (
+        scheduled(engine, workload, parameters, conversion)
+        == [("vector<8x128xbf16>", "vector<8x128xf32>")] * 2
+    )
+
+    def fma_type(op: ir.Operation) -> str | None:
+        return str(op.results[0].type.element_type) if op.name == "vector.fma" else None
+
+    fma_types = scheduled(engine, workload, parameters, fma_type)
+    assert fma_types and set(fma_types) == {"f32"}
+    result = engine.execute(workload, parameters)
+    assert result.verification.ok, result.verification.summary()
+
+
 def bias_addends(engine: MlirJitEngine, workload, parameters) -> list[list[str]]:
     """For each bias addition the schedule leaves (the micro-kernel's are FMAs), the ops
     that define its operands."""

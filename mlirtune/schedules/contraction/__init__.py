@@ -16,7 +16,8 @@ from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, Domains, Knob, KnobVariables
 from mlirtune.schedules.contraction import host
 from mlirtune.schedules.contraction.dot import UNIT_AMX, UNIT_DOT, UNIT_FMA, dot_schedule
-from mlirtune.schedules.contraction.packed import PACK_AB, PACK_B, PACK_NONE, packed_schedule
+from mlirtune.schedules.contraction.pack_values import PACK_AB, PACK_B, PACK_NONE
+from mlirtune.schedules.contraction.packed import packed_schedule
 from mlirtune.schedules.contraction.rows import UNIT_ROWS, rows_schedule
 from mlirtune.schedules.contraction.rows_host import rows_k_steps
 from mlirtune.schedules.contraction.transform import contraction_schedule

@@ -25,7 +25,7 @@ from mlirtune.schedules.contraction.dot import (
     UNIT_DOT,
     transposed,
 )
-from mlirtune.schedules.contraction.packed import PACK_NONE
+from mlirtune.schedules.contraction.pack_values import PACK_NONE
 from mlirtune.schedules.cpu_model import PAGE_BYTES, register_tile
 from mlirtune.targets.host_cpu import HostCPU
 

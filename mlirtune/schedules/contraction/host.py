@@ -18,7 +18,7 @@ from mlirtune.interfaces.schedule import Config, Constraint, Domains, KnobVariab
 from mlirtune.schedules.contraction.blocking import packed_blocks_in_caches, whole_block
 from mlirtune.schedules.contraction.dot import DOT_PAIR, UNIT_AMX, UNIT_DOT, UNIT_FMA
 from mlirtune.schedules.contraction.dot_host import dot_blocks, dot_constraints, pair_view
-from mlirtune.schedules.contraction.packed import PACK_AB, PACK_B, PACK_NONE
+from mlirtune.schedules.contraction.pack_values import PACK_AB, PACK_B, PACK_NONE
 from mlirtune.schedules.contraction.packed_host import packed_blocks, packed_register_tile
 from mlirtune.schedules.contraction.rows import UNIT_ROWS
 from mlirtune.schedules.contraction.rows_host import rows_constraints, rows_cost, rows_select

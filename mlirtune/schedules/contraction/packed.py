@@ -54,6 +54,8 @@ from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config
 from mlirtune.schedules.builder import ScheduleBuilder
+from mlirtune.schedules.contraction.pack_values import PACK_AB
+from mlirtune.schedules.contraction.widen import vectorize_widening, widens_operands
 
 # K rows (of B) or columns (of A) each vectorised packing copy moves.
 COPY_ROWS = 8
@@ -65,8 +67,6 @@ TRANSPOSE_SQUARES = {
     512: (16, tvector.VectorTransposeLowering.Shuffle16x16, False),
     256: (8, tvector.VectorTransposeLowering.EltWise, True),
 }
-# PACK knob values: no packing (the unpacked path), B's panels, or A's and B's.
-PACK_NONE, PACK_B, PACK_AB = 0, 1, 2
 
 
 def unpackable(op: OpInfo, parameters: Config) -> str | None:
@@ -113,7 +113,10 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
     pack_a = p["PACK"] == PACK_AB
     transposed_a = bool(op.attributes.get("transpose_a"))
     any_op = transform.AnyOpType.get()
-    zeros = [ir.FloatAttr.get(dtype_named(name).mlir(), 0.0) for name in op.dtypes]
+    # Operands widened to f32 (widen.py) are padded with f32 zeros.
+    widened = widens_operands(op, p)
+    dtypes = (op.dtypes[-1],) * len(op.dtypes) if widened else op.dtypes
+    zeros = [ir.FloatAttr.get(dtype_named(name).mlir(), 0.0) for name in dtypes]
     with ScheduleBuilder("contraction_packed") as s:
         # NC columns at a time of the last op (the epilogue, else the contraction), with its
         # producers fused: the fill, the contraction and the epilogue of one column block
@@ -254,6 +257,8 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
             s.apply_patterns(
                 function, "fold_masks", tvector.apply_patterns_vector_lower_masked_transfers
             )
+        if widened:
+            vectorize_widening(s)
         s.vectorize_linalg(function)
         if square:
             _, strategy, avx2 = TRANSPOSE_SQUARES[p["VECTOR_BITS"]]

@@ -13,7 +13,8 @@ from mlirtune.schedules.contraction.blocking import (
     padded_block,
     whole_block,
 )
-from mlirtune.schedules.contraction.packed import PACK_AB, PACK_B, column_tail
+from mlirtune.schedules.contraction.pack_values import PACK_AB, PACK_B
+from mlirtune.schedules.contraction.packed import column_tail
 from mlirtune.schedules.cpu_model import ACCUMULATORS, MIN_ACCUMULATORS
 from mlirtune.targets.host_cpu import HostCPU
 

@@ -1,0 +1,112 @@
+"""bf16 matmuls on the packed FMA path: their operands widened to f32 once, before the nest.
+
+A bf16 operand read by the f32 FMA micro-kernel is converted where it is read: every K step
+shifts B's row and each of A's broadcasts into f32 lanes, beside the FMAs and on the same
+ports (512^3 on an Intel Xeon: 63 GFLOP/s, against 165 for f32; 1024^3 on an AVX2 AMD
+Zen 3: 13.7 GFLOP/s, against 63-71 for f32). Where the packed path takes the matmul
+(PACK > 0, UNIT = 0), the descriptor step `widen-packed-operands` rewrites it first: each
+bf16 operand is copied, converted, into an f32 buffer of its own, and the matmul reads
+those, so the nest is the f32 one and its kernel FMAs only (the Zen 3's 1024^3: 59-63
+GFLOP/s). The copies read 2 and write 4 bytes per element, once per call: a few percent
+of a compute-bound matmul. Every descriptor that schedules matmuls runs the step before
+the schedule, which pads the widened operands with f32 zeros.
+
+They are copies between buffers (`linalg.copy` on memrefs, viewed as tensors with
+`bufferization.to_tensor restrict`), so that the schedule's tile-and-fuse steps, which
+pull tensor producers into their tiles, leave them whole: fused, A's copy would run once
+per register tile. The packed schedule tiles and vectorizes them (`vectorize_widening`).
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import bufferization, linalg, memref, transform
+from mlir.dialects.transform import structured
+from mlir.dialects.transform import vector as tvector
+
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.schedule import Config
+from mlirtune.ir.roots import ROOT_ATTRIBUTE, describe
+from mlirtune.schedules.builder import ScheduleBuilder
+from mlirtune.schedules.contraction.dot import UNIT_FMA
+from mlirtune.schedules.contraction.pack_values import PACK_NONE
+
+# Marks the copies that widen the operands, and the rows and columns of one vectorized step
+# of them: 4 KiB of f32.
+WIDENED_ATTRIBUTE = "mlirtune.widened"
+WIDENING_TILE = (8, 128)
+
+
+def widens_operands(op: OpInfo, parameters: Config) -> bool:
+    """Whether `parameters` take `op`'s operands widened to f32 before the nest:
+    a plain bf16 matmul with an f32 result, on the packed FMA path (UNIT = 0)."""
+    return (
+        op.kind == "matmul"
+        and op.op_name == "linalg.matmul"
+        and op.dtypes[:2] == ("bf16", "bf16")
+        and op.dtypes[-1] == "f32"
+        and not any(op.attributes.get(f"transpose_{name}") for name in ("a", "b"))
+        and parameters.get("UNIT", UNIT_FMA) == UNIT_FMA
+        and parameters.get("PACK", PACK_NONE) != PACK_NONE
+    )
+
+
+def vectorize_widening(s: ScheduleBuilder) -> None:
+    """The packed schedule's part: tile the widening copies into WIDENING_TILE blocks and
+    vectorize them, masked where a block is partial (the masks folded into the transfers
+    of their own loops only: over the function, those patterns and canonicalization turned
+    the packing copies back into slice copies, which bufferize into a scalar memref.copy)."""
+    copies = s.match(s.root, ["linalg.copy"], "match_widening", attributes=[WIDENED_ATTRIBUTE])
+    with s.at("vectorize_widening"):
+        each = transform.ForeachOp([], [copies])
+        with ir.InsertionPoint(each.body):
+            tiled = structured.TileUsingForOp(each.bodyTargets[0], sizes=list(WIDENING_TILE))
+            structured.VectorizeOp(tiled.tiled_linalg_op, vector_sizes=list(WIDENING_TILE))
+            patterns = transform.ApplyPatternsOp(tiled.loops[0])
+            with ir.InsertionPoint(patterns.patterns):
+                tvector.apply_patterns_vector_lower_masked_transfers()
+            transform.YieldOp([])
+
+
+def widen_packed_operands(module: ir.Module, pack: int = PACK_NONE, unit: int = UNIT_FMA) -> None:
+    """The descriptor step: rewrite every root matmul of `module` that the contraction
+    family's knobs `pack` and `unit` put on the packed FMA path with widened operands."""
+    parameters = {"PACK": pack, "UNIT": unit}
+    roots: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if ROOT_ATTRIBUTE in op.attributes:
+            info = describe(op)
+            if info is not None and widens_operands(info, parameters):
+                roots.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    for op in roots:
+        _widen(op)
+
+
+def _widen(op: ir.Operation) -> None:
+    """Rebuild the matmul `op` on f32 copies of its bf16 inputs."""
+    *inputs, init = op.operands
+    wide = ir.RankedTensorType(init.type).element_type
+    with ir.InsertionPoint(op), op.location:
+        widened = [_widened(value, wide) for value in inputs]
+        product = linalg.matmul(*widened, outs=[init])
+    for name in [name for name in op.attributes if name.startswith("mlirtune.")]:
+        product.owner.attributes[name] = op.attributes[name]
+    op.results[0].replace_all_uses_with(product)
+    op.erase()
+
+
+def _widened(value: ir.Value, element: ir.Type) -> ir.Value:
+    """`value` (a bf16 tensor) copied into a new f32 buffer, viewed as a tensor."""
+    shape = ir.RankedTensorType(value.type).shape
+    # Read-only: otherwise bufferization copies `value` into a buffer of its own first.
+    source_type = ir.MemRefType.get(shape, ir.BF16Type.get())
+    source = bufferization.to_buffer(source_type, value, read_only=True)
+    buffer = memref.alloc(ir.MemRefType.get(shape, element), [], [])
+    copy = linalg.copy(source, outs=[buffer])  # on buffers: an empty result list
+    copy.owner.attributes[WIDENED_ATTRIBUTE] = ir.UnitAttr.get()
+    tensor_type = ir.RankedTensorType.get(shape, element)
+    return bufferization.to_tensor(tensor_type, buffer, restrict=True)
