@@ -82,8 +82,10 @@ def test_packed_kernels_verify(engine, workload, pack):
         (Matmul(M=64, N=128, K=96, dtype="bf16"), 1),
         (Matmul(M=64, N=128, K=96, dtype="bf16"), 2),
         (Matmul(M=100, N=99, K=101, dtype="bf16"), 1),  # partial widening tiles, masked
+        (Matmul(M=64, N=128, K=96, dtype="bf16", transpose="b"), 1),  # a Linear's weight
+        (Matmul(M=100, N=99, K=101, dtype="bf16", transpose="ab"), 2),
     ],
-    ids=["pack-b", "pack-ab", "odd"],
+    ids=["pack-b", "pack-ab", "odd", "b-n-by-k", "odd-transposed"],
 )
 def test_bf16_operands_are_widened_once_before_the_packed_nest(engine, workload, pack):
     """Each bf16 operand is converted to f32 once, in vectorized tiles, before the nest

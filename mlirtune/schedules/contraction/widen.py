@@ -39,13 +39,13 @@ WIDENING_TILE = (8, 128)
 
 def widens_operands(op: OpInfo, parameters: Config) -> bool:
     """Whether `parameters` take `op`'s operands widened to f32 before the nest:
-    a plain bf16 matmul with an f32 result, on the packed FMA path (UNIT = 0)."""
+    a bf16 matmul (operands stored transposed or not) with an f32 result, on the packed FMA
+    path (UNIT = 0)."""
     return (
         op.kind == "matmul"
         and op.op_name == "linalg.matmul"
         and op.dtypes[:2] == ("bf16", "bf16")
         and op.dtypes[-1] == "f32"
-        and not any(op.attributes.get(f"transpose_{name}") for name in ("a", "b"))
         and parameters.get("UNIT", UNIT_FMA) == UNIT_FMA
         and parameters.get("PACK", PACK_NONE) != PACK_NONE
     )
@@ -92,7 +92,10 @@ def _widen(op: ir.Operation) -> None:
     wide = ir.RankedTensorType(init.type).element_type
     with ir.InsertionPoint(op), op.location:
         widened = [_widened(value, wide) for value in inputs]
-        product = linalg.matmul(*widened, outs=[init])
+        # Operands stored transposed keep their layout: the op's indexing maps say it.
+        maps = op.attributes.get("indexing_maps")
+        layout = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(maps)] if maps else None
+        product = linalg.matmul(*widened, outs=[init], indexing_maps=layout)
     for name in [name for name in op.attributes if name.startswith("mlirtune.")]:
         product.owner.attributes[name] = op.attributes[name]
     op.results[0].replace_all_uses_with(product)
