@@ -84,10 +84,11 @@ def test_packed_kernels_verify(engine, workload, pack):
         (Matmul(M=100, N=99, K=101, dtype="bf16"), 1),  # partial widening tiles, masked
         (Matmul(M=64, N=128, K=96, dtype="bf16", transpose="b"), 1),  # a Linear's weight
         (Matmul(M=100, N=99, K=101, dtype="bf16", transpose="ab"), 2),
+        (Matmul(M=64, N=128, K=96, dtype="bf16"), 0),  # unpacked: whole widening tiles
     ],
-    ids=["pack-b", "pack-ab", "odd", "b-n-by-k", "odd-transposed"],
+    ids=["pack-b", "pack-ab", "odd", "b-n-by-k", "odd-transposed", "unpacked"],
 )
-def test_bf16_operands_are_widened_once_before_the_packed_nest(engine, workload, pack):
+def test_bf16_operands_are_widened_once_before_the_nest(engine, workload, pack):
     """Each bf16 operand is converted to f32 once, in vectorized tiles, before the nest
     (widen.py): the only conversions left are those tiles', and the micro-kernel FMAs f32."""
     parameters = {**BLOCKS, "PACK": pack}
@@ -109,6 +110,21 @@ def test_bf16_operands_are_widened_once_before_the_packed_nest(engine, workload,
     assert fma_types and set(fma_types) == {"f32"}
     result = engine.execute(workload, parameters)
     assert result.verification.ok, result.verification.summary()
+
+
+def test_unpacked_operands_with_partial_widening_tiles_are_converted_as_they_are_loaded(
+    engine,
+):
+    """100 rows are no whole 8-row widening tiles: masked copies cost more than converting
+    in the micro-kernel, so nothing is widened and the kernel converts its loads."""
+    workload = Matmul(M=100, N=99, K=101, dtype="bf16")
+    parameters = {**BLOCKS, "PACK": 0}
+    widened = scheduled(engine, workload, parameters, lambda op: op.name == "linalg.copy" or None)
+    conversions = scheduled(
+        engine, workload, parameters, lambda op: op.name == "arith.extf" or None
+    )
+    assert widened == [] and conversions
+    assert engine.execute(workload, parameters).verification.ok
 
 
 def bias_addends(engine: MlirJitEngine, workload, parameters) -> list[list[str]]:

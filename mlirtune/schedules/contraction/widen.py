@@ -1,10 +1,10 @@
-"""bf16 matmuls on the packed FMA path: their operands widened to f32 once, before the nest.
+"""bf16 matmuls on the FMA path: their operands widened to f32 once, before the nest.
 
 A bf16 operand read by the f32 FMA micro-kernel is converted where it is read: every K step
 shifts B's row and each of A's broadcasts into f32 lanes, beside the FMAs and on the same
 ports (512^3 on an Intel Xeon: 63 GFLOP/s, against 165 for f32; 1024^3 on an AVX2 AMD
-Zen 3: 13.7 GFLOP/s, against 63-71 for f32). Where the packed path takes the matmul
-(PACK > 0, UNIT = 0), the descriptor step `widen-packed-operands` rewrites it first: each
+Zen 3: 13.7 GFLOP/s, against 63-71 for f32). Where the FMA path takes the matmul (UNIT = 0;
+see `widens_operands`), the descriptor step `widen-bf16-operands` rewrites it first: each
 bf16 operand is copied, converted, into an f32 buffer of its own, and the matmul reads
 those, so the nest is the f32 one and its kernel FMAs only (the Zen 3's 1024^3: 59-63
 GFLOP/s). The copies read 2 and write 4 bytes per element, once per call: a few percent
@@ -14,7 +14,7 @@ the schedule, which pads the widened operands with f32 zeros.
 They are copies between buffers (`linalg.copy` on memrefs, viewed as tensors with
 `bufferization.to_tensor restrict`), so that the schedule's tile-and-fuse steps, which
 pull tensor producers into their tiles, leave them whole: fused, A's copy would run once
-per register tile. The packed schedule tiles and vectorizes them (`vectorize_widening`).
+per register tile. Both FMA schedules tile and vectorize them (`vectorize_widening`).
 """
 
 from __future__ import annotations
@@ -38,21 +38,39 @@ WIDENING_TILE = (8, 128)
 
 
 def widens_operands(op: OpInfo, parameters: Config) -> bool:
-    """Whether `parameters` take `op`'s operands widened to f32 before the nest:
-    a bf16 matmul (operands stored transposed or not) with an f32 result, on the packed FMA
-    path (UNIT = 0)."""
-    return (
+    """Whether `parameters` take `op`'s operands widened to f32 before the nest: a bf16
+    matmul (operands stored transposed or not) with an f32 result on the FMA path (UNIT = 0):
+    on the packed path always, on the unpacked one where the widening copies tile into
+    whole blocks (on an AVX2 AMD Zen 3, 256^3 32 -> 63 GFLOP/s and 64^3 30 -> 51, but
+    100x99x101, whose partial blocks take masked copies, 29 -> 12-16)."""
+    fma_matmul = (
         op.kind == "matmul"
         and op.op_name == "linalg.matmul"
         and op.dtypes[:2] == ("bf16", "bf16")
         and op.dtypes[-1] == "f32"
         and parameters.get("UNIT", UNIT_FMA) == UNIT_FMA
-        and parameters.get("PACK", PACK_NONE) != PACK_NONE
     )
+    packed = parameters.get("PACK", PACK_NONE) != PACK_NONE
+    return fma_matmul and (packed or all(map(_whole_widening_tiles, _operand_shapes(op))))
+
+
+def _operand_shapes(op: OpInfo) -> list[tuple[int, int]]:
+    """A's and B's shapes as stored: [M, K] or [K, M], [K, N] or [N, K]."""
+    m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
+    a = (k, m) if op.attributes.get("transpose_a") else (m, k)
+    b = (n, k) if op.attributes.get("transpose_b") else (k, n)
+    return [a, b]
+
+
+def _whole_widening_tiles(shape: tuple[int, int]) -> bool:
+    """Whether a copy of `shape` tiles into WIDENING_TILE blocks with no partial ones (a row
+    shorter than a block is one whole block)."""
+    rows, columns = WIDENING_TILE
+    return shape[0] % rows == 0 and (shape[1] % columns == 0 or shape[1] < columns)
 
 
 def vectorize_widening(s: ScheduleBuilder) -> None:
-    """The packed schedule's part: tile the widening copies into WIDENING_TILE blocks and
+    """The schedules' part: tile the widening copies into WIDENING_TILE blocks and
     vectorize them, masked where a block is partial (the masks folded into the transfers
     of their own loops only: over the function, those patterns and canonicalization turned
     the packing copies back into slice copies, which bufferize into a scalar memref.copy)."""
@@ -68,9 +86,9 @@ def vectorize_widening(s: ScheduleBuilder) -> None:
             transform.YieldOp([])
 
 
-def widen_packed_operands(module: ir.Module, pack: int = PACK_NONE, unit: int = UNIT_FMA) -> None:
-    """The descriptor step: rewrite every root matmul of `module` that the contraction
-    family's knobs `pack` and `unit` put on the packed FMA path with widened operands."""
+def widen_bf16_operands(module: ir.Module, pack: int = PACK_NONE, unit: int = UNIT_FMA) -> None:
+    """The descriptor step: rewrite every root matmul of `module` whose operands the
+    contraction family's knobs `pack` and `unit` take widened (`widens_operands`)."""
     parameters = {"PACK": pack, "UNIT": unit}
     roots: list[ir.Operation] = []
 
