@@ -29,7 +29,7 @@ from mlirtune.interfaces.bench import BenchOptions
 from mlirtune.interfaces.workload import Complexity
 from mlirtune.targets.host_cpu import COMPUTE_BITS, HostCPU
 from mlirtune.toolchain import digest
-from mlirtune.workloads.fma_peak import Bf16DotPeak, FmaPeak
+from mlirtune.workloads.fma_peak import CHAINS, Bf16DotPeak, FmaPeak
 from mlirtune.workloads.stream_read import StreamRead
 
 PEAK_OPTIONS = BenchOptions(max_time_s=0.3)
@@ -47,7 +47,12 @@ def peak_cache_path() -> Path:
 def measure_f32_peak(target: HostCPU) -> float:
     """GFLOP/s of independent f32 FMA chains on one core of `target` (this host), from the
     fastest sample: on a shared machine, slower ones measure the neighbours too."""
-    return _best_gflops(target, FmaPeak(lanes=target.lanes("f32")))
+    return _best_gflops(target, FmaPeak(lanes=target.lanes("f32"), chains=fma_chains(target)))
+
+
+def fma_chains(target: HostCPU) -> int:
+    """Accumulators the FMA peak's loop keeps in `target`'s registers beside its b and c."""
+    return min(CHAINS, target.features.vector_registers - 2)
 
 
 def measure_bf16_dot_peak(target: HostCPU) -> float:

@@ -86,6 +86,25 @@ def test_the_micro_benchmark_verifies_and_counts_its_flops():
     assert peak.measure_f32_peak(HostCPU()) > 0
 
 
+def test_the_chains_stay_in_the_register_file():
+    """AVX2's 16 registers hold 14 chains beside b and c (with 16 they spilled, and an AMD
+    Zen 3's peak read 59 GFLOP/s against 103 with 14)."""
+    assert peak.fma_chains(HostCPU(isa="avx512")) == CHAINS
+    assert peak.fma_chains(HostCPU(isa="avx2")) == 14
+
+
+@pytest.mark.jit
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+def test_the_micro_benchmark_with_the_targets_chains_verifies(isa):
+    if isa not in ("avx2", HostCPU().features.isa):
+        pytest.skip(f"this host has no {isa}")
+    target = HostCPU(isa=isa)
+    workload = FmaPeak(lanes=target.lanes("f32"), chains=peak.fma_chains(target))
+    assert engine_for(target, use_specs=False).execute(workload).verification.ok
+    chains = workload.options["chains"]
+    assert workload.get_complexity().flops == 2 * STEPS * chains * workload.options["lanes"]
+
+
 def test_a_figure_from_another_boot_is_measured_again(peaks_file, measurements):
     target = HostCPU()
     fingerprint = digest(target.fingerprint())
