@@ -4,9 +4,8 @@ products', measured.
 `chains` independent accumulators of one vector register each (CHAINS where the register
 file holds them beside b and c) are updated by `acc = acc * b + c` for `STEPS` steps:
 enough independent chains to cover the FMA latency of every pipe, and no memory traffic
-inside the loop. With b = 0.5 and c = 1 every chain
-converges to exactly 2, so the result verifies like any workload, and it is stored, so
-the loop cannot be optimised away.
+inside the loop. With b = 0.5 and c = 1 every chain converges to exactly 2, so the result
+verifies like any workload, and it is stored, so the loop cannot be optimised away.
 """
 
 from __future__ import annotations
