@@ -17,15 +17,15 @@ MR tile, and C's tiles of consecutive calls lay rows apart (2048^3 f32 on an Int
 broadcast/FMA outer product of the unpacked path, its accumulators hoisted into
 registers. Packing happens inside the timed call, as numpy's does.
 
-Remainders: the columns past N's last whole register tile are split off into a nest of
-their own (`column_tail`), and the first K block takes K's remainder, so that shapes whose
-M and N blocks are whole keep a static nest. Partial M and N blocks and register tiles are
-padded: the register-tile matmul is padded to the static MR x NR x KC, so the micro-kernel
-stays full-size; the packing copies of a partial panel are masked and write zeros past its
-edge, and the fill and epilogue tiles of a partial block are masked vectors. What is left
-unvectorized is the pad of a partial C tile (and of A's partial panel with PACK=1), once
-per such tile and K block. MR and NR must divide MC and NC (the packed buffers' panel
-counts).
+Remainders: the rows past M's last whole register tile (`row_tail`) and the columns past
+N's (`column_tail`) are split off into nests of their own, and the first K block takes K's
+remainder, so that shapes whose M and N blocks are whole keep a static nest. Partial M and
+N blocks and register tiles are padded: the register-tile matmul is padded to the static
+MR x NR x KC, so the micro-kernel stays full-size; the packing copies of a partial panel
+are masked and write zeros past its edge, and the fill and epilogue tiles of a partial
+block are masked vectors. What is left unvectorized is the pad of a partial C tile (and of
+A's partial panel with PACK=1), once per such tile and K block. MR and NR must divide MC
+and NC (the packed buffers' panel counts).
 
 The contraction is split (`transform.structured.split`) into the first K block and the
 later ones, each with its own nest. The fill is tiled and fused into the first block's
@@ -59,6 +59,8 @@ from mlirtune.schedules.contraction.widen import vectorize_widening, widens_oper
 
 # K rows (of B) or columns (of A) each vectorised packing copy moves.
 COPY_ROWS = 8
+# Columns and K rows of B's blocks in the row tail's nest (`_schedule_row_tail`).
+TAIL_BLOCK = (128, 256)
 # B stored [N, K] is transposed into its panels in squares of one register's f32 lanes,
 # which MLIR lowers to register shuffles (the 16x16 sequence on AVX-512, AVX2's 8x8 one);
 # as [NR, COPY_ROWS] blocks it went element by element (128x256x1024: 0.53 -> 0.46 ms).
@@ -101,7 +103,10 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
     if problem:
         raise UsageError(f"schedule contraction: {problem}", stage="schedule")
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
-    tail = column_tail(op, min(p["MR"], p["MC"], m), min(p["NR"], p["NC"], n))
+    mr, nr = min(p["MR"], p["MC"], m), min(p["NR"], p["NC"], n)
+    rows_past = row_tail(op, mr, nr, p["KC"])
+    m -= rows_past  # the packed nest's rows; the tail's are split off (`_schedule_row_tail`)
+    tail = column_tail(op, mr, nr)
     n -= tail  # the packed nest's columns; the tail's are split off (`_schedule_column_tail`)
     mc, nc, kc = min(p["MC"], m), min(p["NC"], n), min(p["KC"], k)
     mr, nr = min(p["MR"], mc), min(p["NR"], nc)
@@ -124,7 +129,9 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         # With THREADS > 1 the column blocks are an scf.forall, spread over the threads.
         parallel = p.get("THREADS", 1) > 1
         output = s.output_op(op)
-        if tail:  # the output op is the contraction (no epilogue)
+        if rows_past:  # the output op is the contraction (no epilogue)
+            output = _schedule_row_tail(s, output, (m, n, k), rows_past, nr)
+        if tail:
             output = _schedule_column_tail(s, output, n, tail, mr)
         column_block, _ = s.fuse_with_loops(output, [0, nc], step="cache_tile_n", parallel=parallel)
         depths = _k_block_depths(k, kc)
@@ -162,10 +169,10 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         for name in () if epilogue_in_registers else ("linalg.fill", "linalg.generic"):
             others = s.match(s.root, [name], step=f"match_{name}")
             tiled, _ = s.tile(others, [mr, nr], step=f"register_tile_{name}")
-            if partial_tiles or tail:  # with a tail, the fill is all of C's, tiles partial
+            if partial_tiles or tail or rows_past:  # with tails, the fill is all of C's
                 with s.at(f"vectorize_{name}"):
                     structured.VectorizeOp(tiled, vector_sizes=[mr, nr])
-        if tail and not partial_tiles:
+        if (tail or rows_past) and not partial_tiles:
             # The masked fill tiles' masks go into each transfer (see fold_masks), before
             # the packing copies exist: these patterns turn a whole panel's copy into slices,
             # which bufferize into a generic memref.copy (1000x999x1001 f32: 15.9 ms with
@@ -289,11 +296,28 @@ def _transpose_square(op: OpInfo, parameters: Config, nr: int, depths: list[int]
     return side if whole else 0
 
 
+def row_tail(op: OpInfo, mr: int, nr: int, kc: int) -> int:
+    """Rows past M's last whole MR-row register tile, which `packed_schedule` splits off so
+    that the packed nest's tiles stay static: padded partial tiles ran 3-4x slower (4099 x
+    2048 x 2048 f32 on an AMD Zen 3: 0.24x OpenBLAS unpacked, 0.71x packed 4 x 16 with a
+    3-row tail). 0 where there are none or M is one tile; and, untried or failing to
+    compile (1021 x 256 x 256 past 3 GB), where NR does not divide N, K is one KC block, an
+    operand is stored transposed or not f32, or under an epilogue."""
+    m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
+    plain = op.dtypes[:2] == ("f32", "f32") and not any(
+        op.attributes.get(name) for name in ("transpose_a", "transpose_b", "epilogue")
+    )
+    # One row would be a [1, N, K] op, whose schedule ran out of memory: MR + 1 rows instead.
+    tail = m % mr + (mr if m % mr == 1 else 0)
+    return tail if m > tail + mr and n % nr == 0 and k > kc and plain else 0
+
+
 def column_tail(op: OpInfo, mr: int, nr: int) -> int:
     """Columns past N's last whole NR-wide register tile, which `packed_schedule` splits off
     so that the packed nest's tiles stay static. 0 where there are none; where M has a
-    partial register tile too (the tiles are dynamic anyway, padded per tile); and under an
-    epilogue, whose split halves do not take the contraction in by tile and fuse."""
+    partial register tile too (the tiles are dynamic anyway, padded per tile; a row tail
+    needs whole columns); and under an epilogue, whose split halves do not take the
+    contraction in by tile and fuse."""
     m, n = op.dims["M"], op.dims["N"]
     return n % nr if m % mr == 0 and m > mr and not op.attributes.get("epilogue") else 0
 
@@ -314,6 +338,26 @@ def _schedule_column_tail(
     for piece, (part, _) in enumerate(pieces):
         _, (rows, _) = s.tile(part, [mr, 0, 1], step=f"tile_column_tail_{piece}")
         s.vectorize_linalg(rows)
+    return main
+
+
+def _schedule_row_tail(
+    s: ScheduleBuilder, contraction: ir.Value, shape: tuple[int, int, int], tail: int, nr: int
+) -> ir.Value:
+    """Split the contraction (M x N x K: `shape`) at M's first `rows` and schedule the op
+    over the `tail` rows past them: blocks of B of at most TAIL_BLOCK[1] rows by TAIL_BLOCK[0]
+    columns (a whole number of NR-wide tiles dividing N), read in place, each swept in
+    NR-wide register tiles along K, vectorized now so that the packed nest's later matches
+    skip it; it reads C as filled by a pass of its own. A K block keeps the rows of B one
+    tile reads within the TLB's reach: B's rows lie N elements apart. Returns the handle of
+    the op over the first rows."""
+    rows, n, k = shape
+    main, rest = s.split(contraction, 0, rows, step="split_row_tail")
+    width, depth = TAIL_BLOCK
+    width = max(w for w in range(nr, min(width, n) + 1, nr) if n % w == 0)  # static tiles
+    blocks, _ = s.tile(rest, [0, width, min(depth, k)], step="block_row_tail")
+    _, (columns, _) = s.tile(blocks, [0, nr, 1], step="tile_row_tail")
+    s.vectorize_linalg(columns)
     return main
 
 

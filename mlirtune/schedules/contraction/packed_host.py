@@ -14,7 +14,7 @@ from mlirtune.schedules.contraction.blocking import (
     whole_block,
 )
 from mlirtune.schedules.contraction.pack_values import PACK_AB, PACK_B
-from mlirtune.schedules.contraction.packed import column_tail
+from mlirtune.schedules.contraction.packed import column_tail, row_tail
 from mlirtune.schedules.cpu_model import ACCUMULATORS, MIN_ACCUMULATORS
 from mlirtune.targets.host_cpu import HostCPU
 
@@ -23,6 +23,8 @@ PACKED_VECTORS = 4
 # A column tail at most this share of N costs the split-off nest too little to narrow the
 # tile for (8205x5921x2949 f32, a 33-column tail: 5 x 64 1.00x OpenBLAS, 5 x 32 0.88x).
 TAIL_SHARE = 0.01
+# The largest share of M a split-off row tail may take (a prime M: 4099 = 4 x 1024 + 3).
+ROW_TAIL_SHARE = 0.02
 
 
 def packed_register_tile(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> tuple[int, int]:
@@ -31,7 +33,8 @@ def packed_register_tile(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> tuple[in
     of rows divide M; of those, the first whose column tail (split off, see
     packed.column_tail) is at most one vector, exactly two, or at most TAIL_SHARE of N; else
     MR x NR. Where the register file holds them but neither row count divides M, the
-    other row counts that fill it take their place.
+    other row counts that fill it take their place; where none divides M, those whose row
+    tail (split off, see packed.row_tail) is at most ROW_TAIL_SHARE of M.
     Wider rows take fewer loads per FMA: 4 x 4 vectors loads 4 B vectors and broadcasts 4
     elements of A per 16 FMAs, 8 x 2 vectors 2 and 8. Measured on an Intel Xeon, f32: the
     tuner's best for 1024^3 and 2048^3 was this tile at KC=1024, 1.08x and 1.10x the 8 x 2
@@ -65,6 +68,12 @@ def packed_register_tile(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> tuple[in
             key=lambda tile: (-tile[0] * tile[1], -tile[0]),
         )
     usable = [(rows, width) for rows, width in tiles if m % rows == 0 and n >= width]
+    if not usable:  # rows with a short tail, split off (any K past one block: see packed_blocks)
+        usable = [
+            (rows, width)
+            for rows, width in tiles
+            if 0 < row_tail(op, rows, width, kc=0) <= ROW_TAIL_SHARE * m and n >= width
+        ]
     narrow = [
         (r, w) for r, w in usable if n % w <= lanes or n % w == 2 * lanes or n % w <= TAIL_SHARE * n
     ]
@@ -85,11 +94,12 @@ def packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
     size = element_bytes(op.element_type)
     bounds = blis_blocking(cpu.features, mr, nr, size)
     pack_a = bool(op.attributes.get("transpose_a"))
+    rows = m - row_tail(op, mr, nr, kc=0)
     columns = n - column_tail(op, mr, nr)
     per_thread = max(nr, columns // cpu.threads)  # a column block per thread
     # A read in place (PACK=1) packs nothing per row block: with no whole block of M
     # within the bound, one spanning M.
-    mc = whole_block(m, bounds.mc, mr) or (m if m % mr == 0 and not pack_a else None)
+    mc = whole_block(rows, bounds.mc, mr) or (rows if rows % mr == 0 and not pack_a else None)
     kc = _k_block(k, bounds.kc)
     # As many column blocks for each thread (128x768x3072, two threads: 3 blocks of 256
     # took 3.1 ms, 4 of 192 2.3 ms), B's block within its L2 bytes.
@@ -104,8 +114,8 @@ def packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
         nc = whole_block(columns, per_thread, nr, cpu.threads)
         if nc is not None:
             kc = _k_block(k, min(bounds.kc, max(1, bounds.b_block_bytes // (nc * size))))
-    if None in (mc, nc) and not pack_a:
-        return None
+    if (None in (mc, nc) and not pack_a) or (rows < m and not row_tail(op, mr, nr, kc)):
+        return None  # no whole blocks; or a row tail, but K is one block
     return {
         "MC": mc or padded_block(m, bounds.mc, mr),
         "NC": nc or padded_block(columns, min(nc_bound, per_thread), nr),
