@@ -108,6 +108,7 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
     m -= rows_past  # the packed nest's rows; the tail's are split off (`_schedule_row_tail`)
     tail = column_tail(op, mr, nr)
     n -= tail  # the packed nest's columns; the tail's are split off (`_schedule_column_tail`)
+    tails = bool(rows_past or tail)
     mc, nc, kc = min(p["MC"], m), min(p["NC"], n), min(p["KC"], k)
     mr, nr = min(p["MR"], mc), min(p["NR"], nc)
     # K blocks need no padding: the first one takes K's remainder (`_first_k_block_apart`).
@@ -169,10 +170,10 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         for name in () if epilogue_in_registers else ("linalg.fill", "linalg.generic"):
             others = s.match(s.root, [name], step=f"match_{name}")
             tiled, _ = s.tile(others, [mr, nr], step=f"register_tile_{name}")
-            if partial_tiles or tail or rows_past:  # with tails, the fill is all of C's
+            if partial_tiles or tails:  # with tails, the fill is all of C's
                 with s.at(f"vectorize_{name}"):
                     structured.VectorizeOp(tiled, vector_sizes=[mr, nr])
-        if (tail or rows_past) and not partial_tiles:
+        if tails and not partial_tiles:
             # The masked fill tiles' masks go into each transfer (see fold_masks), before
             # the packing copies exist: these patterns turn a whole panel's copy into slices,
             # which bufferize into a generic memref.copy (1000x999x1001 f32: 15.9 ms with
@@ -298,11 +299,12 @@ def _transpose_square(op: OpInfo, parameters: Config, nr: int, depths: list[int]
 
 def row_tail(op: OpInfo, mr: int, nr: int, kc: int) -> int:
     """Rows past M's last whole MR-row register tile, which `packed_schedule` splits off so
-    that the packed nest's tiles stay static: padded partial tiles ran 3-4x slower (4099 x
-    2048 x 2048 f32 on an AMD Zen 3: 0.24x OpenBLAS unpacked, 0.71x packed 4 x 16 with a
-    3-row tail). 0 where there are none or M is one tile; and, untried or failing to
-    compile (1021 x 256 x 256 past 3 GB), where NR does not divide N, K is one KC block, an
-    operand is stored transposed or not f32, or under an epilogue."""
+    that the packed nest's tiles stay static: padded partial tiles ran at 0.23x OpenBLAS
+    (2048^3 f32 at 6 x 16 on an AMD Zen 3), and a prime M, left unpacked, at 0.24x (4099 x
+    2048 x 2048; packed 4 x 16 with a 3-row tail, 0.71x). 0 where there are none or M is
+    one tile; and, untried or failing to compile (1021 x 256 x 256 past 3 GB), where NR does
+    not divide N, K is one KC block, an operand is stored transposed or not f32, or under an
+    epilogue."""
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
     plain = op.dtypes[:2] == ("f32", "f32") and not any(
         op.attributes.get(name) for name in ("transpose_a", "transpose_b", "epilogue")
@@ -353,8 +355,8 @@ def _schedule_row_tail(
     the op over the first rows."""
     rows, n, k = shape
     main, rest = s.split(contraction, 0, rows, step="split_row_tail")
-    width, depth = TAIL_BLOCK
-    width = max(w for w in range(nr, min(width, n) + 1, nr) if n % w == 0)  # static tiles
+    most_columns, depth = TAIL_BLOCK
+    width = max(w for w in range(nr, min(most_columns, n) + 1, nr) if n % w == 0)  # static
     blocks, _ = s.tile(rest, [0, width, min(depth, k)], step="block_row_tail")
     _, (columns, _) = s.tile(blocks, [0, nr, 1], step="tile_row_tail")
     s.vectorize_linalg(columns)
