@@ -28,30 +28,42 @@ KEEP_IN_ALL_CACHES = 3  # the locality hint of prefetcht0
 
 def prefetch_next_tile(module: ir.Module) -> None:
     """Add the prefetches to every marked scf.for of `module`, in place."""
-    marked: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "scf.for" and PREFETCH_ATTRIBUTE in op.attributes:
-            marked.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    for row_loop in marked:
-        del row_loop.attributes[PREFETCH_ATTRIBUTE]
-        column_loops = [op for op in _body(row_loop).operations if op.name == "scf.for"]
+    for row_loop in marked_loops(module, PREFETCH_ATTRIBUTE):
+        column_loops = inner_loops(row_loop)
         if len(column_loops) >= 2:
             _prefetch(row_loop, *column_loops[:2])
 
 
-def _body(loop: ir.Operation) -> ir.Block:
+def marked_loops(module: ir.Module, attribute: str) -> list[ir.Operation]:
+    """The scf.for ops of `module` a schedule marked with `attribute`, the mark removed."""
+    marked: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "scf.for" and attribute in op.attributes:
+            marked.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    for loop in marked:
+        del loop.attributes[attribute]
+    return marked
+
+
+def loop_body(loop: ir.Operation) -> ir.Block:
+    """The body block of an scf.for."""
     return loop.regions[0].blocks[0]
 
 
+def inner_loops(loop: ir.Operation) -> list[ir.Operation]:
+    """The scf.for ops directly in `loop`'s body, in order."""
+    return [op for op in loop_body(loop).operations if op.name == "scf.for"]
+
+
 def _prefetch(row_loop: ir.Operation, first: ir.Operation, second: ir.Operation) -> None:
-    row, column = _body(row_loop).arguments[0], _body(first).arguments[0]
+    row, column = loop_body(row_loop).arguments[0], loop_body(first).arguments[0]
     upper, step = row_loop.operands[1], row_loop.operands[2]
     streams = []
-    for op in _body(first).operations:
+    for op in loop_body(first).operations:
         if op.name != "vector.transfer_read":
             continue
         source, indices = op.operands[0], list(op.operands[1:3])
@@ -65,8 +77,8 @@ def _prefetch(row_loop: ir.Operation, first: ir.Operation, second: ir.Operation)
             streams.append((source, ir.VectorType(op.results[0].type), shape.element_type))
     if not streams:
         return
-    next_column = _body(second).arguments[0]
-    with ir.InsertionPoint.at_block_begin(_body(second)), second.location:
+    next_column = loop_body(second).arguments[0]
+    with ir.InsertionPoint.at_block_begin(loop_body(second)), second.location:
         index = ir.IndexType.get()
         last_row = arith.subi(upper, arith.constant(index, 1))
         for source, tile, element in streams:

@@ -19,6 +19,7 @@ from mlirtune.ir.flat_conv import flatten_conv_rows
 from mlirtune.ir.flatten_transfers import flatten_narrow_transfers
 from mlirtune.ir.gpu import prepare_kernels
 from mlirtune.ir.prefetch import prefetch_next_tile
+from mlirtune.ir.prefetch_panel import prefetch_next_panel
 from mlirtune.schedules.contraction.widen import widen_bf16_operands
 
 Step = Callable[..., None]  # (module, **arguments)
@@ -30,6 +31,7 @@ STEPS: dict[str, Step] = {
     "expand-math": expand_math,
     "expand-exp": expand_exp,
     "prefetch-next-tile": prefetch_next_tile,
+    "prefetch-next-panel": prefetch_next_panel,
     "widen-bf16-operands": widen_bf16_operands,
 }
 

@@ -134,7 +134,16 @@ def test_an_amx_kernel_without_the_os_grant_is_refused_before_it_runs(monkeypatc
 def test_the_tuner_searches_amx_tiles_only_where_the_os_grants_them(monkeypatch):
     op = matmul_op(256, 256, 256)
     target = HostCPU(dataclasses.replace(BASE, flags=AMX))
-    config = {**AMX_BLOCKS, "MC": 64, "NC": 256, "KC": 256, "PACK": 0, "KU": 1, "ORDER": 1}
+    config = {
+        **AMX_BLOCKS,
+        "MC": 64,
+        "NC": 256,
+        "KC": 256,
+        "PACK": 0,
+        "KU": 1,
+        "ORDER": 1,
+        "PREFETCH": 0,
+    }
     monkeypatch.setattr(host_cpu, "amx_refusal", lambda: None)
     assert CONTRACTION.violations(op, target, config) == []
     assert "amx_needs_whole_tiles" in CONTRACTION.violations(op, target, {**config, "MR": 8})

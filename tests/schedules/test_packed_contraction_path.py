@@ -227,6 +227,15 @@ def test_the_selector_packs_operands_past_l2_and_they_verify(engine):
     assert engine.execute(workload).verification.ok
 
 
+@pytest.mark.parametrize(("k", "prefetch"), [(1024, 0), (2048, 1)])
+def test_the_selector_prefetches_a_whose_rows_lie_past_a_page(engine, k, prefetch):
+    # f32 rows of 1024 elements are one 4 KiB page; of 2048, two (packed_host.prefetches).
+    workload = Matmul(M=96, N=2048, K=k)
+    plan = engine.plan(workload)
+    assert plan.values["PACK"] == 1 and plan.values["PREFETCH"] == prefetch, plan.values
+    assert engine.execute(workload).verification.ok
+
+
 @pytest.mark.parametrize(
     "workload", [Matmul(M=1, N=256, K=64), Matmul(M=4, N=96, K=40), Matmul(M=64, N=1, K=64)]
 )

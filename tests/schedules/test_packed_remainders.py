@@ -8,7 +8,7 @@ import pytest
 from mlirtune.engine import MlirJitEngine
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.schedules.contraction.blocking import padded_block
-from mlirtune.schedules.contraction.packed import row_tail
+from mlirtune.schedules.contraction.packed_tails import row_tail
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads import Matmul, Mlp
 

@@ -31,6 +31,7 @@ DEFAULTS = {
             "KU": 1,
             "ORDER": 1,
             "PACK": 0,
+            "PREFETCH": 0,
             "UNIT": 0,
         }
         | {"THREADS": 1, "VECTOR_BITS": 0},
@@ -68,8 +69,9 @@ def test_the_convolution_f_tile_default_spans_128_bytes():
 def test_only_the_selected_knobs_are_selected():
     cpu = HostCPU(isa="avx512")
     contraction = FAMILIES["contraction"]
-    assert contraction.selected() == ("MC", "NC", "KC", "MR", "NR", "PACK", "UNIT")
-    assert set(contraction.select(MATMUL, cpu)) == {"MC", "NC", "KC", "MR", "NR", "PACK", "UNIT"}
+    selected = ("MC", "NC", "KC", "MR", "NR", "PACK", "PREFETCH", "UNIT")
+    assert contraction.selected() == selected
+    assert set(contraction.select(MATMUL, cpu)) == set(selected)
 
 
 @pytest.mark.parametrize(

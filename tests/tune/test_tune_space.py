@@ -67,6 +67,7 @@ def contraction_ok(c, op, cpu, floor):
         and c["KU"] * c["MR"] * v <= 32
         and (c["PACK"] == 0 or k * n * 4 > f.l2_bytes // 2)
         and (c["PACK"] == 0 or (c["KU"] == 1 and c["ORDER"] == 1))
+        and (c.get("PREFETCH", 0) == 0 or c["PACK"] == 1)
     )
 
 
@@ -186,11 +187,13 @@ def test_domains_follow_the_op_and_vector_width():
         "KU": (1, 2, 4, 8),
         "ORDER": (1, 2),
         "PACK": (0, 1, 2),
+        "PREFETCH": (0, 1),
         "UNIT": (0,),
     }
     assert space.fixed == {}
     batched = space_for(matmul(32, 48, 64, "batch_matmul", B=4), "contraction", host())
-    assert batched.domains["PACK"] == (0,)  # the packed nest takes matmul roots only
+    # The packed nest, and its prefetches, take matmul roots only.
+    assert batched.domains["PACK"] == batched.domains["PREFETCH"] == (0,)
     narrow = space_for(matmul(6, 8, 8), "contraction", host())
     assert narrow.domains["MR"] == (1, 2, 3, 4, 6) and narrow.domains["NR"] == (8,)
     conv = space_for(CONV, "convolution", host())
@@ -218,6 +221,7 @@ def test_violations_name_the_broken_constraints():
         "KU": 1,
         "ORDER": 1,
         "PACK": 0,
+        "PREFETCH": 0,
         "UNIT": 0,
     }
     assert narrow_n.violations(odd_tail) == ["nr_tails"]
@@ -237,6 +241,7 @@ def test_violations_name_the_broken_constraints():
         "KU": 1,
         "ORDER": 1,
         "PACK": 2,
+        "PREFETCH": 0,
         "UNIT": 0,
     }
     tiny_n = space_for(matmul(64, 112, 64), "contraction", tiny)
@@ -284,6 +289,7 @@ def test_cost_ranks_a_tiny_register_tile_below_the_selector():
         "KU": 1,
         "ORDER": 1,
         "PACK": 0,
+        "PREFETCH": 0,
         "UNIT": 0,
     }
     assert space.cost(bad) > 3 * space.cost(chosen)
@@ -303,6 +309,7 @@ def test_cost_sees_a_rows_l1_set_conflicts():
     assert not rows_conflict_in_l1(12, 4096, twelve_ways) and rows_conflict_in_l1(12, 4096, cpu)
     assert rows_conflict_in_l1(16, 4096, twelve_ways)
     tiles = {"MC": 16, "NC": 128, "KC": 256, "KU": 1, "ORDER": 1, "PACK": 0, "UNIT": 0}
+    tiles["PREFETCH"] = 0
     for size, slower in ((512, False), (1024, True)):
         space = space_for(matmul(size, size, size), "contraction", cpu)
         tall = space.cost({**tiles, "MR": 16, "NR": 16})
@@ -421,7 +428,7 @@ def test_fast_enumeration_matches_z3_and_its_integer_semantics(case):
 def test_neighbours_are_valid_configs_a_step_or_a_repaired_step_away():
     space = space_for(matmul(2048, 2048, 2048), "contraction", host(**INTEL))
     config = {"MC": 256, "NC": 256, "KC": 1024, "MR": 4, "NR": 64, "KU": 1, "ORDER": 1}
-    config = {**config, "PACK": 1, "UNIT": 0}
+    config = {**config, "PACK": 1, "PREFETCH": 1, "UNIT": 0}
     neighbours = space.neighbours(config)
     assert neighbours and all(space.contains(c) for c in neighbours)
     for neighbour in neighbours:

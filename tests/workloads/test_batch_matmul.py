@@ -32,7 +32,7 @@ def test_schedule_parameters(engine):
     params = {"MC": 16, "NC": 32, "KC": 8, "MR": 4, "NR": 16}
     result = engine.execute(w, params)
     assert result.verification.ok, result.verification.summary()
-    defaults = {"KU": 1, "ORDER": 1, "PACK": 0, "UNIT": 0}
+    defaults = {"KU": 1, "ORDER": 1, "PACK": 0, "PREFETCH": 0, "UNIT": 0}
     target = engine.target.pipeline_values()  # THREADS, ISA, VECTOR_BITS
     assert result.parameters == {**params, **defaults, **target}
 

@@ -124,6 +124,16 @@ class Contraction(HostFamily):
             lambda op, lanes: (PACK_NONE, PACK_B, PACK_AB) if op.kind == "matmul" else (0,),
             minimum=PACK_NONE,
         ),
+        # The packed nest with A read in place only (PACK=1, packed.py): 1 has each row of
+        # register tiles prefetch the next row's A panel (ir/prefetch_panel.py).
+        Knob(
+            "PREFETCH",
+            "packed nest reading A in place: prefetch the next row of register tiles' A "
+            "panel (1) or not (0)",
+            0,
+            lambda op, lanes: (0, 1) if op.kind == "matmul" else (0,),
+            minimum=0,
+        ),
         # bf16 matmul roots only (dot.py): 0 converts bf16 to f32 for FMA micro-kernels, 1
         # multiplies bf16 pairs with AVX512-BF16 dot products, 2 with AMX tiles (the
         # target's features decide). Products of one column only (rows.py): 3 runs FMAs

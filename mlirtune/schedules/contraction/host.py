@@ -19,7 +19,13 @@ from mlirtune.schedules.contraction.blocking import packed_blocks_in_caches, who
 from mlirtune.schedules.contraction.dot import DOT_PAIR, UNIT_AMX, UNIT_DOT, UNIT_FMA
 from mlirtune.schedules.contraction.dot_host import dot_blocks, dot_constraints, pair_view
 from mlirtune.schedules.contraction.pack_values import PACK_AB, PACK_B, PACK_NONE
-from mlirtune.schedules.contraction.packed_host import packed_blocks, packed_register_tile
+from mlirtune.schedules.contraction.packed_host import (
+    packed_blocks,
+    packed_register_tile,
+    packing_pays,
+    prefetch_needs_a_in_place,
+    transposed_packs,
+)
 from mlirtune.schedules.contraction.rows import UNIT_ROWS
 from mlirtune.schedules.contraction.rows_host import rows_constraints, rows_cost, rows_select
 from mlirtune.schedules.cpu_model import (
@@ -80,7 +86,8 @@ def contraction_sizes(op: OpInfo) -> tuple[int, int, int, int, int, int]:
 def select(op: OpInfo, cpu: HostCPU) -> Config:
     """The row-dot path for a product of one column (`rows_select`), the dot-product path
     where the host and shape allow it (`dot_blocks`), else the FMA path (`_fma_select`)."""
-    return rows_select(op, cpu) or dot_blocks(op, cpu) or {**_fma_select(op, cpu), "UNIT": UNIT_FMA}
+    fma = {**_fma_select(op, cpu), "UNIT": UNIT_FMA}
+    return {"PREFETCH": 0, **(rows_select(op, cpu) or dot_blocks(op, cpu) or fma)}
 
 
 def _fma_select(op: OpInfo, cpu: HostCPU) -> Config:
@@ -147,32 +154,6 @@ def _shared_blocks(op: OpInfo, threads: int, mc: int, nc: int, mr: int, nr: int)
     if split_n:
         return mc, split_n
     return whole_block(m, mc, min(mr, mc), m_parts) or mc, nc
-
-
-def transposed_packs(op: OpInfo, cpu: HostCPU) -> bool:
-    """Whether an operand stored transposed is packed wherever whole packed blocks exist:
-    B stored [N, K] (a Linear layer's weight), whose values of one K step lie a row apart
-    (128 x 256 x 1024: 9 against 73 GFLOP/s unpacked), or A stored [K, M] once it passes
-    L1, whose MR values of a K step then stream from L2 a row apart (512^3: 0.99x against
-    0.85x numpy unpacked; 64^3, in L1, 1.20x against 1.34x)."""
-    a_bytes = op.dims["M"] * op.dims["K"] * element_bytes(op.element_type)
-    past_l1 = a_bytes > cpu.features.l1d_bytes
-    return bool(op.attributes.get("transpose_b")) or (
-        bool(op.attributes.get("transpose_a")) and past_l1
-    )
-
-
-def packing_pays(op: OpInfo, cpu: HostCPU) -> bool:
-    """Whether the packed path is worth its copies: B passes half of L2, or an operand is
-    stored transposed (transposed_packs)."""
-    return transposed_packs(op, cpu) or b_past_l2(op, cpu)
-
-
-def b_past_l2(op: OpInfo, cpu: HostCPU) -> bool:
-    """Whether B (K x N) passes half of L2. It is re-streamed for every MC block, so
-    packing its panels pays only then; a B that stays in L2 gains nothing from it."""
-    b_bytes = op.dims["K"] * op.dims["N"] * element_bytes(op.element_type)
-    return b_bytes * op.dims.get("B", 1) > cpu.features.l2_bytes // 2
 
 
 def _skinny(op: OpInfo, cpu: HostCPU) -> Config:
@@ -301,6 +282,7 @@ def constraints(
             "it pays only once it leaves L2, or where an operand is not read in place",
             z3.Or(pack == PACK_NONE, z3.BoolVal(packing_pays(op, cpu))),
         ),
+        prefetch_needs_a_in_place(op, knobs),
         Constraint(
             "pack_unrolls_nothing",
             "PACK == 0 or (KU == 1 and ORDER == 1): the packed nest has its own loop order "

@@ -17,8 +17,8 @@ MR tile, and C's tiles of consecutive calls lay rows apart (2048^3 f32 on an Int
 broadcast/FMA outer product of the unpacked path, its accumulators hoisted into
 registers. Packing happens inside the timed call, as numpy's does.
 
-Remainders: the rows past M's last whole register tile (`row_tail`) and the columns past
-N's (`column_tail`) are split off into nests of their own, and the first K block takes K's
+Remainders: the rows past M's last whole register tile and the columns past N's are split
+off into nests of their own (packed_tails.py), and the first K block takes K's
 remainder, so that shapes whose M and N blocks are whole keep a static nest. Partial M and
 N blocks and register tiles are padded: the register-tile matmul is padded to the static
 MR x NR x KC, so the micro-kernel stays full-size; the packing copies of a partial panel
@@ -53,14 +53,19 @@ from mlirtune.interfaces.dtype import dtype_named
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config
+from mlirtune.ir.prefetch_panel import PANEL_ATTRIBUTE
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.contraction.pack_values import PACK_AB
+from mlirtune.schedules.contraction.packed_tails import (
+    column_tail,
+    row_tail,
+    schedule_column_tail,
+    schedule_row_tail,
+)
 from mlirtune.schedules.contraction.widen import vectorize_widening, widens_operands
 
 # K rows (of B) or columns (of A) each vectorised packing copy moves.
 COPY_ROWS = 8
-# Columns and K rows of B's blocks in the row tail's nest (`_schedule_row_tail`).
-TAIL_BLOCK = (128, 256)
 # B stored [N, K] is transposed into its panels in squares of one register's f32 lanes,
 # which MLIR lowers to register shuffles (the 16x16 sequence on AVX-512, AVX2's 8x8 one);
 # as [NR, COPY_ROWS] blocks it went element by element (128x256x1024: 0.53 -> 0.46 ms).
@@ -105,9 +110,9 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
     mr, nr = min(p["MR"], p["MC"], m), min(p["NR"], p["NC"], n)
     rows_past = row_tail(op, mr, nr, p["KC"])
-    m -= rows_past  # the packed nest's rows; the tail's are split off (`_schedule_row_tail`)
+    m -= rows_past  # the packed nest's rows; the tail's are split off (`packed_tails.py`)
     tail = column_tail(op, mr, nr)
-    n -= tail  # the packed nest's columns; the tail's are split off (`_schedule_column_tail`)
+    n -= tail  # the packed nest's columns; the tail's are split off (`packed_tails.py`)
     tails = bool(rows_past or tail)
     mc, nc, kc = min(p["MC"], m), min(p["NC"], n), min(p["KC"], k)
     mr, nr = min(p["MR"], mc), min(p["NR"], nc)
@@ -118,6 +123,8 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
     partial_tiles = bool(m % mr or n % nc or nc % nr)
     pack_a = p["PACK"] == PACK_AB
     transposed_a = bool(op.attributes.get("transpose_a"))
+    # A [M, K] read in place: each row of register tiles prefetches the next row's A panel.
+    prefetch = bool(p.get("PREFETCH")) and not (pack_a or transposed_a)
     any_op = transform.AnyOpType.get()
     # Operands widened to f32 (widen.py) are padded with f32 zeros.
     widened = widens_operands(op, p)
@@ -131,9 +138,9 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         parallel = p.get("THREADS", 1) > 1
         output = s.output_op(op)
         if rows_past:  # the output op is the contraction (no epilogue)
-            output = _schedule_row_tail(s, output, (m, n, k), rows_past, nr)
+            output = schedule_row_tail(s, output, (m, n, k), rows_past, nr)
         if tail:
-            output = _schedule_column_tail(s, output, n, tail, mr)
+            output = schedule_column_tail(s, output, n, tail, mr)
         column_block, _ = s.fuse_with_loops(output, [0, nc], step="cache_tile_n", parallel=parallel)
         depths = _k_block_depths(k, kc)
         # An epilogue on one K block of whole tiles is the op the M and register tiles are
@@ -146,7 +153,8 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         )
         if epilogue_in_registers:
             rows = s.fuse(column_block, [mc, 0], step="cache_tile_m")
-            s.fuse_with_loops(rows, [mr, nr], step="register_tile")
+            _, (row_loop, _) = s.fuse_with_loops(rows, [mr, nr], step="register_tile")
+            _prefetch_next_panels(s, row_loop, prefetch)
         # Drop what the fusion left behind (the unfused contraction, when NC is all of N).
         function = s.match(s.root, ["func.func"], step="match_function")
         s.canonicalize(function, step="drop_fused_originals")
@@ -160,11 +168,13 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         # accumulators start at zero and C is not filled, then read back, by a pass of its own.
         if not epilogue_in_registers:
             first = s.fuse(blocks[0], [mc, 0, 0], step="cache_tile_m")
-            s.fuse_with_loops(first, [mr, nr, 0], step="register_tile")
+            _, (row_loop, _) = s.fuse_with_loops(first, [mr, nr, 0], step="register_tile")
+            _prefetch_next_panels(s, row_loop, prefetch)
         if len(blocks) > 1:  # the later K blocks accumulate onto the first's C
             rest, _ = s.tile(blocks[1], [0, 0, kc], step="cache_tile_k")
             rest, _ = s.tile(rest, [mc, 0, 0], step="cache_tile_m_rest")
-            s.tile(rest, [mr, nr, 0], step="register_tile_rest")  # MR loop outer, NR inner
+            _, (row_loop, _) = s.tile(rest, [mr, nr, 0], step="register_tile_rest")
+            _prefetch_next_panels(s, row_loop, prefetch)
         # Register tiles of the epilogue, and of a fill that could not be fused (a partial
         # column block's slice of it is not folded away): its own pass over C.
         for name in () if epilogue_in_registers else ("linalg.fill", "linalg.generic"):
@@ -284,6 +294,15 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
     return s.module
 
 
+def _prefetch_next_panels(s: ScheduleBuilder, row_loop: ir.Value, prefetch: bool) -> None:
+    """Mark a loop over rows of register tiles (MR outer, NR inner) whose A is read in
+    place, where PREFETCH=1: the prefetch-next-panel step (ir/prefetch_panel.py) has each
+    row prefetch the next row's A panel over its NR tiles (see packed_host.prefetches)."""
+    if prefetch:
+        with s.at("mark_prefetch_panel"):
+            transform.AnnotateOp(row_loop, PANEL_ATTRIBUTE)
+
+
 def _transpose_square(op: OpInfo, parameters: Config, nr: int, depths: list[int]) -> int:
     """The side of the squares B's panels are transposed in (TRANSPOSE_SQUARES); 0 where B
     is not stored [N, K], its elements are not f32, the registers have no shuffle sequence,
@@ -295,72 +314,6 @@ def _transpose_square(op: OpInfo, parameters: Config, nr: int, depths: list[int]
         return 0
     whole = nr % side == 0 and all(depth % side == 0 for depth in depths)
     return side if whole else 0
-
-
-def row_tail(op: OpInfo, mr: int, nr: int, kc: int) -> int:
-    """Rows past M's last whole MR-row register tile, which `packed_schedule` splits off so
-    that the packed nest's tiles stay static: padded partial tiles ran at 0.23x OpenBLAS
-    (2048^3 f32 at 6 x 16 on an AMD Zen 3), and a prime M, left unpacked, at 0.24x (4099 x
-    2048 x 2048; packed 4 x 16 with a 3-row tail, 0.71x). 0 where there are none or M is
-    one tile; and, untried or failing to compile (1021 x 256 x 256 past 3 GB), where NR does
-    not divide N, K is one KC block, an operand is stored transposed or not f32, or under an
-    epilogue."""
-    m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
-    plain = op.dtypes[:2] == ("f32", "f32") and not any(
-        op.attributes.get(name) for name in ("transpose_a", "transpose_b", "epilogue")
-    )
-    # One row would be a [1, N, K] op, whose schedule ran out of memory: MR + 1 rows instead.
-    tail = m % mr + (mr if m % mr == 1 else 0)
-    return tail if m > tail + mr and n % nr == 0 and k > kc and plain else 0
-
-
-def column_tail(op: OpInfo, mr: int, nr: int) -> int:
-    """Columns past N's last whole NR-wide register tile, which `packed_schedule` splits off
-    so that the packed nest's tiles stay static. 0 where there are none; where M has a
-    partial register tile too (the tiles are dynamic anyway, padded per tile; a row tail
-    needs whole columns); and under an epilogue, whose split halves do not take the
-    contraction in by tile and fuse."""
-    m, n = op.dims["M"], op.dims["N"]
-    return n % nr if m % mr == 0 and m > mr and not op.attributes.get("epilogue") else 0
-
-
-def _schedule_column_tail(
-    s: ScheduleBuilder, contraction: ir.Value, columns: int, tail: int, mr: int
-) -> ir.Value:
-    """Split the contraction at `columns` and schedule the op over the `tail` columns past
-    them, in pieces of power-of-two widths down to 8 and then the rest: MR rows at a time,
-    a K step of one outer product, vectorized now so that the packed nest's later matches
-    skip it; it reads C as filled by a pass of its own. Padding those columns to a register
-    tile instead makes every tile of the nest dynamic, each padded unvectorized (measured
-    1000x1008x1000 f32: 0.48x OpenBLAS, against 0.95x at N=1024); the pieces keep vector
-    widths LLVM does not split into odd parts (1024x1013x1024 f32 with a 53-column tail:
-    0.34x in one piece, 0.90x in pieces). Returns the handle of the op over the first
-    `columns`."""
-    main, pieces = s.split_tail(contraction, 1, columns, tail, step="split_column_tail")
-    for piece, (part, _) in enumerate(pieces):
-        _, (rows, _) = s.tile(part, [mr, 0, 1], step=f"tile_column_tail_{piece}")
-        s.vectorize_linalg(rows)
-    return main
-
-
-def _schedule_row_tail(
-    s: ScheduleBuilder, contraction: ir.Value, shape: tuple[int, int, int], tail: int, nr: int
-) -> ir.Value:
-    """Split the contraction (M x N x K: `shape`) at M's first `rows` and schedule the op
-    over the `tail` rows past them: blocks of B of at most TAIL_BLOCK[1] rows by TAIL_BLOCK[0]
-    columns (a whole number of NR-wide tiles dividing N), read in place, each swept in
-    NR-wide register tiles along K, vectorized now so that the packed nest's later matches
-    skip it; it reads C as filled by a pass of its own. A K block keeps the rows of B one
-    tile reads within the TLB's reach: B's rows lie N elements apart. Returns the handle of
-    the op over the first rows."""
-    rows, n, k = shape
-    main, rest = s.split(contraction, 0, rows, step="split_row_tail")
-    most_columns, depth = TAIL_BLOCK
-    width = max(w for w in range(nr, min(most_columns, n) + 1, nr) if n % w == 0)  # static
-    blocks, _ = s.tile(rest, [0, width, min(depth, k)], step="block_row_tail")
-    _, (columns, _) = s.tile(blocks, [0, nr, 1], step="tile_row_tail")
-    s.vectorize_linalg(columns)
-    return main
 
 
 def _k_block_depths(k: int, kc: int) -> list[int]:

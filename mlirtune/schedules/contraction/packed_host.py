@@ -1,12 +1,15 @@
-"""The contraction family's packed path on the host CPU: its register tile and its cache
-blocks. The schedule is packed.py's; the blocking model is blocking.py's.
+"""The contraction family's packed path on the host CPU: when packing pays, its register
+tile, its cache blocks and its prefetches. The schedule is packed.py's; the blocking model
+is blocking.py's.
 """
 
 from __future__ import annotations
 
+import z3
+
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.interfaces.schedule import Config
+from mlirtune.interfaces.schedule import Config, Constraint, KnobVariables
 from mlirtune.schedules.contraction.blocking import (
     MIN_PANEL_COLUMNS,
     blis_blocking,
@@ -14,8 +17,8 @@ from mlirtune.schedules.contraction.blocking import (
     whole_block,
 )
 from mlirtune.schedules.contraction.pack_values import PACK_AB, PACK_B
-from mlirtune.schedules.contraction.packed import column_tail, row_tail
-from mlirtune.schedules.cpu_model import ACCUMULATORS, MIN_ACCUMULATORS
+from mlirtune.schedules.contraction.packed_tails import column_tail, row_tail
+from mlirtune.schedules.cpu_model import ACCUMULATORS, MIN_ACCUMULATORS, PAGE_BYTES
 from mlirtune.targets.host_cpu import HostCPU
 
 # Vectors per row of the packed micro-kernel's register tile (`packed_register_tile`).
@@ -123,7 +126,22 @@ def packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
         "MR": mr,
         "NR": nr,
         "PACK": PACK_AB if pack_a else PACK_B,
+        "PREFETCH": int(not pack_a and prefetches(op)),
     }
+
+
+def prefetches(op: OpInfo) -> bool:
+    """Whether the packed nest reading A in place prefetches the next row of register tiles'
+    A panel (PREFETCH=1): where A's rows lie more than a PAGE_BYTES page apart. Measured on
+    an AMD Zen 3 (f32, 4 x 16, MC = NC = 128, KC = 512; GFLOP/s of the best and the median
+    of 5-9 interleaved rounds, without -> with), it paid at K >= 2048 - 2048^3 70.3 -> 75.8
+    and 72.8 -> 79.1 (medians 63.3 -> 69.0, 65.1 -> 68.9; two threads 98 -> 115), 4096^3
+    72.2 -> 73.2 (67.4 -> 71.1), 256x11008x4096 68.8 -> 77.3, 256x4096x11008 75.2 -> 79.8
+    (71.8 -> 75.8) - and not at K <= 1024: 512x1024x1024 86.8 -> 75.1 (66.2 -> 51.7),
+    1024^3 89.9 -> 90.6 (81.7 -> 76.0), 4096x4096x256 78.3 -> 79.6 (76.0 -> 67.6),
+    1000x999x1001 86.2 -> 85.9 (82.9 -> 80.9). Rows a page apart or closer lie in adjacent
+    pages, whose lines the hardware prefetchers seem to find on their own."""
+    return op.dims["K"] * element_bytes(op.element_type) > PAGE_BYTES
 
 
 def _k_block(k: int, bound: int) -> int:
@@ -131,3 +149,43 @@ def _k_block(k: int, bound: int) -> int:
     8 rows at a time), else even ones (the first takes K's remainder): the knob's
     candidates (see _k_blocks)."""
     return (whole_block(k, bound, 8) if k % 8 == 0 else None) or padded_block(k, bound, 1)
+
+
+def prefetch_needs_a_in_place(op: OpInfo, knobs: KnobVariables) -> Constraint:
+    """PREFETCH=1 only on the packed nest reading A's rows in place: elsewhere it would
+    repeat PREFETCH=0's kernel."""
+    return Constraint(
+        "prefetch_needs_a_in_place",
+        f"PREFETCH == 0 or PACK == {PACK_B} with A stored [M, K]: only the packed nest that "
+        "reads A's rows in place prefetches A's panels",
+        z3.Or(
+            knobs["PREFETCH"] == 0,
+            z3.And(knobs["PACK"] == PACK_B, z3.BoolVal(not op.attributes.get("transpose_a"))),
+        ),
+    )
+
+
+def transposed_packs(op: OpInfo, cpu: HostCPU) -> bool:
+    """Whether an operand stored transposed is packed wherever whole packed blocks exist:
+    B stored [N, K] (a Linear layer's weight), whose values of one K step lie a row apart
+    (128 x 256 x 1024: 9 against 73 GFLOP/s unpacked), or A stored [K, M] once it passes
+    L1, whose MR values of a K step then stream from L2 a row apart (512^3: 0.99x against
+    0.85x numpy unpacked; 64^3, in L1, 1.20x against 1.34x)."""
+    a_bytes = op.dims["M"] * op.dims["K"] * element_bytes(op.element_type)
+    past_l1 = a_bytes > cpu.features.l1d_bytes
+    return bool(op.attributes.get("transpose_b")) or (
+        bool(op.attributes.get("transpose_a")) and past_l1
+    )
+
+
+def packing_pays(op: OpInfo, cpu: HostCPU) -> bool:
+    """Whether the packed path is worth its copies: B passes half of L2, or an operand is
+    stored transposed (transposed_packs)."""
+    return transposed_packs(op, cpu) or b_past_l2(op, cpu)
+
+
+def b_past_l2(op: OpInfo, cpu: HostCPU) -> bool:
+    """Whether B (K x N) passes half of L2. It is re-streamed for every MC block, so
+    packing its panels pays only then; a B that stays in L2 gains nothing from it."""
+    b_bytes = op.dims["K"] * op.dims["N"] * element_bytes(op.element_type)
+    return b_bytes * op.dims.get("B", 1) > cpu.features.l2_bytes // 2

@@ -1,0 +1,80 @@
+"""Remainders of the packed contraction nest (packed.py): the rows past M's last whole
+register tile and the columns past N's are split off (`transform.structured.split`) into
+nests of their own, so that the packed nest's tiles stay static.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.schedules.builder import ScheduleBuilder
+
+# Columns and K rows of B's blocks in the row tail's nest (`schedule_row_tail`).
+TAIL_BLOCK = (128, 256)
+
+
+def row_tail(op: OpInfo, mr: int, nr: int, kc: int) -> int:
+    """Rows past M's last whole MR-row register tile, which `packed_schedule` splits off so
+    that the packed nest's tiles stay static: padded partial tiles ran at 0.23x OpenBLAS
+    (2048^3 f32 at 6 x 16 on an AMD Zen 3), and a prime M, left unpacked, at 0.24x (4099 x
+    2048 x 2048; packed 4 x 16 with a 3-row tail, 0.71x). 0 where there are none or M is
+    one tile; and, untried or failing to compile (1021 x 256 x 256 past 3 GB), where NR does
+    not divide N, K is one KC block, an operand is stored transposed or not f32, or under an
+    epilogue."""
+    m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
+    plain = op.dtypes[:2] == ("f32", "f32") and not any(
+        op.attributes.get(name) for name in ("transpose_a", "transpose_b", "epilogue")
+    )
+    # One row would be a [1, N, K] op, whose schedule ran out of memory: MR + 1 rows instead.
+    tail = m % mr + (mr if m % mr == 1 else 0)
+    return tail if m > tail + mr and n % nr == 0 and k > kc and plain else 0
+
+
+def column_tail(op: OpInfo, mr: int, nr: int) -> int:
+    """Columns past N's last whole NR-wide register tile, which `packed_schedule` splits off
+    so that the packed nest's tiles stay static. 0 where there are none; where M has a
+    partial register tile too (the tiles are dynamic anyway, padded per tile; a row tail
+    needs whole columns); and under an epilogue, whose split halves do not take the
+    contraction in by tile and fuse."""
+    m, n = op.dims["M"], op.dims["N"]
+    return n % nr if m % mr == 0 and m > mr and not op.attributes.get("epilogue") else 0
+
+
+def schedule_column_tail(
+    s: ScheduleBuilder, contraction: ir.Value, columns: int, tail: int, mr: int
+) -> ir.Value:
+    """Split the contraction at `columns` and schedule the op over the `tail` columns past
+    them, in pieces of power-of-two widths down to 8 and then the rest: MR rows at a time,
+    a K step of one outer product, vectorized now so that the packed nest's later matches
+    skip it; it reads C as filled by a pass of its own. Padding those columns to a register
+    tile instead makes every tile of the nest dynamic, each padded unvectorized (measured
+    1000x1008x1000 f32: 0.48x OpenBLAS, against 0.95x at N=1024); the pieces keep vector
+    widths LLVM does not split into odd parts (1024x1013x1024 f32 with a 53-column tail:
+    0.34x in one piece, 0.90x in pieces). Returns the handle of the op over the first
+    `columns`."""
+    main, pieces = s.split_tail(contraction, 1, columns, tail, step="split_column_tail")
+    for piece, (part, _) in enumerate(pieces):
+        _, (rows, _) = s.tile(part, [mr, 0, 1], step=f"tile_column_tail_{piece}")
+        s.vectorize_linalg(rows)
+    return main
+
+
+def schedule_row_tail(
+    s: ScheduleBuilder, contraction: ir.Value, shape: tuple[int, int, int], tail: int, nr: int
+) -> ir.Value:
+    """Split the contraction (M x N x K: `shape`) at M's first `rows` and schedule the op
+    over the `tail` rows past them: blocks of B of at most TAIL_BLOCK[1] rows by TAIL_BLOCK[0]
+    columns (a whole number of NR-wide tiles dividing N), read in place, each swept in
+    NR-wide register tiles along K, vectorized now so that the packed nest's later matches
+    skip it; it reads C as filled by a pass of its own. A K block keeps the rows of B one
+    tile reads within the TLB's reach: B's rows lie N elements apart. Returns the handle of
+    the op over the first rows."""
+    rows, n, k = shape
+    main, rest = s.split(contraction, 0, rows, step="split_row_tail")
+    most_columns, depth = TAIL_BLOCK
+    width = max(w for w in range(nr, min(most_columns, n) + 1, nr) if n % w == 0)  # static
+    blocks, _ = s.tile(rest, [0, width, min(depth, k)], step="block_row_tail")
+    _, (columns, _) = s.tile(blocks, [0, nr, 1], step="tile_row_tail")
+    s.vectorize_linalg(columns)
+    return main
