@@ -10,10 +10,10 @@ blocks) at 73.6.
 A schedule marks the MR loop with PANEL_ATTRIBUTE. This step, run after bufferization,
 spreads over that loop's NR tiles one `memref.prefetch` into L2 per cache line of the next
 row's panel: at the start of NR tile j, lines j x C to (j + 1) x C - 1 of each of its MR
-rows, C the lines of a row over the NR tiles. The panel is the 2-D function argument the
-K loop reads MR x 1 vectors of, at a row and a column computed from the loop variables by
-`affine.apply` (or the variables themselves); rows past the argument's last are clamped.
-Loops of other shapes are left as they are.
+rows, C the lines of a row over the NR tiles. The panel is the 2-D function argument of
+static shape whose rows the K loop reads MR x 1 vectors of, at a row and a column computed
+from the loop variables by `affine.apply` (or the variables themselves); rows past the
+argument's last are clamped. Loops of other shapes are left as they are.
 
 Registered as the descriptor step `prefetch-next-panel` (mlirtune.pipeline.steps).
 """
@@ -64,6 +64,8 @@ def _panel_read(k_loop: ir.Operation) -> ir.Operation | None:
             and ir.MemRefType(source.type).rank == 2
             and len(shape) == 2
             and shape[1] == 1
+            and ir.AffineMapAttr(op.attributes["permutation_map"]).value
+            == ir.AffineMap.get_minor_identity(2, 2)  # rows of A, not of a transposed A
         ):
             return op
     return None
@@ -107,6 +109,8 @@ def _prefetch(row_loop: ir.Operation, column_loop: ir.Operation, k_loop: ir.Oper
         return
     panel = read.operands[0]
     panel_type = ir.MemRefType(panel.type)
+    if not panel_type.has_static_shape:  # its last row and column clamp the addresses
+        return
     rows = ir.VectorType(read.results[0].type).shape[0]
     per_line = max(1, LINE_BYTES // element_bytes(str(panel_type.element_type)))
     lines = -(-(k_bounds[1] - k_bounds[0]) // per_line)
