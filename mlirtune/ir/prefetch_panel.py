@@ -77,9 +77,9 @@ def _index_at(
     """`index` recomputed with loop variables replaced (at the insertion point): the
     variable itself, or one `affine.apply` of values defined outside the K loop; None for
     other forms."""
-    for old, new in substitutions.items():
-        if index == old:
-            return new
+    replaced = _replacement(index, substitutions)
+    if replaced is not None:
+        return replaced
     owner = index.owner
     if not isinstance(owner, ir.OpView):
         return index  # a variable of an outer loop
@@ -87,11 +87,17 @@ def _index_at(
         return None
     operands = []
     for value in owner.operands:
-        replaced = next((new for old, new in substitutions.items() if value == old), None)
+        replaced = _replacement(value, substitutions)
         if replaced is None and _defined_in(value, k_loop):
             return None
         operands.append(replaced or value)
     return affine.apply(owner.attributes["map"], operands)
+
+
+def _replacement(value: ir.Value, substitutions: dict[ir.Value, ir.Value]) -> ir.Value | None:
+    """What `substitutions` replaces `value` with (compared as values: their Python
+    wrappers differ), else None."""
+    return next((new for old, new in substitutions.items() if value == old), None)
 
 
 def _defined_in(value: ir.Value, loop: ir.Operation) -> bool:

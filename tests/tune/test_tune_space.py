@@ -67,7 +67,7 @@ def contraction_ok(c, op, cpu, floor):
         and c["KU"] * c["MR"] * v <= 32
         and (c["PACK"] == 0 or k * n * 4 > f.l2_bytes // 2)
         and (c["PACK"] == 0 or (c["KU"] == 1 and c["ORDER"] == 1))
-        and (c.get("PREFETCH", 0) == 0 or c["PACK"] == 1)
+        and (c["PREFETCH"] == 0 or c["PACK"] == 1)
     )
 
 
@@ -308,8 +308,8 @@ def test_cost_sees_a_rows_l1_set_conflicts():
     twelve_ways = host(l1d_bytes=48 << 10, l1d_ways=12)
     assert not rows_conflict_in_l1(12, 4096, twelve_ways) and rows_conflict_in_l1(12, 4096, cpu)
     assert rows_conflict_in_l1(16, 4096, twelve_ways)
-    tiles = {"MC": 16, "NC": 128, "KC": 256, "KU": 1, "ORDER": 1, "PACK": 0, "UNIT": 0}
-    tiles["PREFETCH"] = 0
+    tiles = {"MC": 16, "NC": 128, "KC": 256, "KU": 1, "ORDER": 1}
+    tiles = {**tiles, "PACK": 0, "PREFETCH": 0, "UNIT": 0}
     for size, slower in ((512, False), (1024, True)):
         space = space_for(matmul(size, size, size), "contraction", cpu)
         tall = space.cost({**tiles, "MR": 16, "NR": 16})
