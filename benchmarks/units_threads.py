@@ -1,13 +1,14 @@
-"""bf16 kernels against PyTorch, and kernels on several cores against one and against numpy
-with as many BLAS threads, measured side by side in one run.
+"""bf16 and int8 kernels against PyTorch, and kernels on several cores against one and
+against numpy with as many BLAS threads, measured side by side in one run.
 
     python benchmarks/units_threads.py [--threads 2] [--rounds 3] [--max-time 1.0]
 
-First the bf16 matmuls on one thread, against PyTorch's CPU matmul (oneDNN, which uses AMX
-or AVX512-BF16 where the host has them) when PyTorch is installed (`pip install -e
-.[bench]`); without it, that column is skipped and the benchmark says so. Each row names
-the micro-kernel path the target chose (dot: AVX512-BF16 dot products, fma: f32 FMA on
-converted operands).
+First the bf16 and int8 matmuls on one thread, against PyTorch's CPU matmul (oneDNN, which
+uses AMX or AVX512-BF16 where the host has them; `torch._int_mm` for int8 x int8 -> int32)
+when PyTorch is installed (`pip install -e .[bench]`); without it, that column is skipped
+and the benchmark says so. Each row names the micro-kernel path the target chose (dot: dot
+products of K pairs, AVX512-BF16 for bf16 and AVX2 vpmaddwd for int8; fma: FMA, or int32
+multiply-add, on widened operands).
 
 For each shape, rounds alternate: ours on one thread, ours on --threads, numpy (OpenBLAS) on
 one thread, numpy on --threads; each side's time is the median of its per-round medians.
@@ -28,10 +29,14 @@ from mlirtune.interfaces.bench import BenchOptions
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads import Conv2d, Elementwise, Matmul, Softmax
 
-BF16_SHAPES = {
-    "bf16 512^3": Matmul(M=512, N=512, K=512, dtype="bf16"),
-    "bf16 2048^3": Matmul(M=2048, N=2048, K=2048, dtype="bf16"),
-    "bf16 128x4096x4096": Matmul(M=128, N=4096, K=4096, dtype="bf16"),
+LOW_PRECISION_SHAPES = {
+    f"{dtype} {label}": Matmul(M=m, N=n, K=k, dtype=dtype)
+    for dtype in ("bf16", "i8")
+    for label, (m, n, k) in {
+        "512^3": (512, 512, 512),
+        "2048^3": (2048, 2048, 2048),
+        "128x4096x4096": (128, 4096, 4096),
+    }.items()
 }
 UNIT_PATHS = {0: "fma", 1: "dot"}
 SHAPES = {
@@ -56,7 +61,7 @@ def main() -> None:
     options = BenchOptions(max_time_s=args.max_time)
     n = args.threads
     engines = {threads: engine_for(HostCPU(threads=threads)) for threads in (1, n)}
-    bf16_against_torch(engines[1], options, args.rounds)
+    low_precision_against_torch(engines[1], options, args.rounds)
     print(f"{'workload':24s} {'ours x1':>8s} {'ours x' + str(n):>8s} {'numpy x1':>9s} "
           f"{'numpy x' + str(n):>9s}   scaling   vs numpy x{n}   (GFLOP/s)")  # fmt: skip
     for label, workload in SHAPES.items():
@@ -96,13 +101,13 @@ def main() -> None:
             engine.clear_cache()
 
 
-def bf16_against_torch(engine, options: BenchOptions, rounds: int) -> None:
-    """bf16 matmuls on one thread, ours and PyTorch's in alternating rounds."""
+def low_precision_against_torch(engine, options: BenchOptions, rounds: int) -> None:
+    """bf16 and int8 matmuls on one thread, ours and PyTorch's in alternating rounds."""
     torch = torch_available()
     if not torch:
         print("PyTorch is not installed (pip install -e .[bench]): its column is skipped")
-    print(f"{'workload':24s} {'path':>5s} {'ours':>8s} {'torch':>8s}   vs torch   (GFLOP/s)")
-    for label, workload in BF16_SHAPES.items():
+    print(f"{'workload':24s} {'path':>5s} {'ours':>8s} {'torch':>8s}   vs torch   (GOP/s)")
+    for label, workload in LOW_PRECISION_SHAPES.items():
         assert engine.execute(workload).verification.ok, label
         unit = UNIT_PATHS[engine.plan(workload).values["UNIT"]]
         ours, theirs = [], []

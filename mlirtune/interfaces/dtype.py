@@ -22,15 +22,25 @@ class DType:
 
     def mlir(self) -> ir.Type:
         """The MLIR element type; needs an active context."""
-        if self.name == "i64":
-            return ir.IntegerType.get_signless(64)
+        if self.is_integer:
+            return ir.IntegerType.get_signless(8 * self.itemsize)
         return {"f32": ir.F32Type.get, "f64": ir.F64Type.get, "bf16": ir.BF16Type.get}[self.name]()
+
+    def zero(self) -> ir.Attribute:
+        """0 of this type as an MLIR attribute (a padding value); needs an active context."""
+        if self.is_integer:
+            return ir.IntegerAttr.get(self.mlir(), 0)
+        return ir.FloatAttr.get(self.mlir(), 0.0)
+
+    @property
+    def is_integer(self) -> bool:
+        return bool(np.issubdtype(self.numpy, np.integer))
 
     @property
     def unwritten(self) -> float | int:
         """The value outputs start as, so that a kernel that skips one fails verification:
         NaN, or -1 for integers (indices), which have no NaN."""
-        return -1 if np.issubdtype(self.numpy, np.integer) else np.nan
+        return -1 if self.is_integer else np.nan
 
     @property
     def itemsize(self) -> int:
@@ -41,14 +51,18 @@ DTYPES: dict[str, DType] = {
     "f32": DType("f32", np.float32, rtol=1e-4, atol_per_term=1e-6),
     "f64": DType("f64", np.float64, rtol=1e-10, atol_per_term=1e-13),
     "bf16": DType("bf16", ml_dtypes.bfloat16, rtol=2e-2, atol_per_term=4e-3),
-    # Indices (argmax, argmin): exact.
+    # Integers are exact: indices (argmax, argmin), int8 operands (widened to int16 for
+    # vpmaddwd) and their int32 sums.
     "i64": DType("i64", np.int64, rtol=0.0, atol_per_term=0.0),
+    "i32": DType("i32", np.int32, rtol=0.0, atol_per_term=0.0),
+    "i16": DType("i16", np.int16, rtol=0.0, atol_per_term=0.0),
+    "i8": DType("i8", np.int8, rtol=0.0, atol_per_term=0.0),
 }
 FLOAT_DTYPES = ("f32", "f64", "bf16")
 
 
 # Bytes per element of the element types root ops carry (f16 has no DType of its own yet).
-ELEMENT_BYTES = {"f64": 8, "i64": 8, "f32": 4, "bf16": 2, "f16": 2}
+ELEMENT_BYTES = {"f64": 8, "i64": 8, "f32": 4, "i32": 4, "bf16": 2, "f16": 2, "i16": 2, "i8": 1}
 
 
 def element_bytes(name: str) -> int:

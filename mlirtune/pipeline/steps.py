@@ -18,9 +18,10 @@ from mlirtune.ir.expand_math import expand_math
 from mlirtune.ir.flat_conv import flatten_conv_rows
 from mlirtune.ir.flatten_transfers import flatten_narrow_transfers
 from mlirtune.ir.gpu import prepare_kernels
+from mlirtune.ir.pair_products import pair_products
 from mlirtune.ir.prefetch import prefetch_next_tile
 from mlirtune.ir.prefetch_panel import prefetch_next_panel
-from mlirtune.schedules.contraction.widen import widen_bf16_operands
+from mlirtune.schedules.contraction.widen import widen_narrow_operands
 
 Step = Callable[..., None]  # (module, **arguments)
 
@@ -32,7 +33,8 @@ STEPS: dict[str, Step] = {
     "expand-exp": expand_exp,
     "prefetch-next-tile": prefetch_next_tile,
     "prefetch-next-panel": prefetch_next_panel,
-    "widen-bf16-operands": widen_bf16_operands,
+    "pair-products": pair_products,
+    "widen-narrow-operands": widen_narrow_operands,
 }
 
 

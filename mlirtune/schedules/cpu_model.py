@@ -33,6 +33,9 @@ ACCUMULATORS = 16
 OUTPUT_BLOCK_BYTES = 32 << 10
 # The base page: rows a page or more apart each take a TLB entry and alias in L1.
 PAGE_BYTES = 4096
+# At most this many rows make a skinny product (matrix-vector like): it is memory-bound,
+# and its best register tile walks a few rows of B at once along the whole of N.
+SKINNY_ROWS = 8
 # A divisor of the loop within [LOW, 1.25] x the modelled tile size is preferred to it.
 LOW = 0.75
 

@@ -89,7 +89,7 @@ def pack_filter(
     loops = (n > 1) + (oh > 1) + (ow > ow_tile)
     if not loops:
         return
-    zeros = [ir.FloatAttr.get(dtype_named(name).mlir(), 0.0) for name in dtypes]
+    zeros = [dtype_named(name).zero() for name in dtypes]
     with s.at("pad_filter"):
         padded = structured.PadOp(
             conv,

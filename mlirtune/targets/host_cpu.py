@@ -60,6 +60,9 @@ VENDOR_NAMES = {AMD: "amd", INTEL: "intel"}  # in the generic "<vendor>-f<family
 
 # Bits of the type arithmetic runs in: bf16 (and f16) products are computed in f32.
 COMPUTE_BITS = {"f64": 64, "f32": 32, "bf16": 32, "f16": 32}
+# The widest vectors an element type's kernels use, where narrower than the registers: int8
+# kernels run AVX2's 256-bit vpmaddwd (contraction/dot.py), on AVX-512 hosts too.
+KERNEL_BITS = {"i8": 256}
 
 
 @dataclass(frozen=True)
@@ -243,8 +246,9 @@ class HostCPU(Target):
         return f"x86_64-{f.isa}" if f.arch == "x86_64" and f.isa in ("avx512", "avx2") else None
 
     def lanes(self, dtype: str) -> int:
-        """Elements of the compute type of `dtype` per vector register."""
-        return max(1, self.features.vector_bits // COMPUTE_BITS.get(dtype, 32))
+        """Elements of the compute type of `dtype` per vector its kernels use."""
+        bits = min(self.features.vector_bits, KERNEL_BITS.get(dtype, self.features.vector_bits))
+        return max(1, bits // COMPUTE_BITS.get(dtype, 32))
 
 
 # --- detection helpers ---------------------------------------------------------------------

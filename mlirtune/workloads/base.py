@@ -136,12 +136,11 @@ class PayloadWorkload(Workload):
         return int(self.options.get("seed", 0))
 
     def make_inputs(self) -> list[np.ndarray]:
-        """Seeded random inputs in [-1, 1); override for inputs with structure."""
+        """Seeded random inputs in [-1, 1), integers over their whole range; override for
+        inputs with structure."""
         rng = np.random.default_rng(self.seed)
         return [
-            rng.uniform(-1.0, 1.0, size=spec.shape).astype(spec.dtype.numpy)
-            for spec in self.arguments()
-            if not spec.is_output
+            _random(rng, spec.shape, spec.dtype) for spec in self.arguments() if not spec.is_output
         ]
 
     @cached_property
@@ -198,3 +197,10 @@ class PayloadWorkload(Workload):
             if spec.is_output
         ]
         return compare(outputs, self.reference_outputs, self.accumulation_length())
+
+
+def _random(rng: np.random.Generator, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
+    if dtype.is_integer:
+        bounds = np.iinfo(dtype.numpy)
+        return rng.integers(bounds.min, bounds.max, size=shape, dtype=dtype.numpy, endpoint=True)
+    return rng.uniform(-1.0, 1.0, size=shape).astype(dtype.numpy)

@@ -1,4 +1,5 @@
-"""Matrix multiplication, alone or as an MLP layer with fused bias and ReLU.
+"""Matrix multiplication, alone or as an MLP layer with fused bias and ReLU; int8 matmuls
+sum their products exactly in int32.
 
 Options as in KernelBench level 1: operands stored transposed (`transpose`: A as [K, M],
 B as [N, K], or both; a linalg.matmul with explicit indexing maps, still a "matmul" root)
@@ -12,19 +13,20 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import arith, linalg
 
-from mlirtune.interfaces.dtype import DTYPES, FLOAT_DTYPES
+from mlirtune.interfaces.dtype import DTYPES, FLOAT_DTYPES, DType
+from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
 from mlirtune.ir.maps import generic, identity_map, projection_map
 from mlirtune.workloads.base import SEED_PARAM, PayloadWorkload
 from mlirtune.workloads.payload import build_payload, zero_filled
 
-SIZE_PARAMS = (
+SHAPE_PARAMS = (
     Param("M", int, 256, "rows of A and C"),
     Param("N", int, 256, "columns of B and C"),
     Param("K", int, 256, "reduction size"),
-    Param("dtype", str, "f32", "element type of A and B", FLOAT_DTYPES),
-    SEED_PARAM,
 )
+# int8 operands, their products summed in int32 (C is int32), as int8 GEMMs do.
+INT_OPERANDS = {"i8": "i32"}
 
 
 # Stored layouts: which operands are transposed (A as [K, M], B as [N, K]).
@@ -59,15 +61,34 @@ class Matmul(PayloadWorkload):
     name = "matmul"
     description = "C = A @ B (+ bias, ReLU, triangle mask; transposed operands)"
     parameters = (
-        *SIZE_PARAMS,
+        *SHAPE_PARAMS,
+        Param(
+            "dtype",
+            str,
+            "f32",
+            "element type of A and B (i8: C is i32, exact)",
+            (*FLOAT_DTYPES, *INT_OPERANDS),
+        ),
+        SEED_PARAM,
         Param("bias", bool, False, "add a bias row vector"),
         Param("relu", bool, False, "apply ReLU"),
         *VARIANT_PARAMS,
     )
 
+    def __init__(self, **options) -> None:
+        super().__init__(**options)
+        if self.dtype.is_integer and self.has_epilogue:
+            raise UsageError(
+                f"{self.name}: dtype={self.dtype.name} takes no bias, relu or mask (C is the "
+                f"exact {INT_OPERANDS[self.dtype.name]} sum of the products; the epilogues "
+                "are float)"
+            )
+
     @property
-    def out_dtype(self):
-        # bf16 products accumulate in f32, as every bf16 GEMM does.
+    def out_dtype(self) -> DType:
+        # bf16 products accumulate in f32, as every bf16 GEMM does; int8 ones in int32.
+        if self.dtype.name in INT_OPERANDS:
+            return DTYPES[INT_OPERANDS[self.dtype.name]]
         return DTYPES["f32"] if self.dtype.name == "bf16" else self.dtype
 
     @property
@@ -146,7 +167,8 @@ class Matmul(PayloadWorkload):
         )
         a, b = self._operand_view(a, "a"), self._operand_view(b, "b")
         m, n = self.options["M"], self.options["N"]
-        out = np.empty((m, n), dtype=self.out_dtype.numpy)
+        # f32 for operands converted to f32 (bf16, i8: OpenBLAS's sgemm on the same shape).
+        out = np.empty((m, n), dtype=np.result_type(a, b))
         # Where the triangle mask zeroes C (np.triu/tril would allocate a new array).
         dropped = None
         if self.mask != "none":
@@ -175,6 +197,9 @@ class Matmul(PayloadWorkload):
         a, b, *bias = (torch_tensor(x) for x in self.inputs)
         a, b = self._operand_view(a, "a"), self._operand_view(b, "b")
         relu, mask = self.options["relu"], self.mask
+
+        if self.dtype.is_integer:  # torch.matmul keeps int8 sums in int8; this sums in int32
+            return lambda: torch._int_mm(a, b)
 
         def run():
             c = torch.matmul(a, b)
@@ -221,7 +246,9 @@ class Mlp(Matmul):
     name = "mlp"
     description = "ReLU(A @ B + bias), fused"
     parameters = (
-        *SIZE_PARAMS,
+        *SHAPE_PARAMS,
+        Param("dtype", str, "f32", "element type of A and B", FLOAT_DTYPES),
+        SEED_PARAM,
         Param("bias", bool, True, "add a bias row vector"),
         Param("relu", bool, True, "apply ReLU"),
     )

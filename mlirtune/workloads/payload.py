@@ -79,6 +79,8 @@ def zero_filled(init: ir.Value, element_type: ir.Type) -> ir.Value:
 
 def filled(init: ir.Value, element_type: ir.Type, value: float) -> ir.Value:
     """`init` filled with `value` (e.g. -inf, the identity of a max reduction)."""
+    if isinstance(element_type, ir.IntegerType):
+        value = int(value)
     return linalg.fill(arith.constant(element_type, value), outs=[init])
 
 

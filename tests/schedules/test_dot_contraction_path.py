@@ -17,7 +17,7 @@ from mlirtune.engine import mlir_jit
 from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.ir.inspect import uses_amx_tiles
-from mlirtune.schedules.contraction.dot import UNIT_AMX, UNIT_DOT, UNIT_FMA
+from mlirtune.schedules.contraction.knob_values import UNIT_AMX, UNIT_DOT, UNIT_FMA
 from mlirtune.schedules.registry import FAMILIES
 from mlirtune.targets import host_cpu
 from mlirtune.targets.host_cpu import CpuFeatures, HostCPU, detect_features
@@ -86,7 +86,7 @@ def test_constraints_reject_dot_products_the_target_lacks():
     op = matmul_op(256, 256, 256)
     config = CONTRACTION.select(op, HostCPU(PATHS["avx512_bf16"][0]))
     config = {**config, "KU": 1, "ORDER": 1}
-    assert "dot_needs_avx512_bf16" in CONTRACTION.violations(op, HostCPU(BASE), config)
+    assert "dot_needs_dot_products" in CONTRACTION.violations(op, HostCPU(BASE), config)
     broken = CONTRACTION.violations(
         op, HostCPU(PATHS["avx512_bf16"][0]), {**config, "NR": 8, "KC": 255}
     )

@@ -16,7 +16,7 @@ from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.ir.context import new_context
 from mlirtune.schedules.contraction import CONTRACTION
-from mlirtune.schedules.contraction.dot import UNIT_FMA
+from mlirtune.schedules.contraction.knob_values import UNIT_FMA
 from mlirtune.schedules.contraction.rows import UNIT_ROWS
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads import BatchMatmul, Matmul

@@ -138,3 +138,25 @@ def test_schedule_module_is_what_the_pipeline_applies(engine, workload):
     if isinstance(workload, Matmul):
         with new_context(), ir.Location.unknown():
             assert str(workload.schedule_module({"MR": 4})) != str(workload.schedule_module())
+
+
+def test_int8_matmul_sums_in_int32_exactly():
+    workload = Matmul(M=4, N=3, K=300, dtype="i8")
+    a, b, c = workload.arguments()
+    assert (a.dtype.name, b.dtype.name, c.dtype.name) == ("i8", "i8", "i32")
+    x, y = workload.inputs
+    assert x.dtype == np.int8 and x.min() < -100 and x.max() > 100  # integers, whole range
+    exact = x.astype(np.int64) @ y.astype(np.int64)
+    np.testing.assert_array_equal(workload.reference_outputs[0], exact)
+    assert c.dtype.rtol == c.dtype.atol_per_term == 0.0  # verification is exact
+    # numpy's baseline is OpenBLAS's sgemm on float32 copies: the same shape's f32 anchor.
+    assert workload.numpy_baseline()().dtype == np.float32
+    # PyTorch's is torch._int_mm, int32 sums like ours (torch.matmul keeps int8 ones).
+    np.testing.assert_array_equal(workload.torch_baseline()().numpy(), exact)
+
+
+def test_int8_is_for_plain_matmuls():
+    with pytest.raises(UsageError, match="dtype=i8 takes no bias"):
+        Matmul(M=8, N=8, K=8, dtype="i8", bias=True)
+    with pytest.raises(UsageError, match="dtype='i8' is not one of"):
+        Mlp(M=8, N=8, K=8, dtype="i8")

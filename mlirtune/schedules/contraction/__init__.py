@@ -15,8 +15,15 @@ from mlir import ir
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, Domains, Knob, KnobVariables
 from mlirtune.schedules.contraction import host
-from mlirtune.schedules.contraction.dot import UNIT_AMX, UNIT_DOT, UNIT_FMA, dot_schedule
-from mlirtune.schedules.contraction.pack_values import PACK_AB, PACK_B, PACK_NONE
+from mlirtune.schedules.contraction.dot import dot_schedule
+from mlirtune.schedules.contraction.knob_values import (
+    PACK_AB,
+    PACK_B,
+    PACK_NONE,
+    UNIT_AMX,
+    UNIT_DOT,
+    UNIT_FMA,
+)
 from mlirtune.schedules.contraction.packed import packed_schedule
 from mlirtune.schedules.contraction.rows import UNIT_ROWS, rows_schedule
 from mlirtune.schedules.contraction.rows_host import rows_k_steps
@@ -64,8 +71,10 @@ def _n_blocks(op: OpInfo, lanes: int) -> list[int]:
 
 
 def _units(op: OpInfo, lanes: int) -> tuple[int, ...]:
-    """UNIT candidates: the bf16 pair paths on bf16 matmuls, the row-dot path on one column."""
-    pairs = (UNIT_DOT, UNIT_AMX) if op.kind == "matmul" and op.element_type == "bf16" else ()
+    """UNIT candidates: the pair paths on bf16 matmuls (dot products, AMX tiles) and int8
+    ones (dot products), the row-dot path on one column."""
+    pairs = {"bf16": (UNIT_DOT, UNIT_AMX), "i8": (UNIT_DOT,)}.get(op.element_type, ())
+    pairs = pairs if op.kind == "matmul" else ()
     return (UNIT_FMA, *pairs, *((UNIT_ROWS,) if op.dims["N"] == 1 else ()))
 
 
@@ -134,14 +143,16 @@ class Contraction(HostFamily):
             lambda op, lanes: (0, 1) if op.kind == "matmul" else (0,),
             minimum=0,
         ),
-        # bf16 matmul roots only (dot.py): 0 converts bf16 to f32 for FMA micro-kernels, 1
-        # multiplies bf16 pairs with AVX512-BF16 dot products, 2 with AMX tiles (the
-        # target's features decide). Products of one column only (rows.py): 3 runs FMAs
-        # along K and sums each row's lanes at the end.
+        # bf16 and int8 matmul roots only (dot.py): 0 widens the operands for FMA (or int32
+        # multiply-add) micro-kernels, 1 multiplies pairs with dot products (AVX512-BF16
+        # for bf16, AVX2 vpmaddwd for int8), 2 with AMX tiles (bf16; the target's features
+        # decide). Products of one column only (rows.py): 3 runs FMAs along K and sums each
+        # row's lanes at the end.
         Knob(
             "UNIT",
-            "micro-kernel instructions: 0 = f32 FMA, 1 = AVX512-BF16 dot products, 2 = AMX "
-            "tiles (bf16), 3 = FMA along K, lanes summed per row (N == 1)",
+            "micro-kernel instructions: 0 = FMA, 1 = dot products of K pairs (bf16: "
+            "AVX512-BF16, i8: vpmaddwd), 2 = AMX tiles (bf16), 3 = FMA along K, lanes summed "
+            "per row (N == 1)",
             UNIT_FMA,
             _units,
             minimum=UNIT_FMA,

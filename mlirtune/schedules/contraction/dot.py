@@ -1,4 +1,4 @@
-"""The contraction family's bf16 paths on pairs of K: AVX512-BF16 dot products, AMX tiles.
+"""The contraction family's paths on pairs of K: dot products of bf16 or int8 pairs, AMX tiles.
 
 One `vdpbf16ps` multiplies 16 pairs of bf16 values and adds each pair's two products to
 one f32 lane: C[m, n:n+16] += A[m, k] * B[k, n:n+16] + A[m, k+1] * B[k+1, n:n+16], with
@@ -9,8 +9,13 @@ cache and register tiles are those of the packed FMA path (packed.py); each regi
 tile's K step is unrolled into MR x NR/16 contractions of one row and 16 columns, which
 the x86vector patterns turn into a broadcast of A's pair and one dot product each.
 
-The AMX path (UNIT=2) shares the packing and the cache tiles; its register tile is one
-16 x 16 AMX tile of C, and its K step 16 pairs: one `tdpbf16ps` each.
+int8 matmuls take the same nest on int16 copies of their operands (widen.py), 8 columns
+per contraction: the descriptor step `pair-products` (ir/pair_products.py) turns each into
+one AVX2 `vpmaddwd` (8 pairs of int16 products, each pair summed into an int32 lane) and
+an add.
+
+The AMX path (UNIT=2, bf16) shares the packing and the cache tiles; its register tile is
+one 16 x 16 AMX tile of C, and its K step 16 pairs: one `tdpbf16ps` each.
 """
 
 from __future__ import annotations
@@ -26,12 +31,13 @@ from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config
 from mlirtune.schedules.builder import ScheduleBuilder
+from mlirtune.schedules.contraction.knob_values import UNIT_AMX
+from mlirtune.schedules.contraction.widen import vectorize_widening
 
-# f32 lanes of one vdpbf16ps (a 512-bit register), and the K values it pairs.
-DOT_LANES, DOT_PAIR = 16, 2
-# UNIT knob values: f32 FMA micro-kernels (bf16 operands converted), bf16 dot products, or
-# AMX tile products.
-UNIT_FMA, UNIT_DOT, UNIT_AMX = 0, 1, 2
+# The K values a dot product pairs, and its lanes per operand type: the f32 lanes of one
+# vdpbf16ps (a 512-bit register), the int32 lanes of one vpmaddwd (a 256-bit one).
+DOT_PAIR = 2
+DOT_LANES = {"bf16": 16, "i8": 8}
 # An AMX bf16 tile product: C[16, 16] f32 += A[16 rows, 16 pairs] . B_vnni[16 pairs, 16].
 AMX_TILE, AMX_PAIRS = 16, 16
 # K pairs (rows of B_vnni) each vectorised packing copy moves.
@@ -48,11 +54,14 @@ def dot_unusable(op: OpInfo, parameters: Config) -> str | None:
     (None: they can). The same conditions are the family's `dot_*` and `amx_*` constraints."""
     p = parameters
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
-    if op.kind != "matmul" or op.element_type != "bf16":
+    if op.kind != "matmul" or op.element_type not in DOT_LANES:
         return (
-            f"dot_needs_bf16_matmul: UNIT={p.get('UNIT')} takes bf16 matmul roots, not "
+            f"dot_needs_pair_types: UNIT={p.get('UNIT')} takes bf16 or i8 matmul roots, not "
             f"{op.kind} of {op.element_type}"
         )
+    if p.get("UNIT") == UNIT_AMX and op.element_type != "bf16":
+        return f"amx_needs_bf16: UNIT={UNIT_AMX} takes bf16 matmuls, not {op.element_type}"
+    lanes = DOT_LANES[op.element_type]
     if transposed(op):
         return (
             f"dot_needs_plain_layout: UNIT={p.get('UNIT')} packs K pairs of A [M, K] and "
@@ -60,8 +69,8 @@ def dot_unusable(op: OpInfo, parameters: Config) -> str | None:
         )
     if k % DOT_PAIR or p["KC"] % DOT_PAIR:
         return f"dot_needs_k_pairs: K={k} and KC={p['KC']} must be even"
-    if p["NR"] % DOT_LANES:
-        return f"dot_needs_whole_vectors: NR={p['NR']} must be a multiple of {DOT_LANES}"
+    if p["NR"] % lanes:
+        return f"dot_needs_whole_vectors: NR={p['NR']} must be a multiple of {lanes}"
     amx_tile = p["MR"] == p["NR"] == AMX_TILE and p["KC"] % (DOT_PAIR * AMX_PAIRS) == 0
     if p.get("UNIT") == UNIT_AMX and not amx_tile:
         return (
@@ -79,13 +88,14 @@ def dot_unusable(op: OpInfo, parameters: Config) -> str | None:
 
 
 def dot_schedule(op: OpInfo, parameters: Config) -> ir.Module:
-    """Schedule for an annotated bf16 matmul root `op` that `parameters` fit (see
+    """Schedule for an annotated bf16 or i8 matmul root `op` that `parameters` fit (see
     `dot_unusable`), with its fill and any element-wise epilogue."""
     p = parameters
     problem = dot_unusable(op, p)
     if problem:
         raise UsageError(f"schedule contraction: {problem}", stage="schedule")
     mc, nc, kc, mr, nr = p["MC"], p["NC"], p["KC"], p["MR"], p["NR"]
+    lanes, bf16 = DOT_LANES[op.element_type], op.element_type == "bf16"
     any_op = transform.AnyOpType.get()
     with ScheduleBuilder("contraction_dot") as s:
         contraction = s.match_root(s.root, op.kind, step="match_contraction")
@@ -136,33 +146,38 @@ def dot_schedule(op: OpInfo, parameters: Config) -> ir.Module:
             s.tile(contraction, [0, 0, AMX_PAIRS, 0], step="tile_k_steps")
         else:
             contraction, _ = s.tile(contraction, [0, 0, 1, 0], step="k_step")
-            # One dot product per row and 16 columns of the register tile, unrolled.
-            _, lanes = s.tile(contraction, [1, DOT_LANES, 0, 0], step="dot_tile")
-            s.unroll(lanes[1], nr // DOT_LANES, step="unroll_columns")
-            s.unroll(lanes[0], mr, step="unroll_rows")
+            # One dot product per row and vector of columns of the register tile, unrolled.
+            _, vector_loops = s.tile(contraction, [1, lanes, 0, 0], step="dot_tile")
+            s.unroll(vector_loops[1], nr // lanes, step="unroll_columns")
+            s.unroll(vector_loops[0], mr, step="unroll_rows")
         rows = math.gcd(op.dims["K"] // DOT_PAIR, PACK_ROWS)
-        b_pack, _ = s.tile(b_pack, [rows, DOT_LANES], step="tile_b_pack")
+        b_pack, _ = s.tile(b_pack, [rows, lanes], step="tile_b_pack")
         function = s.match(s.root, ["func.func"], step="match_function")
         s.shrink_temporaries(function)  # a [K/2, NC, 2] buffer per block, not a slice of B's
         s.canonicalize_loops(function, step="fold_slices")
         with s.at("vectorize_b_pack"):
-            structured.VectorizeOp(b_pack, vector_sizes=[rows, DOT_LANES, DOT_PAIR])
+            structured.VectorizeOp(b_pack, vector_sizes=[rows, lanes, DOT_PAIR])
+        if not bf16:
+            vectorize_widening(s)  # the int16 copies of the int8 operands (widen.py)
         s.vectorize_linalg(function)
         if not amx:
-            with s.at("dot_products"):
-                patterns = transform.ApplyPatternsOp(function)
-                with ir.InsertionPoint(patterns.patterns):
-                    ir.Operation.create(
-                        "transform.apply_patterns.x86vector.vector_contract_to_packed_type_dot_product"
-                    )
+            if bf16:  # int8 pairs: the pair-products step, after bufferization
+                with s.at("dot_products"):
+                    patterns = transform.ApplyPatternsOp(function)
+                    with ir.InsertionPoint(patterns.patterns):
+                        ir.Operation.create(
+                            "transform.apply_patterns.x86vector.vector_contract_to_packed_type_dot_product"
+                        )
             s.drop_leading_unit_dims(function)
             s.hoist_invariant_subsets(function)
         # The B pack's transposes become shuffles; transfers stay n-D here, to be flattened
-        # after bufferization (lower_cpu.yaml: flatten-narrow-transfers).
+        # after bufferization (lower_cpu.yaml: flatten-narrow-transfers). The int8 pairs'
+        # contractions keep their broadcasts, which the pair-products step matches (lowered
+        # with them, the rewrite did not terminate).
         s.apply_patterns(
             function,
             "lower_pack_transposes",
             tvector.apply_patterns_vector_lower_transpose,
-            tvector.apply_patterns_vector_lower_broadcast,
+            *([tvector.apply_patterns_vector_lower_broadcast] if bf16 else []),
         )
     return s.module

@@ -1,6 +1,7 @@
-"""The contraction family's pair paths on the host CPU (AVX512-BF16 dot products, AMX
-tiles): when the target takes them, their blocks and their constraints. The schedules are
-dot.py's; the cost is the FMA path's on the pair view (host.py).
+"""The contraction family's pair paths on the host CPU (AVX512-BF16 dot products and AMX
+tiles for bf16, AVX2 vpmaddwd for int8): when the target takes them, their blocks and their
+constraints. The schedules are dot.py's; the cost is the FMA path's on the pair view
+(host.py).
 
 The selector takes dot products where the target has them. AMX tiles are searched by the
 tuner and taken on request (`UNIT=2`), not selected: this project has compiled them but not
@@ -16,45 +17,58 @@ import z3
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, KnobVariables
 from mlirtune.schedules.contraction.blocking import blis_blocking, whole_block
-from mlirtune.schedules.contraction.dot import (
-    AMX_PAIRS,
-    AMX_TILE,
-    DOT_LANES,
-    DOT_PAIR,
-    UNIT_AMX,
-    UNIT_DOT,
-    transposed,
-)
-from mlirtune.schedules.contraction.pack_values import PACK_NONE
-from mlirtune.schedules.cpu_model import PAGE_BYTES, register_tile
+from mlirtune.schedules.contraction.dot import AMX_PAIRS, AMX_TILE, DOT_LANES, DOT_PAIR, transposed
+from mlirtune.schedules.contraction.knob_values import PACK_NONE, UNIT_AMX, UNIT_DOT
+from mlirtune.schedules.contraction.packed_host import packed_register_tile
+from mlirtune.schedules.cpu_model import PAGE_BYTES, SKINNY_ROWS, register_tile
 from mlirtune.targets.host_cpu import HostCPU
 
 
 def pair_view(op: OpInfo) -> OpInfo:
-    """`op` as the dot path sees it: K/2 steps over bf16 pairs, each 4 bytes like an f32, so
-    the FMA path's blocking model and cost model apply unchanged."""
+    """`op` as the dot path sees it: K/2 steps over pairs (of bf16, or of int8 widened to
+    int16), each 4 bytes like an f32, so the FMA path's blocking model and cost model apply
+    unchanged."""
     dims = {**op.dims, "K": op.dims["K"] // DOT_PAIR}
     return dataclasses.replace(op, dims=dims, dtypes=("f32",) * len(op.dtypes))
 
 
+def has_dot_products(op: OpInfo, cpu: HostCPU) -> bool:
+    """Whether the target multiplies `op`'s pairs in one instruction: a bf16 matmul with
+    AVX512-BF16's vdpbf16ps, an int8 one with AVX2's vpmaddwd (AVX-512 hosts have it too)."""
+    if op.kind != "matmul":
+        return False
+    if op.element_type == "bf16":
+        return cpu.has_bf16_dot()
+    return op.element_type == "i8" and cpu.features.isa in ("avx2", "avx512")
+
+
 def dot_blocks(op: OpInfo, cpu: HostCPU) -> Config | None:
-    """Goto/BLIS blocks for the dot path (dot.py) on a bf16 matmul, from the blocking model
-    of the pair view; None where the host has no bf16 dot products or the shape has no
-    whole blocks (odd K, N not in 16-column vectors)."""
+    """Goto/BLIS blocks for the dot path (dot.py) on a bf16 or int8 matmul, from the
+    blocking model of the pair view; None where the host has no dot products for its type
+    or the shape has no whole blocks (odd K, N not in whole vectors)."""
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
-    if op.kind != "matmul" or op.element_type != "bf16" or not cpu.has_bf16_dot() or k % DOT_PAIR:
+    if not has_dot_products(op, cpu) or k % DOT_PAIR:
         return None
+    if op.element_type == "i8" and m <= SKINNY_ROWS:
+        return None  # memory-bound: int16 copies would double the bytes read (widen.py)
     if transposed(op):  # the pair packing takes the plain layout only (dot_needs_plain_layout)
         return None
-    mr, nr = register_tile(cpu, m, n, "f32")
-    if nr % DOT_LANES:
+    lanes = DOT_LANES[op.element_type]
+    # Tiles of the kernel's vectors: 16 f32 lanes for bf16 (AVX-512 only), 8 int32 for int8.
+    compute = "f32" if op.element_type == "bf16" else op.element_type
+    mr, nr = register_tile(cpu, m, n, compute)
+    if m % mr and op.element_type == "i8":  # AVX2's 6 x 16 divides no power of two
+        mr, nr = packed_register_tile(op, cpu, mr, nr)
+    if nr % lanes:
         return None
     bounds = blis_blocking(cpu.features, mr, nr, 4)
     # B's pairs are packed per column block, in rows of NC pairs: a micro-panel's rows are
     # NC*4 bytes apart. Rows of half a page keep them spread over L1's sets and a few to a
-    # page; that bound, far under the model's, sets NC (measured: NC=512 ran 1.1x faster
-    # than NC=2048 at 2048^3, and than NC=256 at 128x4096x4096).
-    nc_bound = min(n // cpu.threads, PAGE_BYTES // 2 // 4)
+    # page; that bound, far under the model's, sets NC (measured, bf16 on AVX-512: NC=512
+    # ran 1.1x faster than NC=2048 at 2048^3, and than NC=256 at 128x4096x4096). The int8
+    # pairs' block is one micro-panel, its rows contiguous (AVX2 Zen 3, NC=16 against 512:
+    # 512^3 49 -> 56 GOP/s, 2048^3 64 -> 73, 256x4096x4096 33 -> 40).
+    nc_bound = nr if op.element_type == "i8" else min(n // cpu.threads, PAGE_BYTES // 2 // 4)
     mc, nc, pairs = (
         whole_block(m, bounds.mc, mr),
         whole_block(n, nc_bound, nr, cpu.threads),
@@ -82,14 +96,15 @@ def dot_constraints(op: OpInfo, cpu: HostCPU, knobs: KnobVariables) -> list[Cons
     not_pairs = z3.And(unit != UNIT_DOT, unit != UNIT_AMX)
     off = f"UNIT not in ({UNIT_DOT}, {UNIT_AMX})"
     bf16_matmul = op.kind == "matmul" and op.element_type == "bf16"
+    lanes = DOT_LANES.get(op.element_type, DOT_LANES["bf16"])
     layout = transposed(op)
     amx_k = DOT_PAIR * AMX_PAIRS
     return [
         Constraint(
-            "dot_needs_avx512_bf16",
-            f"UNIT != {UNIT_DOT} or a bf16 matmul on a host with avx512_bf16: the dot path's "
-            "vdpbf16ps exists only there",
-            z3.Or(unit != UNIT_DOT, z3.BoolVal(bf16_matmul and cpu.has_bf16_dot())),
+            "dot_needs_dot_products",
+            f"UNIT != {UNIT_DOT} or a bf16 matmul on a host with avx512_bf16 (vdpbf16ps), "
+            "or an i8 matmul on one with AVX2 (vpmaddwd)",
+            z3.Or(unit != UNIT_DOT, z3.BoolVal(has_dot_products(op, cpu))),
         ),
         Constraint(
             "amx_needs_amx_tiles",
@@ -117,8 +132,8 @@ def dot_constraints(op: OpInfo, cpu: HostCPU, knobs: KnobVariables) -> list[Cons
         ),
         Constraint(
             "dot_needs_whole_vectors",
-            f"{off} or NR % {DOT_LANES} == 0: one dot product fills 16 columns",
-            z3.Or(not_pairs, nr % DOT_LANES == 0),
+            f"{off} or NR % {lanes} == 0: one dot product fills {lanes} columns",
+            z3.Or(not_pairs, nr % lanes == 0),
         ),
         Constraint(
             "dot_needs_whole_blocks",

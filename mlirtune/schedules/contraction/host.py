@@ -16,9 +16,16 @@ from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, Domains, KnobVariables
 from mlirtune.schedules.contraction.blocking import packed_blocks_in_caches, whole_block
-from mlirtune.schedules.contraction.dot import DOT_PAIR, UNIT_AMX, UNIT_DOT, UNIT_FMA
+from mlirtune.schedules.contraction.dot import DOT_PAIR
 from mlirtune.schedules.contraction.dot_host import dot_blocks, dot_constraints, pair_view
-from mlirtune.schedules.contraction.pack_values import PACK_AB, PACK_B, PACK_NONE
+from mlirtune.schedules.contraction.knob_values import (
+    PACK_AB,
+    PACK_B,
+    PACK_NONE,
+    UNIT_AMX,
+    UNIT_DOT,
+    UNIT_FMA,
+)
 from mlirtune.schedules.contraction.packed_host import (
     packed_blocks,
     packed_register_tile,
@@ -33,6 +40,7 @@ from mlirtune.schedules.cpu_model import (
     L2_BROADCAST_CYCLES,
     OUTPUT_BLOCK_BYTES,
     PAGE_BYTES,
+    SKINNY_ROWS,
     TILE_CYCLES,
     Traffic,
     ceil_div,
@@ -53,9 +61,6 @@ from mlirtune.targets.host_cpu import HostCPU
 UNROLLED_FMAS = 32
 # Entering a cache block (MC x NC x KC): its loops and operand slices.
 BLOCK_CYCLES = 50.0
-# At most this many rows make a skinny product (matrix-vector like): it is memory-bound,
-# and its best register tile walks a few rows of B at once along the whole of N.
-SKINNY_ROWS = 8
 # Rows of B a skinny product's micro-kernel reads per K block: that many streams, which the
 # hardware prefetchers follow (measured 1.4x numpy for 1x11008x4096 f32, against 0.35x for
 # 2048-deep blocks of 64 columns).

@@ -55,14 +55,14 @@ from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config
 from mlirtune.ir.prefetch_panel import PANEL_ATTRIBUTE
 from mlirtune.schedules.builder import ScheduleBuilder
-from mlirtune.schedules.contraction.pack_values import PACK_AB
+from mlirtune.schedules.contraction.knob_values import PACK_AB
 from mlirtune.schedules.contraction.packed_tails import (
     column_tail,
     row_tail,
     schedule_column_tail,
     schedule_row_tail,
 )
-from mlirtune.schedules.contraction.widen import vectorize_widening, widens_operands
+from mlirtune.schedules.contraction.widen import vectorize_widening, widened_type
 
 # K rows (of B) or columns (of A) each vectorised packing copy moves.
 COPY_ROWS = 8
@@ -127,9 +127,9 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
     prefetch = bool(p.get("PREFETCH")) and not (pack_a or transposed_a)
     any_op = transform.AnyOpType.get()
     # Operands widened to f32 (widen.py) are padded with f32 zeros.
-    widened = widens_operands(op, p)
+    widened = widened_type(op, p) is not None
     dtypes = (op.dtypes[-1],) * len(op.dtypes) if widened else op.dtypes
-    zeros = [ir.FloatAttr.get(dtype_named(name).mlir(), 0.0) for name in dtypes]
+    zeros = [dtype_named(name).zero() for name in dtypes]
     with ScheduleBuilder("contraction_packed") as s:
         # NC columns at a time of the last op (the epilogue, else the contraction), with its
         # producers fused: the fill, the contraction and the epilogue of one column block

@@ -16,7 +16,7 @@ from mlirtune.schedules.contraction.blocking import (
     padded_block,
     whole_block,
 )
-from mlirtune.schedules.contraction.pack_values import PACK_AB, PACK_B
+from mlirtune.schedules.contraction.knob_values import PACK_AB, PACK_B
 from mlirtune.schedules.contraction.packed_tails import column_tail, row_tail
 from mlirtune.schedules.cpu_model import ACCUMULATORS, MIN_ACCUMULATORS, PAGE_BYTES
 from mlirtune.targets.host_cpu import HostCPU

@@ -16,7 +16,7 @@ import z3
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, Domains, KnobVariables
-from mlirtune.schedules.contraction.pack_values import PACK_NONE
+from mlirtune.schedules.contraction.knob_values import PACK_NONE
 from mlirtune.schedules.contraction.rows import UNIT_ROWS
 from mlirtune.schedules.cpu_model import (
     ACCUMULATORS,

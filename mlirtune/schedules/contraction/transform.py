@@ -19,7 +19,7 @@ from mlir import ir
 
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.schedules.builder import ScheduleBuilder
-from mlirtune.schedules.contraction.widen import vectorize_widening, widens_operands
+from mlirtune.schedules.contraction.widen import vectorize_widening, widened_type
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ def contraction_schedule(op: OpInfo, parameters: dict[str, int]) -> ir.Module:
                     s.peel(loop_handle, step=step)
             # Fold the peeled bounds into the slices, so every tile gets a static shape.
             s.canonicalize_loops(function, step="static_tile_shapes")
-        if widens_operands(op, p):
+        if widened_type(op, p) is not None:
             vectorize_widening(s)
         s.vectorize_linalg(function)
         if batch_dims or 1 in _register_extents(m, mc, mr):

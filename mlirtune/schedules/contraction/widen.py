@@ -1,20 +1,22 @@
-"""bf16 matmuls on the FMA path: their operands widened to f32 once, before the nest.
+"""Narrow matmul operands (bf16, int8) widened once, before the nest.
 
 A bf16 operand read by the f32 FMA micro-kernel is converted where it is read: every K step
 shifts B's row and each of A's broadcasts into f32 lanes, beside the FMAs and on the same
 ports (512^3 on an Intel Xeon: 63 GFLOP/s, against 165 for f32; 1024^3 on an AVX2 AMD
 Zen 3: 13.7 GFLOP/s, against 63-71 for f32). Where the FMA path takes the matmul (UNIT = 0;
-see `widens_operands`), the descriptor step `widen-bf16-operands` rewrites it first: each
+see `widened_type`), the descriptor step `widen-narrow-operands` rewrites it first: each
 bf16 operand is copied, converted, into an f32 buffer of its own, and the matmul reads
 those, so the nest is the f32 one and its kernel FMAs only (the Zen 3's 1024^3: 59-63
 GFLOP/s). The copies read 2 and write 4 bytes per element, once per call: a few percent
-of a compute-bound matmul. Every descriptor that schedules matmuls runs the step before
-the schedule, which pads the widened operands with f32 zeros.
+of a compute-bound matmul. int8 operands are widened the same way: to int32 for the FMA
+path's int32 multiply-adds (the Zen 3's 512^3: 29 -> 34 GOP/s), to int16 for the dot
+path's vpmaddwd (dot.py). Every descriptor that schedules matmuls runs the step before
+the schedule, which pads the widened operands with zeros of the wide type.
 
 They are copies between buffers (`linalg.copy` on memrefs, viewed as tensors with
 `bufferization.to_tensor restrict`), so that the schedule's tile-and-fuse steps, which
 pull tensor producers into their tiles, leave them whole: fused, A's copy would run once
-per register tile. Both FMA schedules tile and vectorize them (`vectorize_widening`).
+per register tile. The schedules tile and vectorize them (`vectorize_widening`).
 """
 
 from __future__ import annotations
@@ -24,34 +26,42 @@ from mlir.dialects import bufferization, linalg, memref, transform
 from mlir.dialects.transform import structured
 from mlir.dialects.transform import vector as tvector
 
+from mlirtune.interfaces.dtype import dtype_named
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config
 from mlirtune.ir.roots import ROOT_ATTRIBUTE, describe
 from mlirtune.schedules.builder import ScheduleBuilder
-from mlirtune.schedules.contraction.dot import UNIT_FMA
-from mlirtune.schedules.contraction.pack_values import PACK_NONE
+from mlirtune.schedules.contraction.knob_values import PACK_NONE, UNIT_DOT, UNIT_FMA
+from mlirtune.schedules.cpu_model import SKINNY_ROWS
 
 # Marks the copies that widen the operands, and the rows and columns of one vectorized step
 # of them: 4 KiB of f32.
 WIDENED_ATTRIBUTE = "mlirtune.widened"
 WIDENING_TILE = (8, 128)
+# The operand types widened, and the accumulator type they are widened to.
+WIDENED_TYPES = {("bf16", "bf16"): "f32", ("i8", "i8"): "i32"}
 
 
-def widens_operands(op: OpInfo, parameters: Config) -> bool:
-    """Whether `parameters` take `op`'s operands widened to f32 before the nest: a bf16
-    matmul (operands stored transposed or not) with an f32 result on the FMA path (UNIT = 0):
-    on the packed path always, on the unpacked one where the widening copies tile into
-    whole blocks (on an AVX2 AMD Zen 3, 256^3 32 -> 63 GFLOP/s and 64^3 30 -> 51, but
-    100x99x101, whose partial blocks take masked copies, 29 -> 12-16)."""
-    fma_matmul = (
-        op.kind == "matmul"
-        and op.op_name == "linalg.matmul"
-        and op.dtypes[:2] == ("bf16", "bf16")
-        and op.dtypes[-1] == "f32"
-        and parameters.get("UNIT", UNIT_FMA) == UNIT_FMA
-    )
+def widened_type(op: OpInfo, parameters: Config) -> str | None:
+    """The element type `parameters` take `op`'s operands widened to before the nest, or
+    None. On the FMA path (UNIT = 0), a bf16 or i8 matmul (operands stored transposed or
+    not) is widened to its result's type: on the packed path always, on the unpacked one
+    where the widening copies tile into whole blocks (on an AVX2 AMD Zen 3, bf16 256^3
+    32 -> 63 GFLOP/s and 64^3 30 -> 51, but 100x99x101, whose partial blocks take masked
+    copies, 29 -> 12-16). On the pair path (UNIT_DOT), an i8 matmul is widened to i16, the
+    operands of vpmaddwd. Skinny products (M <= SKINNY_ROWS) are memory-bound and read
+    each operand value about once: they convert where they read (AVX2 Zen 3, 8x4096x4096:
+    bf16 22.3 ms widened, 15.5 not; int8 34.9 and 12.5)."""
+    if op.kind != "matmul" or op.op_name != "linalg.matmul" or op.dims["M"] <= SKINNY_ROWS:
+        return None
+    unit = parameters.get("UNIT", UNIT_FMA)
+    if unit == UNIT_DOT and op.dtypes == ("i8", "i8", "i32"):
+        return "i16"
+    wide = WIDENED_TYPES.get(op.dtypes[:2])
+    if unit != UNIT_FMA or wide != op.dtypes[-1]:
+        return None
     packed = parameters.get("PACK", PACK_NONE) != PACK_NONE
-    return fma_matmul and (packed or all(map(_whole_widening_tiles, _operand_shapes(op))))
+    return wide if packed or all(map(_whole_widening_tiles, _operand_shapes(op))) else None
 
 
 def _operand_shapes(op: OpInfo) -> list[tuple[int, int]]:
@@ -86,28 +96,29 @@ def vectorize_widening(s: ScheduleBuilder) -> None:
             transform.YieldOp([])
 
 
-def widen_bf16_operands(module: ir.Module, pack: int = PACK_NONE, unit: int = UNIT_FMA) -> None:
+def widen_narrow_operands(module: ir.Module, pack: int = PACK_NONE, unit: int = UNIT_FMA) -> None:
     """The descriptor step: rewrite every root matmul of `module` whose operands the
-    contraction family's knobs `pack` and `unit` take widened (`widens_operands`)."""
+    contraction family's knobs `pack` and `unit` take widened (`widened_type`)."""
     parameters = {"PACK": pack, "UNIT": unit}
     roots: list[ir.Operation] = []
 
     def visit(op: ir.Operation) -> ir.WalkResult:
         if ROOT_ATTRIBUTE in op.attributes:
             info = describe(op)
-            if info is not None and widens_operands(info, parameters):
-                roots.append(op)
+            wide = None if info is None else widened_type(info, parameters)
+            if wide is not None:
+                roots.append((op, wide))
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit)
-    for op in roots:
-        _widen(op)
+    for op, wide in roots:
+        with op.context:
+            _widen(op, dtype_named(wide).mlir())
 
 
-def _widen(op: ir.Operation) -> None:
-    """Rebuild the matmul `op` on f32 copies of its bf16 inputs."""
+def _widen(op: ir.Operation, wide: ir.Type) -> None:
+    """Rebuild the matmul `op` on copies of its inputs in the element type `wide`."""
     *inputs, init = op.operands
-    wide = ir.RankedTensorType(init.type).element_type
     with ir.InsertionPoint(op), op.location:
         widened = [_widened(value, wide) for value in inputs]
         # Operands stored transposed keep their layout: the op's indexing maps say it.
@@ -121,10 +132,12 @@ def _widen(op: ir.Operation) -> None:
 
 
 def _widened(value: ir.Value, element: ir.Type) -> ir.Value:
-    """`value` (a bf16 tensor) copied into a new f32 buffer, viewed as a tensor."""
-    shape = ir.RankedTensorType(value.type).shape
+    """`value` (a bf16 or i8 tensor) copied into a new buffer of `element` (linalg.copy
+    extends each value), viewed as a tensor."""
+    narrow = ir.RankedTensorType(value.type)
+    shape = narrow.shape
     # Read-only: otherwise bufferization copies `value` into a buffer of its own first.
-    source_type = ir.MemRefType.get(shape, ir.BF16Type.get())
+    source_type = ir.MemRefType.get(shape, narrow.element_type)
     source = bufferization.to_buffer(source_type, value, read_only=True)
     buffer = memref.alloc(ir.MemRefType.get(shape, element), [], [])
     copy = linalg.copy(source, outs=[buffer])  # on buffers: an empty result list

@@ -1,0 +1,149 @@
+"""int8 matmuls (int8 x int8 -> int32, exact): which path each target takes, what the dot
+path lowers to (AVX2 vpmaddwd, checked at the IR level on every host), and exact results
+on every path, odd shapes and two threads included."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+import pytest
+from mlir import ir
+
+from mlirtune.api import engine_for
+from mlirtune.interfaces.errors import UsageError
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.ir.pair_products import PMADDWD
+from mlirtune.schedules.contraction.knob_values import PACK_B, UNIT_AMX, UNIT_DOT, UNIT_FMA
+from mlirtune.schedules.contraction.rows import UNIT_ROWS
+from mlirtune.schedules.registry import FAMILIES
+from mlirtune.targets.host_cpu import CpuFeatures, HostCPU, detect_features
+from mlirtune.workloads import Matmul
+from tests.schedules.test_dot_contraction_path import AMX, BASE
+
+CONTRACTION = FAMILIES["contraction"]
+AVX2 = dataclasses.replace(BASE, isa="avx2", vector_bits=256, vector_registers=16)
+SSE = dataclasses.replace(BASE, isa="sse", vector_bits=128, vector_registers=16)
+HOST_HAS_AVX2 = detect_features().isa in ("avx2", "avx512")
+needs_avx2 = pytest.mark.skipif(not HOST_HAS_AVX2, reason="this host lacks AVX2 (vpmaddwd)")
+
+
+def int8_op(m: int, n: int, k: int) -> OpInfo:
+    return OpInfo("matmul", {"M": m, "N": n, "K": k}, ("i8", "i8", "i32"))
+
+
+@pytest.mark.parametrize(
+    ("features", "unit"),
+    [(AVX2, UNIT_DOT), (BASE, UNIT_DOT), (dataclasses.replace(BASE, flags=AMX), UNIT_DOT)],
+    ids=["avx2", "avx512", "amx"],
+)
+def test_int8_matmuls_take_dot_products_on_avx2_and_later(features: CpuFeatures, unit: int):
+    op = int8_op(512, 512, 512)
+    target = HostCPU(features)
+    config = CONTRACTION.select(op, target)
+    assert config["UNIT"] == unit
+    assert config["NC"] == config["NR"] and config["NR"] % 8 == 0  # one contiguous panel
+    assert not CONTRACTION.violations(op, target, {**config, "KU": 1, "ORDER": 1})
+
+
+@pytest.mark.parametrize(
+    ("op", "unit"),
+    [
+        (int8_op(8, 4096, 512), UNIT_FMA),  # skinny: memory-bound, no int16 copies
+        (int8_op(64, 64, 33), UNIT_FMA),  # odd K has no whole pairs
+        (int8_op(64, 1, 512), UNIT_ROWS),  # one column: the row-dot path
+    ],
+    ids=["skinny", "odd-k", "one-column"],
+)
+def test_shapes_the_int8_dot_path_does_not_take(op: OpInfo, unit: int):
+    assert CONTRACTION.select(op, HostCPU(AVX2))["UNIT"] == unit
+
+
+def test_constraints_keep_int8_off_hosts_and_units_without_its_products():
+    op = int8_op(256, 256, 256)
+    config = {**CONTRACTION.select(op, HostCPU(AVX2)), "KU": 1, "ORDER": 1}
+    assert "dot_needs_dot_products" in CONTRACTION.violations(op, HostCPU(SSE), config)
+    amx = {**config, "MR": 16, "NR": 16, "UNIT": UNIT_AMX}
+    broken = CONTRACTION.violations(op, HostCPU(dataclasses.replace(BASE, flags=AMX)), amx)
+    assert "amx_needs_amx_tiles" in broken  # AMX tiles take bf16 only, so far
+    assert "dot_needs_whole_vectors" in CONTRACTION.violations(
+        op, HostCPU(AVX2), {**config, "NR": 12}
+    )
+
+
+def intrinsics(workload: Matmul, parameters: dict[str, int] | None = None) -> set[str]:
+    """The LLVM intrinsics `workload` lowers to for an AVX2 target (lowering runs nothing,
+    so this holds on every host)."""
+    module = engine_for(HostCPU(AVX2), use_specs=False).lower_payload(workload, parameters)
+    found: set[str] = set()
+
+    def collect(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "llvm.call_intrinsic":
+            found.add(ir.StringAttr(op.attributes["intrin"]).value)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(collect)
+    return found
+
+
+@pytest.mark.jit
+def test_the_int8_dot_path_lowers_to_vpmaddwd_on_any_host():
+    workload = Matmul(M=64, N=64, K=64, dtype="i8")
+    assert PMADDWD in intrinsics(workload)
+    assert PMADDWD not in intrinsics(workload, {"UNIT": UNIT_FMA, "PACK": PACK_B})
+
+
+def results(workload: Matmul, parameters: dict[str, int] | None, threads: int = 1):
+    engine = engine_for(HostCPU(threads=threads), use_specs=False)
+    result = engine.execute(workload, parameters)
+    kernel = engine.compile(workload, parameters)
+    with workload.allocate(engine) as buffers:
+        kernel.call(buffers)
+        return engine.runtime.to_host(buffers[-1]).copy(), result.verification.ok
+
+
+def exact(workload: Matmul) -> np.ndarray:
+    a, b = (x.astype(np.int64) for x in workload.inputs)
+    return a @ b
+
+
+@pytest.mark.jit
+@needs_avx2
+@pytest.mark.parametrize(
+    ("shape", "parameters"),
+    [
+        ((64, 128, 96), {"UNIT": UNIT_DOT}),
+        ((100, 48, 64), {"UNIT": UNIT_DOT}),  # M of no power of two: 5-row tiles
+        ((96, 96, 2048), {"UNIT": UNIT_DOT}),  # several K blocks
+        ((128, 96, 64), {"UNIT": UNIT_FMA, "PACK": PACK_B}),  # widened to int32, packed
+        ((1000, 999, 1001), None),  # odd and prime sizes: the selector's path
+        ((1, 256, 96), None),  # one row
+        ((64, 1, 128), None),  # one column
+    ],
+    ids=["dot", "dot-odd-rows", "dot-k-blocks", "fma-packed", "odd", "one-row", "one-column"],
+)
+def test_int8_kernels_are_exact(shape: tuple[int, int, int], parameters: dict[str, int] | None):
+    m, n, k = shape
+    workload = Matmul(M=m, N=n, K=k, dtype="i8")
+    result, verified = results(workload, parameters)
+    assert verified and result.dtype == np.int32
+    expected = exact(workload)
+    # Inputs span int8's range, so sums pass int16's (a kernel summing in int16 would fail).
+    assert np.abs(expected).max() > np.iinfo(np.int16).max
+    np.testing.assert_array_equal(result, expected)
+
+
+@pytest.mark.jit
+@needs_avx2
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs 2 cores")
+def test_threads_give_the_int8_dot_path_the_same_results():
+    workload = Matmul(M=64, N=128, K=64, dtype="i8")
+    one, _ = results(workload, {"UNIT": UNIT_DOT}, threads=1)
+    two, verified = results(workload, {"UNIT": UNIT_DOT}, threads=2)
+    assert verified and np.array_equal(one, two)
+
+
+def test_int8_matmuls_refuse_float_epilogues():
+    with pytest.raises(UsageError, match="dtype=i8 takes no bias, relu or mask"):
+        Matmul(M=8, N=8, K=8, dtype="i8", relu=True)
