@@ -29,6 +29,12 @@ HOST_HAS_AVX2 = detect_features().isa in ("avx2", "avx512")
 needs_avx2 = pytest.mark.skipif(not HOST_HAS_AVX2, reason="this host lacks AVX2 (vpmaddwd)")
 
 
+def dot(mc: int, kc: int, mr: int) -> dict[str, int]:
+    """Dot-path blocks: a 16-column panel per column block (the selector takes the path
+    from 512 rows only)."""
+    return {"MC": mc, "NC": 16, "KC": kc, "MR": mr, "NR": 16, "PACK": 0, "UNIT": UNIT_DOT}
+
+
 def int8_op(m: int, n: int, k: int) -> OpInfo:
     return OpInfo("matmul", {"M": m, "N": n, "K": k}, ("i8", "i8", "i32"))
 
@@ -51,18 +57,20 @@ def test_int8_matmuls_take_dot_products_on_avx2_and_later(features: CpuFeatures,
     ("op", "unit"),
     [
         (int8_op(8, 4096, 512), UNIT_FMA),  # skinny: memory-bound, no int16 copies
+        (int8_op(128, 4096, 4096), UNIT_FMA),  # too few rows to pay for B's pair packing
         (int8_op(64, 64, 33), UNIT_FMA),  # odd K has no whole pairs
         (int8_op(64, 1, 512), UNIT_ROWS),  # one column: the row-dot path
     ],
-    ids=["skinny", "odd-k", "one-column"],
+    ids=["skinny", "few-rows", "odd-k", "one-column"],
 )
 def test_shapes_the_int8_dot_path_does_not_take(op: OpInfo, unit: int):
     assert CONTRACTION.select(op, HostCPU(AVX2))["UNIT"] == unit
 
 
 def test_constraints_keep_int8_off_hosts_and_units_without_its_products():
-    op = int8_op(256, 256, 256)
+    op = int8_op(512, 256, 256)
     config = {**CONTRACTION.select(op, HostCPU(AVX2)), "KU": 1, "ORDER": 1}
+    assert config["UNIT"] == UNIT_DOT
     assert "dot_needs_dot_products" in CONTRACTION.violations(op, HostCPU(SSE), config)
     amx = {**config, "MR": 16, "NR": 16, "UNIT": UNIT_AMX}
     broken = CONTRACTION.violations(op, HostCPU(dataclasses.replace(BASE, flags=AMX)), amx)
@@ -90,7 +98,7 @@ def intrinsics(workload: Matmul, parameters: dict[str, int] | None = None) -> se
 @pytest.mark.jit
 def test_the_int8_dot_path_lowers_to_vpmaddwd_on_any_host():
     workload = Matmul(M=64, N=64, K=64, dtype="i8")
-    assert PMADDWD in intrinsics(workload)
+    assert PMADDWD in intrinsics(workload, dot(64, 64, 4))
     assert PMADDWD not in intrinsics(workload, {"UNIT": UNIT_FMA, "PACK": PACK_B})
 
 
@@ -113,15 +121,25 @@ def exact(workload: Matmul) -> np.ndarray:
 @pytest.mark.parametrize(
     ("shape", "parameters"),
     [
-        ((64, 128, 96), {"UNIT": UNIT_DOT}),
-        ((100, 48, 64), {"UNIT": UNIT_DOT}),  # M of no power of two: 5-row tiles
-        ((96, 96, 2048), {"UNIT": UNIT_DOT}),  # several K blocks
+        ((64, 128, 96), dot(64, 96, 4)),
+        ((100, 48, 64), dot(100, 64, 5)),  # M of no power of two: 5-row tiles
+        ((96, 96, 2048), dot(96, 1024, 4)),  # several K blocks
+        ((512, 64, 64), None),  # the selector's dot path
         ((128, 96, 64), {"UNIT": UNIT_FMA, "PACK": PACK_B}),  # widened to int32, packed
         ((1000, 999, 1001), None),  # odd and prime sizes: the selector's path
         ((1, 256, 96), None),  # one row
         ((64, 1, 128), None),  # one column
     ],
-    ids=["dot", "dot-odd-rows", "dot-k-blocks", "fma-packed", "odd", "one-row", "one-column"],
+    ids=[
+        "dot",
+        "dot-odd-rows",
+        "dot-k-blocks",
+        "dot-selected",
+        "fma-packed",
+        "odd",
+        "one-row",
+        "one-column",
+    ],
 )
 def test_int8_kernels_are_exact(shape: tuple[int, int, int], parameters: dict[str, int] | None):
     m, n, k = shape
@@ -139,8 +157,8 @@ def test_int8_kernels_are_exact(shape: tuple[int, int, int], parameters: dict[st
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs 2 cores")
 def test_threads_give_the_int8_dot_path_the_same_results():
     workload = Matmul(M=64, N=128, K=64, dtype="i8")
-    one, _ = results(workload, {"UNIT": UNIT_DOT}, threads=1)
-    two, verified = results(workload, {"UNIT": UNIT_DOT}, threads=2)
+    one, _ = results(workload, dot(64, 64, 4), threads=1)
+    two, verified = results(workload, dot(64, 64, 4), threads=2)
     assert verified and np.array_equal(one, two)
 
 
