@@ -27,19 +27,23 @@ def find_function(module: ir.Module, name: str, source: str = "payload") -> func
     )
 
 
-def uses_amx_tiles(module: ir.Module) -> bool:
-    """Whether the lowered (LLVM dialect) module calls AMX tile intrinsics, whose first use
-    faults unless the OS granted this process tile state (mlirtune.runtime.tile_state)."""
-    found = False
+def intrinsics_called(module: ir.Module) -> set[str]:
+    """The LLVM intrinsics a module's `llvm.call_intrinsic` ops call (after lowering)."""
+    found: set[str] = set()
 
     def visit(op: ir.Operation) -> ir.WalkResult:
-        nonlocal found
         if op.name == "llvm.call_intrinsic":
-            found = ir.StringAttr(op.attributes["intrin"]).value.startswith(AMX_INTRINSICS)
-        return ir.WalkResult.INTERRUPT if found else ir.WalkResult.ADVANCE
+            found.add(ir.StringAttr(op.attributes["intrin"]).value)
+        return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit)
     return found
+
+
+def uses_amx_tiles(module: ir.Module) -> bool:
+    """Whether the lowered (LLVM dialect) module calls AMX tile intrinsics, whose first use
+    faults unless the OS granted this process tile state (mlirtune.runtime.tile_state)."""
+    return any(name.startswith(AMX_INTRINSICS) for name in intrinsics_called(module))
 
 
 def largest_vector(module: ir.Module) -> int:

@@ -200,6 +200,7 @@ class PayloadWorkload(Workload):
 
 
 def _random(rng: np.random.Generator, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
+    """Seeded values of `dtype`: uniform in [-1, 1), or integers over the type's range."""
     if dtype.is_integer:
         bounds = np.iinfo(dtype.numpy)
         return rng.integers(bounds.min, bounds.max, size=shape, dtype=dtype.numpy, endpoint=True)

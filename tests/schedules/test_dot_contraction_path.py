@@ -10,13 +10,12 @@ import os
 
 import numpy as np
 import pytest
-from mlir import ir
 
 from mlirtune.api import engine_for
 from mlirtune.engine import mlir_jit
 from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.ir.inspect import uses_amx_tiles
+from mlirtune.ir.inspect import intrinsics_called, uses_amx_tiles
 from mlirtune.schedules.contraction.knob_values import UNIT_AMX, UNIT_DOT, UNIT_FMA
 from mlirtune.schedules.registry import FAMILIES
 from mlirtune.targets import host_cpu
@@ -98,14 +97,7 @@ def intrinsics(features: CpuFeatures, parameters: dict[str, int] | None = None) 
     check that runs on every host, since lowering executes nothing."""
     engine = engine_for(HostCPU(features), use_specs=False)
     module = engine.lower_payload(Matmul(M=64, N=64, K=64, dtype="bf16"), parameters)
-    found: set[str] = set()
-
-    def collect(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "llvm.call_intrinsic":
-            found.add(ir.StringAttr(op.attributes["intrin"]).value)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(collect)
+    found = intrinsics_called(module)
     assert uses_amx_tiles(module) == (TILE_PRODUCT in found)
     return found
 

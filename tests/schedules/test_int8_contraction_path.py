@@ -9,18 +9,18 @@ import os
 
 import numpy as np
 import pytest
-from mlir import ir
 
 from mlirtune.api import engine_for
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.op import OpInfo
+from mlirtune.ir.inspect import intrinsics_called
 from mlirtune.ir.pair_products import PMADDWD
 from mlirtune.schedules.contraction.knob_values import PACK_B, UNIT_AMX, UNIT_DOT, UNIT_FMA
 from mlirtune.schedules.contraction.rows import UNIT_ROWS
 from mlirtune.schedules.registry import FAMILIES
 from mlirtune.targets.host_cpu import CpuFeatures, HostCPU, detect_features
 from mlirtune.workloads import Matmul
-from tests.schedules.test_dot_contraction_path import AMX, BASE
+from tests.schedules.test_dot_contraction_path import AMX, BASE, outputs
 
 CONTRACTION = FAMILIES["contraction"]
 AVX2 = dataclasses.replace(BASE, isa="avx2", vector_bits=256, vector_registers=16)
@@ -80,19 +80,11 @@ def test_constraints_keep_int8_off_hosts_and_units_without_its_products():
     )
 
 
-def intrinsics(workload: Matmul, parameters: dict[str, int] | None = None) -> set[str]:
+def intrinsics(workload: Matmul, parameters: dict[str, int]) -> set[str]:
     """The LLVM intrinsics `workload` lowers to for an AVX2 target (lowering runs nothing,
     so this holds on every host)."""
-    module = engine_for(HostCPU(AVX2), use_specs=False).lower_payload(workload, parameters)
-    found: set[str] = set()
-
-    def collect(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "llvm.call_intrinsic":
-            found.add(ir.StringAttr(op.attributes["intrin"]).value)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(collect)
-    return found
+    engine = engine_for(HostCPU(AVX2), use_specs=False)
+    return intrinsics_called(engine.lower_payload(workload, parameters))
 
 
 @pytest.mark.jit
@@ -100,15 +92,6 @@ def test_the_int8_dot_path_lowers_to_vpmaddwd_on_any_host():
     workload = Matmul(M=64, N=64, K=64, dtype="i8")
     assert PMADDWD in intrinsics(workload, dot(64, 64, 4))
     assert PMADDWD not in intrinsics(workload, {"UNIT": UNIT_FMA, "PACK": PACK_B})
-
-
-def results(workload: Matmul, parameters: dict[str, int] | None, threads: int = 1):
-    engine = engine_for(HostCPU(threads=threads), use_specs=False)
-    result = engine.execute(workload, parameters)
-    kernel = engine.compile(workload, parameters)
-    with workload.allocate(engine) as buffers:
-        kernel.call(buffers)
-        return engine.runtime.to_host(buffers[-1]).copy(), result.verification.ok
 
 
 def exact(workload: Matmul) -> np.ndarray:
@@ -144,7 +127,7 @@ def exact(workload: Matmul) -> np.ndarray:
 def test_int8_kernels_are_exact(shape: tuple[int, int, int], parameters: dict[str, int] | None):
     m, n, k = shape
     workload = Matmul(M=m, N=n, K=k, dtype="i8")
-    result, verified = results(workload, parameters)
+    result, verified = outputs(workload, parameters)
     assert verified and result.dtype == np.int32
     expected = exact(workload)
     # Inputs span int8's range, so sums pass int16's (a kernel summing in int16 would fail).
@@ -157,8 +140,8 @@ def test_int8_kernels_are_exact(shape: tuple[int, int, int], parameters: dict[st
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs 2 cores")
 def test_threads_give_the_int8_dot_path_the_same_results():
     workload = Matmul(M=64, N=128, K=64, dtype="i8")
-    one, _ = results(workload, dot(64, 64, 4), threads=1)
-    two, verified = results(workload, dot(64, 64, 4), threads=2)
+    one, _ = outputs(workload, dot(64, 64, 4), threads=1)
+    two, verified = outputs(workload, dot(64, 64, 4), threads=2)
     assert verified and np.array_equal(one, two)
 
 
