@@ -47,11 +47,10 @@ def _is_pair_contract(contract: ir.OpView) -> bool:
     if contract.kind != ir.Attribute.parse("#vector.kind<add>"):
         return False
     lhs, rhs = ir.VectorType(contract.lhs.type), ir.VectorType(contract.rhs.type)
-    acc = contract.acc.type
-    if not isinstance(acc, ir.VectorType) or ir.VectorType(acc).shape != [PAIR_LANES]:
-        return False
     i16, i32 = ir.IntegerType.get_signless(16), ir.IntegerType.get_signless(32)
-    if (lhs.element_type, rhs.element_type, ir.VectorType(acc).element_type) != (i16, i16, i32):
+    if contract.acc.type != ir.VectorType.get([PAIR_LANES], i32):
+        return False
+    if (lhs.element_type, rhs.element_type) != (i16, i16):
         return False
     maps = [ir.AffineMapAttr(m).value for m in contract.indexing_maps]
     a_dims = _sized_dims(maps[0], lhs.shape)

@@ -13,6 +13,7 @@ from mlir import ir
 from mlir.dialects import arith, bufferization, func, linalg, tensor, vector
 
 from mlirtune.interfaces.workload import ArgSpec
+from mlirtune.ir.constants import splat
 from mlirtune.memory import check_shapes
 
 Body = Callable[[list[ir.Value], list[ir.Value]], Sequence[ir.Value]]
@@ -79,15 +80,12 @@ def zero_filled(init: ir.Value, element_type: ir.Type) -> ir.Value:
 
 def filled(init: ir.Value, element_type: ir.Type, value: float) -> ir.Value:
     """`init` filled with `value` (e.g. -inf, the identity of a max reduction)."""
-    if isinstance(element_type, ir.IntegerType):
-        value = int(value)
-    return linalg.fill(arith.constant(element_type, value), outs=[init])
+    return linalg.fill(splat(value, element_type), outs=[init])
 
 
 def zero_vector(vector_type: ir.VectorType) -> ir.Value:
     """A constant vector of zeros (an accumulator's start)."""
-    zero = ir.FloatAttr.get(vector_type.element_type, 0.0)
-    return arith.constant(vector_type, ir.DenseElementsAttr.get_splat(vector_type, zero))
+    return splat(0.0, vector_type)
 
 
 def store_rows(vectors: Sequence[ir.Value], init: ir.Value) -> ir.Value:

@@ -126,9 +126,9 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
     # A [M, K] read in place: each row of register tiles prefetches the next row's A panel.
     prefetch = bool(p.get("PREFETCH")) and not (pack_a or transposed_a)
     any_op = transform.AnyOpType.get()
-    # Operands widened to f32 (widen.py) are padded with f32 zeros.
-    widened = widened_type(op, p) is not None
-    dtypes = (op.dtypes[-1],) * len(op.dtypes) if widened else op.dtypes
+    # Operands widened (widen.py: bf16 to f32, int8 to int32) are padded with wide zeros.
+    wide = widened_type(op, p)
+    dtypes = (wide,) * len(op.dtypes) if wide else op.dtypes
     zeros = [dtype_named(name).zero() for name in dtypes]
     with ScheduleBuilder("contraction_packed") as s:
         # NC columns at a time of the last op (the epilogue, else the contraction), with its
@@ -275,7 +275,7 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
             s.apply_patterns(
                 function, "fold_masks", tvector.apply_patterns_vector_lower_masked_transfers
             )
-        if widened:
+        if wide:
             vectorize_widening(s)
         s.vectorize_linalg(function)
         if square:
