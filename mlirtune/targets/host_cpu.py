@@ -197,6 +197,12 @@ class HostCPU(Target):
         AVX-512 (not one overridden to a lower ISA)."""
         return self.features.isa == "avx512" and "avx512_bf16" in self.features.flags
 
+    def has_int8_dot(self) -> bool:
+        """Whether kernels for this target may multiply int8 values (widened to int16) in
+        pairs with AVX2's vpmaddwd, two products summed per int32 lane: a target lowered
+        for AVX2 or AVX-512."""
+        return self.features.isa in ("avx2", "avx512")
+
     def has_amx(self) -> bool:
         """Whether kernels for this target may use AMX bf16 tiles: the CPU flags, on a
         target lowered for AVX-512, and Linux's grant of tile state to this process (asked

@@ -1,5 +1,5 @@
-"""Micro-kernels that only multiply and add: the host's FMA throughput, and its bf16 dot
-products', measured.
+"""Micro-kernels that only multiply and add: the host's FMA throughput, and its bf16 and
+int8 dot products', measured.
 
 `chains` independent accumulators of one vector register each (CHAINS where the register
 file holds them beside b and c) are updated by `acc = acc * b + c` for `STEPS` steps:
@@ -16,6 +16,7 @@ from mlir.dialects import arith, scf, vector
 
 from mlirtune.interfaces.dtype import dtype_named
 from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
+from mlirtune.ir.pair_products import PAIR_LANES
 from mlirtune.workloads.base import PayloadWorkload
 from mlirtune.workloads.payload import build_payload, store_rows, zero_vector
 
@@ -145,4 +146,84 @@ class Bf16DotPeak(FmaPeak):
     def get_complexity(self) -> Complexity:
         return Complexity(
             flops=4 * STEPS * CHAINS * DOT_LANES, bytes_read=4 * DOT_PAIRS, bytes_written=0
+        )
+
+
+class Int8DotPeak(FmaPeak):
+    """The int8 dot path's instruction pair (contraction/dot.py): `chains` accumulators of
+    8 int32 lanes (one 256-bit register, the width int8 kernels use on every host), each
+    updated per step by one `vpmaddwd` and one `vpaddd`: 16 multiply-adds, 32 operations.
+
+    Each step is the dot path's int16 pair contraction, which the descriptor step
+    `pair-products` (ir/pair_products.py) turns into those two instructions, as in the
+    kernels: C[n] = c[n] + a[0] * B[n, 0] + a[1] * B[n, 1], with B the accumulator's lanes
+    viewed as 8 pairs of int16 values, so that no step can be hoisted out of the loop.
+    With a = (1, 0) the product is each lane's low half, sign-extended, and with c = 1
+    each step adds 1: every lane ends at exactly STEPS (within int16's range)."""
+
+    name = "int8_dot_peak"
+    description = "independent vpmaddwd + vpaddd chains in registers (needs AVX2)"
+    parameters = (
+        Param("chains", int, CHAINS, "independent accumulators, one vector register each"),
+    )
+
+    def arguments(self) -> list[ArgSpec]:
+        i16, i32 = dtype_named("i16"), dtype_named("i32")
+        return [
+            ArgSpec("a", (2,), i16),
+            ArgSpec("c", (PAIR_LANES,), i32),
+            ArgSpec("out", (self.options["chains"], PAIR_LANES), i32, is_output=True),
+        ]
+
+    def make_inputs(self) -> list[np.ndarray]:
+        return [np.array([1, 0], np.int16), np.ones(PAIR_LANES, np.int32)]
+
+    def payload_module(self) -> ir.Module:
+        def body(inputs: list[ir.Value], inits: list[ir.Value]) -> list[ir.Value]:
+            index = ir.IndexType.get()
+            i16, i32 = ir.IntegerType.get_signless(16), ir.IntegerType.get_signless(32)
+            pair = ir.VectorType.get([2], i16)
+            lanes = ir.VectorType.get([PAIR_LANES], i32)
+            zero_index = arith.constant(index, 0)
+            identity = ir.AffineMapAttr.get(ir.AffineMap.get_identity(1))
+            a_pad, c_pad = arith.constant(i16, 0), arith.constant(i32, 0)
+            a = vector.transfer_read(pair, inputs[0], [zero_index], identity, a_pad, [True])
+            c = vector.transfer_read(lanes, inputs[1], [zero_index], identity, c_pad, [True])
+            # Loops (n, p): a -> (p), B -> (n, p), C -> (n); the form pair-products takes.
+            n, p = ir.AffineDimExpr.get(0), ir.AffineDimExpr.get(1)
+            maps = ir.ArrayAttr.get(
+                [ir.AffineMapAttr.get(ir.AffineMap.get(2, 0, dims)) for dims in ([p], [n, p], [n])]
+            )
+            iterators = ir.ArrayAttr.get(
+                [
+                    ir.Attribute.parse(f"#vector.iterator_type<{kind}>")
+                    for kind in ("parallel", "reduction")
+                ]
+            )
+            loop = scf.ForOp(
+                zero_index,
+                arith.constant(index, STEPS),
+                arith.constant(index, 1),
+                [zero_vector(lanes)] * self.options["chains"],
+            )
+            with ir.InsertionPoint(loop.body):
+                sums = []
+                for acc in loop.inner_iter_args:
+                    halves = vector.bitcast(ir.VectorType.get([2 * PAIR_LANES], i16), acc)
+                    b = vector.shape_cast(ir.VectorType.get([PAIR_LANES, 2], i16), halves)
+                    sums.append(vector.contract(lanes, a, b, c, maps, iterators))
+                scf.YieldOp(sums)
+            return [store_rows(loop.results, inits[0])]
+
+        return build_payload(self.arguments(), body)
+
+    def reference(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        return [np.full((self.options["chains"], PAIR_LANES), STEPS, np.int32)]
+
+    def get_complexity(self) -> Complexity:
+        operations = 4 * PAIR_LANES  # 2 x 8 products and their sums into the accumulators
+        return Complexity(
+            flops=operations * STEPS * self.options["chains"],
+            bytes_read=2 * 2 + 4 * PAIR_LANES,
+            bytes_written=0,
         )

@@ -45,7 +45,7 @@ def has_dot_products(op: OpInfo, cpu: HostCPU) -> bool:
         return False
     if op.element_type == "bf16":
         return cpu.has_bf16_dot()
-    return op.element_type == "i8" and cpu.features.isa in ("avx2", "avx512")
+    return op.element_type == "i8" and cpu.has_int8_dot()
 
 
 def dot_blocks(op: OpInfo, cpu: HostCPU) -> Config | None:
