@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 from mlir import ir
 from mlir.dialects import func
@@ -38,6 +39,18 @@ def intrinsics_called(module: ir.Module) -> set[str]:
 
     module.operation.walk(visit)
     return found
+
+
+def op_counts(module: ir.Module) -> Counter[str]:
+    """How many ops of each name `module` holds, nested ones included."""
+    counts: Counter[str] = Counter()
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        counts[op.name] += 1
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return counts
 
 
 def uses_amx_tiles(module: ir.Module) -> bool:

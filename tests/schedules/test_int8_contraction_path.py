@@ -13,7 +13,7 @@ import pytest
 from mlirtune.api import engine_for
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.ir.inspect import intrinsics_called
+from mlirtune.ir.inspect import intrinsics_called, op_counts
 from mlirtune.ir.pair_products import PMADDWD
 from mlirtune.schedules.contraction.knob_values import PACK_B, UNIT_AMX, UNIT_DOT, UNIT_FMA
 from mlirtune.schedules.contraction.rows import UNIT_ROWS
@@ -30,8 +30,7 @@ needs_avx2 = pytest.mark.skipif(not HOST_HAS_AVX2, reason="this host lacks AVX2 
 
 
 def dot(mc: int, kc: int, mr: int) -> dict[str, int]:
-    """Dot-path blocks: a 16-column panel per column block (the selector takes the path
-    from 512 rows only)."""
+    """Dot-path blocks: a 16-column panel per column block, as the selector's."""
     return {"MC": mc, "NC": 16, "KC": kc, "MR": mr, "NR": 16, "PACK": 0, "UNIT": UNIT_DOT}
 
 
@@ -45,23 +44,22 @@ def int8_op(m: int, n: int, k: int) -> OpInfo:
     ids=["avx2", "avx512", "amx"],
 )
 def test_int8_matmuls_take_dot_products_on_avx2_and_later(features: CpuFeatures, unit: int):
-    op = int8_op(512, 512, 512)
     target = HostCPU(features)
-    config = CONTRACTION.select(op, target)
-    assert config["UNIT"] == unit
-    assert config["NC"] == config["NR"] and config["NR"] % 8 == 0  # one contiguous panel
-    assert not CONTRACTION.violations(op, target, {**config, "KU": 1, "ORDER": 1})
+    for op in (int8_op(512, 512, 512), int8_op(128, 4096, 4096), int8_op(16, 4096, 512)):
+        config = CONTRACTION.select(op, target)
+        assert config["UNIT"] == unit, op.dims
+        assert config["NC"] == config["NR"] and config["NR"] % 8 == 0  # one contiguous panel
+        assert not CONTRACTION.violations(op, target, {**config, "KU": 1, "ORDER": 1})
 
 
 @pytest.mark.parametrize(
     ("op", "unit"),
     [
         (int8_op(8, 4096, 512), UNIT_FMA),  # skinny: memory-bound, no int16 copies
-        (int8_op(128, 4096, 4096), UNIT_FMA),  # too few rows to pay for B's pair packing
         (int8_op(64, 64, 33), UNIT_FMA),  # odd K has no whole pairs
         (int8_op(64, 1, 512), UNIT_ROWS),  # one column: the row-dot path
     ],
-    ids=["skinny", "few-rows", "odd-k", "one-column"],
+    ids=["skinny", "odd-k", "one-column"],
 )
 def test_shapes_the_int8_dot_path_does_not_take(op: OpInfo, unit: int):
     assert CONTRACTION.select(op, HostCPU(AVX2))["UNIT"] == unit
@@ -94,6 +92,18 @@ def test_the_int8_dot_path_lowers_to_vpmaddwd_on_any_host():
     assert PMADDWD not in intrinsics(workload, {"UNIT": UNIT_FMA, "PACK": PACK_B})
 
 
+@pytest.mark.jit
+def test_the_int8_b_pack_interleaves_whole_vectors():
+    """B's pairs are packed as shuffles of two rows, not element by element (which took
+    40% of the kernel's time): the lowered kernel's only scalar extracts are the register
+    tile's MR broadcasts of A's pairs."""
+    engine = engine_for(HostCPU(AVX2), use_specs=False)
+    workload = Matmul(M=64, N=64, K=64, dtype="i8")
+    names = op_counts(engine.lower_payload(workload, dot(64, 64, 4)))
+    assert names["llvm.shufflevector"] > 0
+    assert names["llvm.extractelement"] <= 4
+
+
 def exact(workload: Matmul) -> np.ndarray:
     a, b = (x.astype(np.int64) for x in workload.inputs)
     return a @ b
@@ -108,6 +118,7 @@ def exact(workload: Matmul) -> np.ndarray:
         ((100, 48, 64), dot(100, 64, 5)),  # M of no power of two: 5-row tiles
         ((96, 96, 2048), dot(96, 1024, 4)),  # several K blocks
         ((512, 64, 64), None),  # the selector's dot path
+        ((4, 64, 128), dot(4, 128, 4)),  # skinny, forced onto the dot path
         ((128, 96, 64), {"UNIT": UNIT_FMA, "PACK": PACK_B}),  # widened to int32, packed
         ((1000, 999, 1001), None),  # odd and prime sizes: the selector's path
         ((1, 256, 96), None),  # one row
@@ -118,6 +129,7 @@ def exact(workload: Matmul) -> np.ndarray:
         "dot-odd-rows",
         "dot-k-blocks",
         "dot-selected",
+        "dot-skinny",
         "fma-packed",
         "odd",
         "one-row",

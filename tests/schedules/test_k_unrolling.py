@@ -9,6 +9,7 @@ import pytest
 from mlir import ir
 
 from mlirtune.engine import MlirJitEngine
+from mlirtune.ir.inspect import op_counts
 from mlirtune.pipeline.lookup import PACKAGED
 from mlirtune.workloads.matmul import Matmul, Mlp
 
@@ -43,14 +44,7 @@ def _op_counts(engine, workload, parameters, stage: str) -> Counter:
 
     def observer(name: str, module: ir.Module) -> None:
         if name == stage:
-            counts: Counter = Counter()
-
-            def visit(op: ir.Operation) -> ir.WalkResult:
-                counts[op.name] += 1
-                return ir.WalkResult.ADVANCE
-
-            module.operation.walk(visit)
-            seen["counts"] = counts
+            seen["counts"] = op_counts(module)
 
     engine.lower_payload(workload, parameters, observer=observer)
     assert "counts" in seen, f"stage {stage!r} did not run"

@@ -20,14 +20,8 @@ from mlirtune.schedules.contraction.blocking import blis_blocking, whole_block
 from mlirtune.schedules.contraction.dot import AMX_PAIRS, AMX_TILE, DOT_LANES, DOT_PAIR, transposed
 from mlirtune.schedules.contraction.knob_values import PACK_NONE, UNIT_AMX, UNIT_DOT
 from mlirtune.schedules.contraction.packed_host import packed_register_tile
-from mlirtune.schedules.cpu_model import PAGE_BYTES, register_tile
+from mlirtune.schedules.cpu_model import PAGE_BYTES, SKINNY_ROWS, register_tile
 from mlirtune.targets.host_cpu import HostCPU
-
-# Rows from which the int8 dot path is selected. Its B pack, per 16-column block of int16
-# copies, costs as much for few rows as for many (AVX2 Zen 3, int8 against the FMA path's
-# int32 multiply-adds: 128x4096x4096 24 against 35 GOP/s, 512^3 even, 1024^3 69 against 45).
-# Skinny products are memory-bound: int16 copies would double the bytes they read.
-INT8_DOT_ROWS = 512
 
 
 def pair_view(op: OpInfo) -> OpInfo:
@@ -55,7 +49,11 @@ def dot_blocks(op: OpInfo, cpu: HostCPU) -> Config | None:
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
     if not has_dot_products(op, cpu) or k % DOT_PAIR:
         return None
-    if op.element_type == "i8" and m < INT8_DOT_ROWS:
+    if op.element_type == "i8" and m <= SKINNY_ROWS:
+        # Memory-bound: int16 copies double the bytes a skinny product reads (AVX2 Zen 3,
+        # 8x4096x4096: 12.9 GOP/s against 17.2 on the FMA path's skinny tile). From 16 rows
+        # the dot path is the faster (32x4096x4096 37 against 20, 128x4096x4096 75 against
+        # 39, 256^3 132 against 55).
         return None
     if transposed(op):  # the pair packing takes the plain layout only (dot_needs_plain_layout)
         return None

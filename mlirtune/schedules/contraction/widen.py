@@ -49,14 +49,17 @@ def widened_type(op: OpInfo, parameters: Config) -> str | None:
     where the widening copies tile into whole blocks (on an AVX2 AMD Zen 3, bf16 256^3
     32 -> 63 GFLOP/s and 64^3 30 -> 51, but 100x99x101, whose partial blocks take masked
     copies, 29 -> 12-16). On the pair path (UNIT_DOT), an i8 matmul is widened to i16, the
-    operands of vpmaddwd. Skinny products (M <= SKINNY_ROWS) are memory-bound and read
-    each operand value about once: they convert where they read (AVX2 Zen 3, 8x4096x4096:
-    bf16 22.3 ms widened, 15.5 not; int8 34.9 and 12.5)."""
-    if op.kind != "matmul" or op.op_name != "linalg.matmul" or op.dims["M"] <= SKINNY_ROWS:
+    operands of vpmaddwd, whatever its shape. On the FMA path, skinny products
+    (M <= SKINNY_ROWS) are memory-bound and read each operand value about once: they
+    convert where they read (AVX2 Zen 3, 8x4096x4096: bf16 22.3 ms widened, 15.5 not;
+    int8 34.9 and 12.5)."""
+    if op.kind != "matmul" or op.op_name != "linalg.matmul":
         return None
     unit = parameters.get("UNIT", UNIT_FMA)
     if unit == UNIT_DOT and op.dtypes == ("i8", "i8", "i32"):
         return "i16"
+    if op.dims["M"] <= SKINNY_ROWS:
+        return None
     wide = WIDENED_TYPES.get(op.dtypes[:2])
     if unit != UNIT_FMA or wide != op.dtypes[-1]:
         return None
