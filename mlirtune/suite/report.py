@@ -156,6 +156,10 @@ def _manifest_section(manifest: Manifest) -> str:
             "peak GFLOP/s (one core)",
             _esc(f"{peak:.4g} (× {manifest.threads} = {peak * manifest.threads:.4g})"),
         ),
+        *(
+            (f"{dtype} peak GFLOP/s (one core)", _num(value))
+            for dtype, value in sorted(manifest.dtype_peaks_gflops.items())
+        ),
         ("bandwidth GB/s (one core)", _num(manifest.bandwidth_gbs)),
         ("started", _esc(manifest.started)),
         ("finished", _esc(manifest.finished or "not finished (interrupted run?)")),
@@ -174,10 +178,12 @@ def _entries_section(results: SuiteResults) -> str:
     for name in names:
         headers += [f"{name} GFLOP/s", f"speedup vs {name}"]
     headers += ["% of peak", "verification"]
-    rows = [_entry_row(entry, names, results.manifest.peak_gflops) for entry in entries]
+    manifest = results.manifest
+    rows = [_entry_row(entry, names, manifest.peak_for(entry.workload)) for entry in entries]
     note = (
         "Speedup vs a baseline is its median time over ours (above 1: ours is faster). "
-        "% of peak is against the measured one-core peak times the entry's threads."
+        "% of peak is against the measured one-core peak of the entry's element type "
+        "times the entry's threads."
     )
     table = _table(headers, rows, "entries") if rows else '<p class="empty">no entries</p>'
     return _section("entries", "Entries", table, f"<p>{_esc(note)}</p>")

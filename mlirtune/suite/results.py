@@ -65,6 +65,14 @@ class Manifest:
     command: list[str]
     started: str
     finished: str | None = None
+    # One core's measured peak for each element type of the suite's entries but f32, whose
+    # is peak_gflops: f64's is half the FMA's, bf16's and int8's their dot products' where
+    # the host has them (mlirtune.peak). Results saved before it have none.
+    dtype_peaks_gflops: dict[str, float] = field(default_factory=dict)
+
+    def peak_for(self, workload: dict[str, str | int | float | bool]) -> float:
+        """One core's peak for an entry's workload (its `describe()`): its element type's."""
+        return self.dtype_peaks_gflops.get(str(workload.get("dtype")), self.peak_gflops)
 
 
 @dataclass

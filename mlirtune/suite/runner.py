@@ -133,6 +133,7 @@ def _resume(suite: Suite, output: Path) -> SuiteResults:
 
 def _manifest(suite: Suite, command: list[str]) -> Manifest:
     target = HostCPU()
+    dtypes = {str(e.options["dtype"]) for e in suite.entries if "dtype" in e.options} - {"f32"}
     return Manifest(
         suite=suite.name,
         mlirtune_version=metadata.version("mlirtune"),
@@ -144,6 +145,7 @@ def _manifest(suite: Suite, command: list[str]) -> Manifest:
         threads=max((1, *(e.threads for e in suite.entries))),
         command=command,
         started=_now(),
+        dtype_peaks_gflops={dtype: measured_peak_gflops(target, dtype) for dtype in sorted(dtypes)},
     )
 
 

@@ -235,6 +235,21 @@ def test_report_holds_the_manifest_entries_and_charts(tmp_path, results):
     assert all(check_png(src)[0] > 100 for src in page.images)
 
 
+def test_an_entry_is_held_against_its_element_types_peak(tmp_path, results):
+    results.manifest.dtype_peaks_gflops = {"bf16": 4 * PEAK_GFLOPS}
+    matmul = results.entries["matmul_256"]
+    matmul.workload = {"kind": "matmul", "dtype": "bf16"}
+    _, page = render(tmp_path, results)
+    assert dict(page.tables["manifest"])["bf16 peak GFLOP/s (one core)"] == format(
+        4 * PEAK_GFLOPS, ".4g"
+    )
+    assert matmul.ours and matmul.ours.gflops
+    percent = 100 * matmul.ours.gflops / (4 * PEAK_GFLOPS)
+    assert float(page.rows("entries")["matmul_256"]["% of peak"]) == pytest.approx(
+        percent, abs=0.06
+    )
+
+
 def test_report_is_self_contained_and_escapes_text(tmp_path, results):
     text, page = render(tmp_path, results)
     assert not {"script", "link", "iframe", "object"} & page.tags

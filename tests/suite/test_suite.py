@@ -16,6 +16,7 @@ import pytest
 from mlirtune.cli import main
 from mlirtune.cli.suite import speedup_summary
 from mlirtune.interfaces.errors import UsageError
+from mlirtune.suite import runner
 from mlirtune.suite.compare import FAILED, IMPROVED, MISSING, REGRESSED, UNCHANGED, compare_results
 from mlirtune.suite.definition import load_suite, shipped_suites
 from mlirtune.suite.results import OK, EntryResult, Manifest, SuiteResults, Timing, load_results
@@ -247,3 +248,30 @@ def test_run_summary_gives_each_baselines_geometric_mean_and_lowest_entry():
         "vs numpy: geometric mean 2.00x over 1, lowest 2.00x (a); "
         "vs torch: geometric mean 1.00x over 2, lowest 0.25x (b)"
     )
+
+
+def test_the_manifest_holds_each_entry_types_peak(tmp_path, monkeypatch):
+    """Entries of other element types than f32 are held against their own type's peak
+    (f64: half the FMA's; bf16 and int8: their dot products' where the host has them)."""
+    peaks = {"f32": 100.0, "f64": 50.0, "i8": 180.0}
+    monkeypatch.setattr(runner, "measured_peak_gflops", lambda target, dtype="f32": peaks[dtype])
+    monkeypatch.setattr(runner, "measured_bandwidth_gbs", lambda target: 20.0)
+    text = TINY.replace(
+        "options: {M: 32, N: 32, K: 32}", "options: {M: 32, N: 32, K: 32, dtype: i8}"
+    )
+    text = text.replace(
+        "options: {M: 48, N: 32, K: 16}", "options: {M: 48, N: 32, K: 16, dtype: f64}"
+    )
+    output = tmp_path / "results.json"
+    run_suite(load_suite(suite_file(tmp_path, text)), output, [])
+    manifest = load_results(output).manifest
+    assert manifest.peak_gflops == 100.0
+    assert manifest.dtype_peaks_gflops == {"f64": 50.0, "i8": 180.0}
+    assert manifest.peak_for({"kind": "matmul", "dtype": "i8"}) == 180.0
+    assert manifest.peak_for({"kind": "softmax", "dtype": "f32"}) == 100.0
+    assert manifest.peak_for({"kind": "payload"}) == 100.0  # a payload file's: no dtype
+    # A results file saved before the per-type peaks loads, with the f32 peak for all.
+    saved = json.loads(output.read_text())
+    del saved["manifest"]["dtype_peaks_gflops"]
+    output.write_text(json.dumps(saved))
+    assert load_results(output).manifest.peak_for({"dtype": "i8"}) == 100.0
