@@ -16,6 +16,7 @@ from mlir.dialects import arith, scf, vector
 
 from mlirtune.interfaces.dtype import dtype_named
 from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
+from mlirtune.ir.maps import projection_map
 from mlirtune.ir.pair_products import PAIR_LANES
 from mlirtune.workloads.base import PayloadWorkload
 from mlirtune.workloads.payload import build_payload, store_rows, zero_vector
@@ -190,9 +191,8 @@ class Int8DotPeak(FmaPeak):
             a = vector.transfer_read(pair, inputs[0], [zero_index], identity, a_pad, [True])
             c = vector.transfer_read(lanes, inputs[1], [zero_index], identity, c_pad, [True])
             # Loops (n, p): a -> (p), B -> (n, p), C -> (n); the form pair-products takes.
-            n, p = ir.AffineDimExpr.get(0), ir.AffineDimExpr.get(1)
             maps = ir.ArrayAttr.get(
-                [ir.AffineMapAttr.get(ir.AffineMap.get(2, 0, dims)) for dims in ([p], [n, p], [n])]
+                [ir.AffineMapAttr.get(projection_map(2, dims)) for dims in ([1], [0, 1], [0])]
             )
             iterators = ir.ArrayAttr.get(
                 [
