@@ -34,8 +34,9 @@ def dot(mc: int, kc: int, mr: int) -> dict[str, int]:
     return {"MC": mc, "NC": 16, "KC": kc, "MR": mr, "NR": 16, "PACK": 0, "UNIT": UNIT_DOT}
 
 
-def int8_op(m: int, n: int, k: int) -> OpInfo:
-    return OpInfo("matmul", {"M": m, "N": n, "K": k}, ("i8", "i8", "i32"))
+def int8_op(m: int, n: int, k: int, **layout: int) -> OpInfo:
+    """An int8 matmul's root; `layout` sets transpose_a / transpose_b."""
+    return OpInfo("matmul", {"M": m, "N": n, "K": k}, ("i8", "i8", "i32"), attributes=layout)
 
 
 @pytest.mark.parametrize(
@@ -45,7 +46,9 @@ def int8_op(m: int, n: int, k: int) -> OpInfo:
 )
 def test_int8_matmuls_take_dot_products_on_avx2_and_later(features: CpuFeatures, unit: int):
     target = HostCPU(features)
-    for op in (int8_op(512, 512, 512), int8_op(128, 4096, 4096), int8_op(16, 4096, 512)):
+    shapes = (int8_op(512, 512, 512), int8_op(128, 4096, 4096), int8_op(16, 4096, 512))
+    weights = int8_op(256, 4096, 1024, transpose_b=1)  # a Linear layer's [N, K] weight
+    for op in (*shapes, weights):
         config = CONTRACTION.select(op, target)
         assert config["UNIT"] == unit, op.dims
         assert config["NC"] == config["NR"] and config["NR"] % 8 == 0  # one contiguous panel
@@ -58,8 +61,9 @@ def test_int8_matmuls_take_dot_products_on_avx2_and_later(features: CpuFeatures,
         (int8_op(8, 4096, 512), UNIT_FMA),  # skinny: memory-bound, no int16 copies
         (int8_op(64, 64, 33), UNIT_FMA),  # odd K has no whole pairs
         (int8_op(64, 1, 512), UNIT_ROWS),  # one column: the row-dot path
+        (int8_op(256, 256, 256, transpose_a=1), UNIT_FMA),  # A stored [K, M]
     ],
-    ids=["skinny", "odd-k", "one-column"],
+    ids=["skinny", "odd-k", "one-column", "a-transposed"],
 )
 def test_shapes_the_int8_dot_path_does_not_take(op: OpInfo, unit: int):
     assert CONTRACTION.select(op, HostCPU(AVX2))["UNIT"] == unit
@@ -76,6 +80,8 @@ def test_constraints_keep_int8_off_hosts_and_units_without_its_products():
     assert "dot_needs_whole_vectors" in CONTRACTION.violations(
         op, HostCPU(AVX2), {**config, "NR": 12}
     )
+    transposed_a = int8_op(512, 256, 256, transpose_a=1)
+    assert "dot_needs_plain_layout" in CONTRACTION.violations(transposed_a, HostCPU(AVX2), config)
 
 
 def intrinsics(workload: Matmul, parameters: dict[str, int]) -> set[str]:
@@ -105,8 +111,10 @@ def test_the_int8_b_pack_interleaves_whole_vectors():
 
 
 def exact(workload: Matmul) -> np.ndarray:
+    """The int64 product of the workload's operands, as stored (transposed where it says)."""
     a, b = (x.astype(np.int64) for x in workload.inputs)
-    return a @ b
+    layout = workload.options["transpose"]
+    return (a.T if "a" in layout else a) @ (b.T if "b" in layout else b)
 
 
 @pytest.mark.jit
@@ -119,6 +127,8 @@ def exact(workload: Matmul) -> np.ndarray:
         ((96, 96, 2048), dot(96, 1024, 4)),  # several K blocks
         ((512, 64, 64), None),  # the selector's dot path
         ((4, 64, 128), dot(4, 128, 4)),  # skinny, forced onto the dot path
+        ((100, 48, 64, "b"), dot(100, 64, 5)),  # B stored [N, K]
+        ((256, 64, 96, "b"), None),  # B stored [N, K]: the selector's dot path
         ((128, 96, 64), {"UNIT": UNIT_FMA, "PACK": PACK_B}),  # widened to int32, packed
         ((1000, 999, 1001), None),  # odd and prime sizes: the selector's path
         ((1, 256, 96), None),  # one row
@@ -130,15 +140,17 @@ def exact(workload: Matmul) -> np.ndarray:
         "dot-k-blocks",
         "dot-selected",
         "dot-skinny",
+        "dot-b-transposed",
+        "dot-b-transposed-selected",
         "fma-packed",
         "odd",
         "one-row",
         "one-column",
     ],
 )
-def test_int8_kernels_are_exact(shape: tuple[int, int, int], parameters: dict[str, int] | None):
-    m, n, k = shape
-    workload = Matmul(M=m, N=n, K=k, dtype="i8")
+def test_int8_kernels_are_exact(shape: tuple, parameters: dict[str, int] | None):
+    m, n, k, *layout = shape
+    workload = Matmul(M=m, N=n, K=k, dtype="i8", transpose=layout[0] if layout else "none")
     result, verified = outputs(workload, parameters)
     assert verified and result.dtype == np.int32
     expected = exact(workload)

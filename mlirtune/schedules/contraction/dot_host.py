@@ -17,7 +17,13 @@ import z3
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, KnobVariables
 from mlirtune.schedules.contraction.blocking import blis_blocking, whole_block
-from mlirtune.schedules.contraction.dot import AMX_PAIRS, AMX_TILE, DOT_LANES, DOT_PAIR, transposed
+from mlirtune.schedules.contraction.dot import (
+    AMX_PAIRS,
+    AMX_TILE,
+    DOT_LANES,
+    DOT_PAIR,
+    unpaired_layouts,
+)
 from mlirtune.schedules.contraction.knob_values import PACK_NONE, UNIT_AMX, UNIT_DOT
 from mlirtune.schedules.contraction.packed_host import packed_register_tile
 from mlirtune.schedules.cpu_model import PAGE_BYTES, SKINNY_ROWS, register_tile
@@ -55,7 +61,7 @@ def dot_blocks(op: OpInfo, cpu: HostCPU) -> Config | None:
         # the dot path is the faster (32x4096x4096 37 against 20, 128x4096x4096 75 against
         # 39, 256^3 132 against 55).
         return None
-    if transposed(op):  # the pair packing takes the plain layout only (dot_needs_plain_layout)
+    if unpaired_layouts(op):  # layouts the pair packing cannot take (dot_needs_plain_layout)
         return None
     lanes = DOT_LANES[op.element_type]
     # Tiles of the kernel's vectors: 16 f32 lanes for bf16 (AVX-512 only), 8 int32 for int8.
@@ -101,7 +107,7 @@ def dot_constraints(op: OpInfo, cpu: HostCPU, knobs: KnobVariables) -> list[Cons
     off = f"UNIT not in ({UNIT_DOT}, {UNIT_AMX})"
     bf16_matmul = op.kind == "matmul" and op.element_type == "bf16"
     lanes = DOT_LANES.get(op.element_type, DOT_LANES["bf16"])
-    layout = transposed(op)
+    layout = unpaired_layouts(op)
     amx_k = DOT_PAIR * AMX_PAIRS
     return [
         Constraint(
@@ -124,9 +130,9 @@ def dot_constraints(op: OpInfo, cpu: HostCPU, knobs: KnobVariables) -> list[Cons
         ),
         Constraint(
             "dot_needs_plain_layout",
-            f"{off} or neither operand stored transposed (here: "
-            f"{', '.join(layout) or 'none'}): the pair paths pack K pairs of A [M, K] and "
-            "B [K, N] only",
+            f"{off} or no operand stored transposed that the pair paths cannot pack (here: "
+            f"{', '.join(layout) or 'none'}): they pack K pairs of A [M, K] and B [K, N], "
+            "and of an int8 B [N, K]",
             z3.Or(not_pairs, z3.BoolVal(not layout)),
         ),
         Constraint(
