@@ -69,11 +69,12 @@ def dot_unusable(op: OpInfo, parameters: Config) -> str | None:
     if p.get("UNIT") == UNIT_AMX and op.element_type != "bf16":
         return f"amx_needs_bf16: UNIT={UNIT_AMX} takes bf16 matmuls, not {op.element_type}"
     lanes = DOT_LANES[op.element_type]
-    if unpaired_layouts(op):
+    refused = unpaired_layouts(op)
+    if refused:
         return (
             f"dot_needs_plain_layout: UNIT={p.get('UNIT')} packs K pairs of A [M, K] and "
             f"B [K, N] (or an int8 B [N, K]) only, not {op.element_type} operands stored "
-            f"transposed ({', '.join(unpaired_layouts(op))})"
+            f"transposed ({', '.join(refused)})"
         )
     if k % DOT_PAIR or p["KC"] % DOT_PAIR:
         return f"dot_needs_k_pairs: K={k} and KC={p['KC']} must be even"
