@@ -19,6 +19,10 @@ from mlirtune.interfaces.op import OpInfo
 from mlirtune.ir.roots import ROOT_ATTRIBUTE
 
 ENTRY_POINT = "__transform_main"
+# The llvm.br property a loop's back edge takes its LLVM loop metadata from, and its value
+# that turns LLVM's unroller off (see `keep_rolled`).
+LOOP_ANNOTATION = "loop_annotation"
+NO_UNROLL = "#llvm.loop_annotation<unroll = <disable = true>>"
 
 
 class ScheduleBuilder:
@@ -191,6 +195,16 @@ class ScheduleBuilder:
         divide the trip count leaves an epilogue loop for the remaining iterations."""
         with self.at(step):
             loop.LoopUnrollOp(loop_handle, factor=factor)
+
+    def keep_rolled(self, loop_handles: Sequence[ir.Value], step: str) -> None:
+        """Mark these scf.for loops `llvm.loop.unroll.disable` (on their back edges, through
+        convert-scf-to-cf): unrolled whole, a fill's or a copy's loops leave a block of a
+        thousand stores, which LLVM's schedulers (quadratic in it) take a second to order."""
+        with self.at(step):
+            no_unroll = ir.Attribute.parse(NO_UNROLL)
+            param = transform.ParamConstantOp(transform.AnyParamType.get(), no_unroll).param
+            for handle in loop_handles:
+                transform.AnnotateOp(handle, LOOP_ANNOTATION, param=param)
 
     def apply_patterns(
         self,

@@ -265,7 +265,10 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
             for block, pack in enumerate(packs[name]):
                 width = mr if name == "a" else square or nr
                 tile, sizes = _panel_dims(op, name, copy_rows[block], width)
-                tiled, _ = s.tile(pack, tile, step=f"tile_pack_{name}_{block}")
+                tiled, copy_loops = s.tile(pack, tile, step=f"tile_pack_{name}_{block}")
+                # Unrolled by LLVM, a KC x NC block's copies were one block of 768 loads
+                # and stores, about a second of instruction scheduling.
+                s.keep_rolled(copy_loops, step=f"keep_pack_{name}_{block}_rolled")
                 with s.at(f"vectorize_pack_{name}_{block}"):
                     structured.VectorizeOp(tiled, vector_sizes=sizes)
         if partial or partial_tiles:

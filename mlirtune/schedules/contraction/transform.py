@@ -105,6 +105,7 @@ def contraction_schedule(op: OpInfo, parameters: dict[str, int]) -> ir.Module:
             s.unroll(k_step_loops[-1], ku, step="unroll_k")
         others = s.match(s.root, ["linalg.fill", "linalg.generic"], step="match_elementwise")
         _, elementwise_loops = s.tile(others, [*ones, mr, nr], step="register_tile_elementwise")
+        s.keep_rolled(elementwise_loops, step="keep_elementwise_rolled")
         function = s.match(s.root, ["func.func"], step="match_function")
         if remainders.any:
             # Innermost loops first: peeling an outer loop clones its body, already peeled.

@@ -34,10 +34,15 @@ from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.contraction.knob_values import PACK_NONE, UNIT_DOT, UNIT_FMA
 from mlirtune.schedules.cpu_model import SKINNY_ROWS
 
-# Marks the copies that widen the operands, and the rows and columns of one vectorized step
-# of them: 4 KiB of f32.
+# Marks the copies that widen the operands. They are vectorized a row of WIDENING_ROW
+# columns at a time: 512 B of f32, in registers from load to store. (Blocks of 8 such rows
+# were loaded whole before their first store: 64 vector registers' worth, spilled, and a
+# block of 900 instructions that LLVM's schedulers took half a second to order.)
 WIDENED_ATTRIBUTE = "mlirtune.widened"
-WIDENING_TILE = (8, 128)
+WIDENING_ROW = 128
+# Where the unpacked path widens: operands whose rows come in whole groups of
+# WIDENING_GROUP and whose columns in whole rows (see `widened_type`).
+WIDENING_GROUP = 8
 # The operand types widened, and the accumulator type they are widened to.
 WIDENED_TYPES = {("bf16", "bf16"): "f32", ("i8", "i8"): "i32"}
 
@@ -76,23 +81,26 @@ def _operand_shapes(op: OpInfo) -> list[tuple[int, int]]:
 
 
 def _whole_widening_tiles(shape: tuple[int, int]) -> bool:
-    """Whether a copy of `shape` tiles into WIDENING_TILE blocks with no partial ones (a row
-    shorter than a block is one whole block)."""
-    rows, columns = WIDENING_TILE
-    return shape[0] % rows == 0 and (shape[1] % columns == 0 or shape[1] < columns)
+    """Whether a copy of `shape` has whole WIDENING_GROUP-row groups and WIDENING_ROW-column
+    rows (a row shorter than WIDENING_ROW is one whole row): the shapes measured faster
+    widened, when the copies were vectorized in blocks of that many rows."""
+    return shape[0] % WIDENING_GROUP == 0 and (
+        shape[1] % WIDENING_ROW == 0 or shape[1] < WIDENING_ROW
+    )
 
 
 def vectorize_widening(s: ScheduleBuilder) -> None:
-    """The schedules' part: tile the widening copies into WIDENING_TILE blocks and
-    vectorize them, masked where a block is partial (the masks folded into the transfers
+    """The schedules' part: tile the widening copies into rows of WIDENING_ROW columns and
+    vectorize them, masked where a row is partial (the masks folded into the transfers
     of their own loops only: over the function, those patterns and canonicalization turned
     the packing copies back into slice copies, which bufferize into a scalar memref.copy)."""
     copies = s.match(s.root, ["linalg.copy"], "match_widening", attributes=[WIDENED_ATTRIBUTE])
     with s.at("vectorize_widening"):
         each = transform.ForeachOp([], [copies])
         with ir.InsertionPoint(each.body):
-            tiled = structured.TileUsingForOp(each.bodyTargets[0], sizes=list(WIDENING_TILE))
-            structured.VectorizeOp(tiled.tiled_linalg_op, vector_sizes=list(WIDENING_TILE))
+            row = [1, WIDENING_ROW]
+            tiled = structured.TileUsingForOp(each.bodyTargets[0], sizes=row)
+            structured.VectorizeOp(tiled.tiled_linalg_op, vector_sizes=row)
             patterns = transform.ApplyPatternsOp(tiled.loops[0])
             with ir.InsertionPoint(patterns.patterns):
                 tvector.apply_patterns_vector_lower_masked_transfers()
