@@ -19,8 +19,7 @@ from mlirtune.interfaces.op import OpInfo
 from mlirtune.ir.roots import ROOT_ATTRIBUTE
 
 ENTRY_POINT = "__transform_main"
-# The llvm.br property a loop's back edge takes its LLVM loop metadata from, and its value
-# that turns LLVM's unroller off (see `keep_rolled`).
+# The llvm.br property a back edge takes LLVM loop metadata from; its no-unroll value.
 LOOP_ANNOTATION = "loop_annotation"
 NO_UNROLL = "#llvm.loop_annotation<unroll = <disable = true>>"
 
@@ -197,9 +196,8 @@ class ScheduleBuilder:
             loop.LoopUnrollOp(loop_handle, factor=factor)
 
     def keep_rolled(self, loop_handles: Sequence[ir.Value], step: str) -> None:
-        """Mark these scf.for loops `llvm.loop.unroll.disable` (on their back edges, through
-        convert-scf-to-cf): unrolled whole, a fill's or a copy's loops leave a block of a
-        thousand stores, which LLVM's schedulers (quadratic in it) take a second to order."""
+        """Mark these scf.for loops `llvm.loop.unroll.disable`: unrolled whole, a fill's or
+        a copy's loops left a block of a thousand stores for LLVM's quadratic schedulers."""
         with self.at(step):
             no_unroll = ir.Attribute.parse(NO_UNROLL)
             param = transform.ParamConstantOp(transform.AnyParamType.get(), no_unroll).param

@@ -89,7 +89,7 @@ def test_packed_kernels_verify(engine, workload, pack):
     ids=["pack-b", "pack-ab", "odd", "b-n-by-k", "odd-transposed", "unpacked"],
 )
 def test_bf16_operands_are_widened_once_before_the_nest(engine, workload, pack):
-    """Each bf16 operand is converted to f32 once, in vectorized tiles, before the nest
+    """Each bf16 operand is converted to f32 once, a vectorized row at a time, before the nest
     (widen.py): the only conversions left are those tiles', and the micro-kernel FMAs f32."""
     parameters = {**BLOCKS, "PACK": pack}
 
@@ -100,7 +100,7 @@ def test_bf16_operands_are_widened_once_before_the_nest(engine, workload, pack):
 
     assert (
         scheduled(engine, workload, parameters, conversion)
-        == [("vector<8x128xbf16>", "vector<8x128xf32>")] * 2
+        == [("vector<1x128xbf16>", "vector<1x128xf32>")] * 2  # one row a step
     )
 
     def fma_type(op: ir.Operation) -> str | None:
