@@ -8,26 +8,19 @@ host."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import pytest
 from mlir import ir
 
 from mlirtune.api import engine_for
-from mlirtune.schedules.builder import NO_UNROLL
+from mlirtune.ir.inspect import largest_vector
+from mlirtune.schedules.builder import LOOP_ANNOTATION, NO_UNROLL
 from mlirtune.schedules.contraction.knob_values import PACK_B, PACK_NONE, UNIT_DOT, UNIT_FMA
 from mlirtune.schedules.contraction.widen import WIDENING_ROW
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads import Conv2d, Matmul, Mlp
 from tests.schedules.test_int8_contraction_path import AVX2
-
-
-def _walk(module: ir.Module, visit: Callable[[ir.Operation], None]) -> None:
-    def each(op: ir.Operation) -> ir.WalkResult:
-        visit(op)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(each)
+from tests.schedules.test_packed_contraction_path import scheduled
 
 
 def rolled_back_edges(module: ir.Module) -> int:
@@ -36,54 +29,22 @@ def rolled_back_edges(module: ir.Module) -> int:
     no_unroll = ir.Attribute.parse(NO_UNROLL, module.context)
     count = 0
 
-    def visit(op: ir.Operation) -> None:
+    def visit(op: ir.Operation) -> ir.WalkResult:
         nonlocal count
-        if op.name == "llvm.br" and "loop_annotation" in op.attributes:
-            count += op.attributes["loop_annotation"] == no_unroll
+        if op.name == "llvm.br" and LOOP_ANNOTATION in op.attributes:
+            count += op.attributes[LOOP_ANNOTATION] == no_unroll
+        return ir.WalkResult.ADVANCE
 
-    _walk(module, visit)
+    module.operation.walk(visit)
     return count
 
 
-def largest_vector(module: ir.Module) -> int:
-    """The most elements any vector value of `module` holds."""
-    largest = 0
-
-    def visit(op: ir.Operation) -> None:
-        nonlocal largest
-        for value in op.results:
-            if isinstance(value.type, ir.VectorType):
-                largest = max(largest, math.prod(ir.VectorType(value.type).shape))
-
-    _walk(module, visit)
-    return largest
-
-
-def _after_schedule(engine, workload, parameters, measure: Callable[[ir.Module], int]) -> int:
-    """`measure` of the payload right after its schedule stage (the module is lowered in
-    place afterwards)."""
-    seen: dict[str, int] = {}
-
-    def observer(name: str, module: ir.Module) -> None:
-        if name.startswith("schedule "):
-            seen["measure"] = measure(module)
-
-    engine.lower_payload(workload, parameters, observer=observer)
-    return seen["measure"]
-
-
-def widening_step(module: ir.Module) -> int:
-    """The most values one extension (arith.extsi: a vector of narrow values widened) of
-    `module` takes: what one step of a widening copy moves."""
-    most = 0
-
-    def visit(op: ir.Operation) -> None:
-        nonlocal most
-        if op.name == "arith.extsi" and isinstance(op.results[0].type, ir.VectorType):
-            most = max(most, math.prod(ir.VectorType(op.results[0].type).shape))
-
-    _walk(module, visit)
-    return most
+def extended_values(op: ir.Operation) -> int | None:
+    """How many values an extension (arith.extsi of a vector: narrow values widened)
+    takes, or None for other ops: what one step of a widening copy moves."""
+    if op.name == "arith.extsi" and isinstance(op.results[0].type, ir.VectorType):
+        return math.prod(ir.VectorType(op.results[0].type).shape)
+    return None
 
 
 UNPACKED = {"MC": 64, "NC": 64, "KC": 128, "MR": 4, "NR": 16, "PACK": PACK_NONE, "UNIT": UNIT_FMA}
@@ -117,7 +78,7 @@ def test_int8_widening_copies_move_one_row_at_a_time():
     engine = engine_for(HostCPU(AVX2), use_specs=False)
     # A block of rows per step was loaded whole before its first store: spilled, and a
     # block of 900 instructions for LLVM's schedulers.
-    assert _after_schedule(engine, workload, parameters, widening_step) == WIDENING_ROW
+    assert max(scheduled(engine, workload, parameters, extended_values)) == WIDENING_ROW
 
 
 def test_packed_filter_conv_keeps_no_block_sized_vector():
@@ -125,5 +86,11 @@ def test_packed_filter_conv_keeps_no_block_sized_vector():
     # one vector<56x56x8xf32> it unrolled into 3136 row transfers (2.6 s of compile).
     workload = Conv2d(H=58, W=58, C=64, F=64)
     parameters = {"OW_TILE": 14, "F_TILE": 8, "C_TILE": 1, "OH_TILE": 1, "PACK_FILTER": 1}
-    engine = engine_for(HostCPU(AVX2), use_specs=False)
-    assert _after_schedule(engine, workload, parameters, largest_vector) <= 14 * 8
+    largest: list[int] = []
+
+    def observe(stage: str, module: ir.Module) -> None:
+        if stage.startswith("schedule"):
+            largest.append(largest_vector(module))
+
+    engine_for(HostCPU(AVX2), use_specs=False).lower_payload(workload, parameters, observer=observe)
+    assert largest and max(largest) <= 14 * 8
