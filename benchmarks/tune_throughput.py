@@ -4,11 +4,12 @@
 
 Steady state: workers are started (and the reference computed) before the clock starts;
 the rate then covers what each candidate costs in the search (compile in parallel workers,
-verify, time on the benchmark core). End to end: the whole `mlirtune tune ... --strategy
-random` command as a subprocess with a fresh database (nothing resumed), timed by the wall
-clock from start-up to exit, so process start-up, the workers' start, both baseline
-measurements and the final race count too. Each candidate's status is counted, so a fast
-but failing evaluation cannot pass for throughput.
+verify, time on the benchmark core, cut short once surely slower than the fastest so far).
+End to end: the whole `mlirtune tune ... --strategy random` command as a subprocess with a
+fresh database (nothing resumed), timed by the wall clock from start-up to exit, so process
+start-up, the workers' start, both baseline measurements and the final race count too.
+Each candidate's status is counted, so a fast but failing evaluation cannot pass for
+throughput.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from pathlib import Path
 
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.tune.evaluator import EvaluatorSettings, IsolatedEvaluator
+from mlirtune.tune.outcome import Outcome
 from mlirtune.tune.problem import generate
+from mlirtune.tune.tuner import CUTOFF_FACTOR, cutoff_after
 from mlirtune.workloads import Matmul
 
 SHAPE = ("M=256", "N=256", "K=256")
@@ -38,10 +41,16 @@ def steady_state(candidates: int, seed: int, workers: int | None) -> None:
     configs = problem.space.sample(candidates + 2, seed=seed)
     values = [problem.slot_values(c) for c in configs]
     settings = EvaluatorSettings(workers=workers)
+    outcomes: list[Outcome] = []
+    pending = iter(values[2:])
     with IsolatedEvaluator(workload, problem.target, settings=settings) as evaluator:
-        evaluator.evaluate_all(values[:2])  # start the workers
+        warm = evaluator.evaluate_all(values[:2])  # start the workers
         start = time.perf_counter()
-        outcomes = evaluator.evaluate_all(values[2:])
+        evaluator.evaluate(
+            lambda: next(pending, None),
+            lambda _, outcome: outcomes.append(outcome),
+            lambda _: cutoff_after(CUTOFF_FACTOR, warm + outcomes),  # as the search does
+        )
         elapsed = time.perf_counter() - start
     statuses = Counter(o.status for o in outcomes)
     print(f"space: {problem.space.count()} configs; workers: {evaluator.worker_count}")

@@ -1,5 +1,6 @@
 """Adaptive sampling around a native timer: warm up by time, batch calls into 1-5 ms samples,
-stop once the bootstrap CI of the median is tight or the time cap is hit."""
+stop once the bootstrap CI of the median is tight, lies wholly above the cutoff, or the time
+cap is hit."""
 
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ def run_benchmark(timer: NativeTimer, options: BenchOptions) -> np.ndarray:
             break
         low, high = median_ci(np.asarray(samples))
         if (high - low) / 2 <= options.rel_ci * float(np.median(samples)):
+            break
+        if options.cutoff_s is not None and low > options.cutoff_s:
             break
     return np.asarray(samples)
 

@@ -19,6 +19,10 @@ class BenchOptions:
     max_time_s: float = 1.0
     rel_ci: float = 0.01  # stop when the 95% CI half-width is within 1% of the median
     chunk: int = 10  # samples per native call
+    # Stop as soon as the median is surely slower than this many seconds per call (the
+    # whole CI above it): a tuning candidate that cannot be among the fastest needs a rank,
+    # not a precise time.
+    cutoff_s: float | None = None
 
 
 @dataclass(frozen=True)

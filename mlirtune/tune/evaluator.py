@@ -112,11 +112,14 @@ class IsolatedEvaluator:
         self,
         next_config: Callable[[], Config | None],
         on_result: Callable[[Config, Outcome], None],
+        cutoff: Callable[[Config], float | None] | None = None,
     ) -> None:
         """Pull configs from `next_config` (None: no more) while workers are free and report
         each outcome to `on_result` as soon as it is known, in completion order. A freed
         worker gets its next config before the outcome is reported, so that it compiles
-        while `on_result` works (e.g. commits to the database)."""
+        while `on_result` works (e.g. commits to the database). `cutoff(config)`, asked as
+        the config is handed out: the time per call past which its timing may stop early
+        (`BenchOptions.cutoff_s`), None to measure it in full."""
         exhausted = False
 
         def refill() -> None:
@@ -128,7 +131,8 @@ class IsolatedEvaluator:
                 config = next_config()
                 exhausted = config is None
                 if config is not None:
-                    self._assign(index, ("evaluate", config), config)
+                    limit = cutoff(config) if cutoff else None
+                    self._assign(index, ("evaluate", config, limit), config)
 
         refill()
         while busy := [w for w in self._workers if w is not None and w.job is not None]:

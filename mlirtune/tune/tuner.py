@@ -27,6 +27,11 @@ from mlirtune.tune.strategies import config_key, strategy_class
 
 # Worker processes the final race's rounds are split over (see `race_finalists`).
 RACE_PROCESSES = 2
+# A candidate's timing stops early once its median is surely (the whole CI) this many times
+# the fastest median so far: it needs a rank, and the finalists are raced again anyway.
+# Most of a search's candidates are that slow; on a 256^3 matmul, timing them in full was
+# a third of each candidate's cost.
+CUTOFF_FACTOR = 1.2
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,7 @@ class TuneOptions:
     finalists: int = 3
     race_rounds: int = 5
     drift_tolerance: float = 0.03  # baseline first vs last, relative
+    cutoff_factor: float | None = CUTOFF_FACTOR  # None: time every candidate in full
     starters: tuple[Config, ...] = ()  # evaluated first, e.g. a spec library's entry
     evaluator: EvaluatorSettings = field(default_factory=EvaluatorSettings)
 
@@ -51,6 +57,12 @@ class TuneOptions:
         if self.time_limit_s is not None and self.time_limit_s <= 0:
             raise UsageError(
                 f"--time-limit must be positive, not {self.time_limit_s}", stage="tune"
+            )
+        if self.cutoff_factor is not None and self.cutoff_factor < 1:
+            raise UsageError(
+                f"cutoff_factor must be at least 1 (or None), not {self.cutoff_factor}: "
+                "below 1 it would cut short candidates faster than the fastest so far",
+                stage="tune",
             )
         strategy_class(self.strategy)
 
@@ -224,8 +236,16 @@ def tune(
             db.record(key, slot_values, outcome)
             record(problem.config_of(slot_values), outcome, from_db=False)
 
+        def cutoff(slot_values: dict[str, int]) -> float | None:
+            """The baseline is always measured in full: its drift check compares its two
+            medians."""
+            if slot_values is first or slot_values is last:
+                return None
+            outcomes = [c.outcome for c in candidates] + list(baselines.values())
+            return cutoff_after(options.cutoff_factor, outcomes)
+
         observer.phase("search")
-        ev.evaluate(next_config, on_result)
+        ev.evaluate(next_config, on_result, cutoff)
         seconds = {"search": time.monotonic() - started}  # with both baselines
         baseline_first, baseline_last = baselines["first"], baselines["last"]
         drift = _relative_change(baseline_first, baseline_last)
@@ -244,6 +264,13 @@ def tune(
         problem, strategy.name, candidates, resumed, baseline_first, baseline_last, race,
         winner, verdict, warnings, seconds,
     )  # fmt: skip
+
+
+def cutoff_after(factor: float | None, outcomes: list[Outcome]) -> float | None:
+    """The time per call past which a candidate's timing may stop (`BenchOptions.cutoff_s`):
+    `factor` times the fastest median among `outcomes`; None without a factor or a median."""
+    medians = [o.median_s for o in outcomes if o.ok]
+    return factor * min(medians) if factor is not None and medians else None
 
 
 def _spent(options: TuneOptions, asked: int, started: float) -> bool:

@@ -12,6 +12,7 @@ candidate is being timed.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import os
 import pickle
@@ -102,16 +103,17 @@ def main() -> None:
 
 
 def serve(connection: Connection, setup: WorkerSetup) -> None:
-    """Serve ("evaluate", params) and ("race", [params], rounds, until_settled) requests
+    """Serve ("evaluate", params, cutoff_s) and ("race", [params], rounds, until_settled) requests
     until None or until the parent goes away."""
     _redirect_output(setup.log_path)
     resource.setrlimit(resource.RLIMIT_AS, (setup.memory_bytes, setup.memory_bytes))
     # The parent admitted the workload for all workers against the machine's budget; here
     # the cap is the limit (the memory available now already excludes the siblings' arrays).
     set_memory_budget(max(1, setup.memory_bytes - WORKER_OVERHEAD_BYTES))
-    # One small module at a time, one worker per core: no thread pool per context, and the
-    # lowered module verified once rather than after every pass (see CompileChecks).
+    # One small module at a time, one worker per core: no thread pool, the lowered module
+    # verified once rather than after every pass, and one context (see CompileChecks).
     COMPILE_CHECKS.context_threads = COMPILE_CHECKS.verify_each_pass = False
+    COMPILE_CHECKS.fresh_contexts = False
     engine = setup.make_engine(setup.target, setup.pipeline, use_specs=False)
     flops = setup.workload.get_complexity().flops
     setup.workload.reference_outputs  # noqa: B018 - computed once, before any timeout runs
@@ -128,7 +130,7 @@ def serve(connection: Connection, setup: WorkerSetup) -> None:
         kind, *arguments = request
         try:
             if kind == "evaluate":
-                reply = _evaluate(connection, setup, engine, arguments[0], flops)
+                reply = _evaluate(connection, setup, engine, *arguments, flops=flops)
             else:
                 reply = _race(connection, setup, engine, *arguments)
         finally:
@@ -137,9 +139,16 @@ def serve(connection: Connection, setup: WorkerSetup) -> None:
 
 
 def _evaluate(
-    connection: Connection, setup: WorkerSetup, engine: MlirJitEngine, params: dict, flops: float
+    connection: Connection,
+    setup: WorkerSetup,
+    engine: MlirJitEngine,
+    params: dict,
+    cutoff_s: float | None,
+    *,
+    flops: float,
 ) -> Outcome:
     workload = setup.workload
+    options = dataclasses.replace(setup.bench_options, cutoff_s=cutoff_s)
     started = time.perf_counter()
     try:
         engine.compile(workload, params)
@@ -153,9 +162,7 @@ def _evaluate(
     verified = time.perf_counter()
     with _benchmark_slot(connection, setup):
         locked = time.perf_counter()
-        result = engine.benchmark(
-            workload, params, check_correctness=False, options=setup.bench_options
-        )
+        result = engine.benchmark(workload, params, check_correctness=False, options=options)
     seconds = {
         "compile_s": compiled - started,
         "verify_s": verified - compiled,

@@ -1,5 +1,7 @@
 """Sampling and statistics, driven by synthetic timers (no wall-clock assertions)."""
 
+from dataclasses import replace
+
 import numpy as np
 
 from mlirtune.bench.harness import run_benchmark
@@ -55,3 +57,15 @@ def test_slow_calls_take_fewer_samples_where_they_fill_the_time_cap():
     samples = run_benchmark(timer, BenchOptions(warmup_s=0.0, min_samples=10, max_time_s=1.0))
     assert len(samples) == 3  # 3 x 0.4 s fill the 1 s cap; never fewer than 3
     assert sum(n for it, n in calls if n > 1) == 3  # not 10 timed, 7 of them thrown away
+
+
+def test_a_median_surely_above_the_cutoff_stops_at_the_minimum():
+    timer, _ = _fake_timer(per_call_ns=50_000, noise=0.05)
+    options = BenchOptions(max_samples=200, max_time_s=60, rel_ci=1e-6, min_samples=10)
+    assert len(run_benchmark(timer, replace(options, cutoff_s=40e-6))) == 10
+
+
+def test_a_median_near_the_cutoff_is_measured_in_full():
+    timer, _ = _fake_timer(per_call_ns=50_000, noise=0.05)
+    options = BenchOptions(max_samples=200, max_time_s=60, rel_ci=1e-6, min_samples=10)
+    assert len(run_benchmark(timer, replace(options, cutoff_s=50e-6))) == 200

@@ -6,6 +6,7 @@ from mlir import ir
 from mlirtune.bench.timer import TIMER_ENTRY
 from mlirtune.engine import MlirJitEngine
 from mlirtune.interfaces.errors import MlirtuneError
+from mlirtune.ir import context as context_module
 from mlirtune.ir.context import COMPILE_CHECKS, new_context, verify_lowered
 from mlirtune.runtime import AcceleratorDevice
 from mlirtune.workloads import Matmul
@@ -109,14 +110,30 @@ def test_lowered_payload_has_no_stack_buffers(engine):
 
 @pytest.fixture
 def lean_compiles(monkeypatch):
-    """Compile as a tuning worker does: no context thread pool, one verification at the end."""
+    """Compile as a tuning worker does: no context thread pool, one verification at the end,
+    one context for every compile."""
     monkeypatch.setattr(COMPILE_CHECKS, "context_threads", False)
     monkeypatch.setattr(COMPILE_CHECKS, "verify_each_pass", False)
+    monkeypatch.setattr(COMPILE_CHECKS, "fresh_contexts", False)
+    monkeypatch.setattr(context_module, "_reused", [])
 
 
 def test_lean_compiles_give_verified_results(lean_compiles, engine):
     workload = Matmul(M=48, N=40, K=24)
     assert engine.execute(workload, {"MC": 16, "NC": 16, "KC": 8}).verification.ok
+
+
+def test_lean_compiles_share_one_context(lean_compiles, engine):
+    """Candidates compiled one after another in one context (as a tuning worker does) each
+    lower and verify, the later ones after the earlier are dropped."""
+    workload = Matmul(M=48, N=40, K=24)
+    engine.clear_cache()  # compiled by an earlier test, in its own context
+    context = engine.compile(workload, {"MC": 16, "NC": 16, "KC": 8}).module.context
+    engine.clear_cache()
+    for config in ({"MC": 8, "NC": 40, "KC": 24}, {"MC": 48, "NC": 8, "KC": 16}):
+        assert engine.execute(workload, config).verification.ok
+        assert engine.compile(workload, config).module.context == context
+        engine.clear_cache()
 
 
 def test_lean_compiles_still_refuse_invalid_lowered_ir(lean_compiles):

@@ -197,14 +197,14 @@ def issued(monkeypatch) -> list[dict[str, int]]:
     evaluate = IsolatedEvaluator.evaluate
     pulled_configs: list[dict[str, int]] = []
 
-    def spy(self, next_config, on_result):
+    def spy(self, next_config, on_result, cutoff=None):
         def pulled():
             config = next_config()
             if config is not None:
                 pulled_configs.append(config)
             return config
 
-        return evaluate(self, pulled, on_result)
+        return evaluate(self, pulled, on_result, cutoff)
 
     monkeypatch.setattr(IsolatedEvaluator, "evaluate", spy)
     return pulled_configs
