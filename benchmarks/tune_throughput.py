@@ -29,7 +29,7 @@ from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.tune.evaluator import EvaluatorSettings, IsolatedEvaluator
 from mlirtune.tune.outcome import Outcome
 from mlirtune.tune.problem import generate
-from mlirtune.tune.tuner import CUTOFF_FACTOR, cutoff_after
+from mlirtune.tune.tuner import CUTOFF_FACTOR, Cutoff
 from mlirtune.workloads import Matmul
 
 SHAPE = ("M=256", "N=256", "K=256")
@@ -43,14 +43,17 @@ def steady_state(candidates: int, seed: int, workers: int | None) -> None:
     settings = EvaluatorSettings(workers=workers)
     outcomes: list[Outcome] = []
     pending = iter(values[2:])
+    cutoff = Cutoff(CUTOFF_FACTOR)  # as the search cuts candidates short
+
+    def on_result(_: dict[str, int], outcome: Outcome) -> None:
+        outcomes.append(outcome)
+        cutoff.saw(outcome)
+
     with IsolatedEvaluator(workload, problem.target, settings=settings) as evaluator:
-        warm = evaluator.evaluate_all(values[:2])  # start the workers
+        for outcome in evaluator.evaluate_all(values[:2]):  # start the workers
+            cutoff.saw(outcome)
         start = time.perf_counter()
-        evaluator.evaluate(
-            lambda: next(pending, None),
-            lambda _, outcome: outcomes.append(outcome),
-            lambda _: cutoff_after(CUTOFF_FACTOR, warm + outcomes),  # as the search does
-        )
+        evaluator.evaluate(lambda: next(pending, None), on_result, lambda _: cutoff.seconds())
         elapsed = time.perf_counter() - start
     statuses = Counter(o.status for o in outcomes)
     print(f"space: {problem.space.count()} configs; workers: {evaluator.worker_count}")

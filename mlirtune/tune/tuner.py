@@ -11,6 +11,7 @@ have been evaluated.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -222,8 +223,11 @@ def tune(
                 resumed += 1
                 record(config, stored, from_db=True)
 
+        cutoff = Cutoff(options.cutoff_factor)
+
         def record(config: Config, outcome: Outcome, from_db: bool) -> None:
             candidates.append(Candidate(config, outcome))
+            cutoff.saw(outcome)
             strategy.tell(config, outcome)
             observer.result(config, outcome, from_db)
 
@@ -232,20 +236,18 @@ def tune(
                 baselines["first" if slot_values is first else "last"] = _baseline(
                     problem, db, outcome
                 )
+                cutoff.saw(outcome)
                 return
             db.record(key, slot_values, outcome)
             record(problem.config_of(slot_values), outcome, from_db=False)
 
-        def cutoff(slot_values: dict[str, int]) -> float | None:
+        def cutoff_of(slot_values: dict[str, int]) -> float | None:
             """The baseline is always measured in full: its drift check compares its two
             medians."""
-            if slot_values is first or slot_values is last:
-                return None
-            outcomes = [c.outcome for c in candidates] + list(baselines.values())
-            return cutoff_after(options.cutoff_factor, outcomes)
+            return None if slot_values is first or slot_values is last else cutoff.seconds()
 
         observer.phase("search")
-        ev.evaluate(next_config, on_result, cutoff)
+        ev.evaluate(next_config, on_result, cutoff_of)
         seconds = {"search": time.monotonic() - started}  # with both baselines
         baseline_first, baseline_last = baselines["first"], baselines["last"]
         drift = _relative_change(baseline_first, baseline_last)
@@ -266,11 +268,24 @@ def tune(
     )  # fmt: skip
 
 
-def cutoff_after(factor: float | None, outcomes: list[Outcome]) -> float | None:
+@dataclass
+class Cutoff:
     """The time per call past which a candidate's timing may stop (`BenchOptions.cutoff_s`):
-    `factor` times the fastest median among `outcomes`; None without a factor or a median."""
-    medians = [o.median_s for o in outcomes if o.ok]
-    return factor * min(medians) if factor is not None and medians else None
+    `factor` times the fastest median seen so far (kept as outcomes come, not recomputed
+    from all of them per candidate)."""
+
+    factor: float | None
+    fastest_s: float = math.inf
+
+    def saw(self, outcome: Outcome) -> None:
+        if outcome.ok:
+            self.fastest_s = min(self.fastest_s, outcome.median_s)
+
+    def seconds(self) -> float | None:
+        """None without a factor, or before the first median."""
+        if self.factor is None or math.isinf(self.fastest_s):
+            return None
+        return self.factor * self.fastest_s
 
 
 def _spent(options: TuneOptions, asked: int, started: float) -> bool:
