@@ -238,12 +238,16 @@ class SearchSpace:
         return self._configs
 
     def _walk(self) -> list[tuple[int, ...]] | None:
-        """Depth-first over the domains in declaration order, each constraint checked once
+        """Depth-first over the domains, smallest first, each constraint checked once
         its last knob has a value; None when a divisor is zero (z3 leaves x/0 unspecified,
         so z3 decides those)."""
         domains = list(self.domains.values())
+        # Knobs with few values first: the constraints that use them (mostly switches, such
+        # as PACK or UNIT) are checked, and prune, near the root.
+        order = sorted(range(len(domains)), key=lambda knob: len(domains[knob]))
+        depth_of = {knob: depth for depth, knob in enumerate(order)}
         checks: list[list[Callable]] = [[] for _ in domains]
-        point: list = [None] * len(domains)
+        point: list = [None] * len(domains)  # in declaration order
         for predicate in self._predicates:
             function, used = predicate
             if not used:  # no knob: true or false for every config
@@ -253,12 +257,13 @@ class SearchSpace:
                 except ZeroDivisionError:
                     return None
                 continue
-            checks[max(used)].append(function)
+            checks[max(depth_of[knob] for knob in used)].append(function)
         found: list[tuple[int, ...]] = []
 
         def descend(depth: int) -> None:
-            for value in domains[depth]:
-                point[depth] = value
+            knob = order[depth]
+            for value in domains[knob]:
+                point[knob] = value
                 if all(check(point) for check in checks[depth]):
                     if depth + 1 == len(domains):
                         found.append(tuple(point))
