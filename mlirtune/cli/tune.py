@@ -53,7 +53,8 @@ How it works: the pipeline's schedule declares its knobs; constraints for the op
 this CPU (register file, L1/L2 sizes, divisibility) give the search space. The baseline
 (the parameter selector's choice) is timed first and last; every candidate is compiled,
 verified and timed in an isolated worker (a crash, hang or wrong result is recorded, never
-fatal); the fastest few are raced against the baseline in interleaved rounds, and a winner
+fatal; its timing stops early once its samples show it surely 1.2x slower than the fastest
+so far); the fastest few are raced against the baseline in interleaved rounds, and a winner
 is declared only if it beats the baseline in every round.
 
 Every result is saved at once in the tuning database (--db, default: see `mlirtune db
