@@ -13,6 +13,7 @@ import inspect
 from collections.abc import Callable
 
 from mlirtune.interfaces.errors import UsageError
+from mlirtune.ir.deallocate import deallocate_buffers
 from mlirtune.ir.expand_exp import expand_exp
 from mlirtune.ir.expand_math import expand_math
 from mlirtune.ir.flat_conv import flatten_conv_rows
@@ -26,6 +27,7 @@ from mlirtune.schedules.contraction.widen import widen_narrow_operands
 Step = Callable[..., None]  # (module, **arguments)
 
 STEPS: dict[str, Step] = {
+    "deallocate-buffers": deallocate_buffers,
     "prepare-gpu-kernels": prepare_kernels,
     "flatten-narrow-transfers": flatten_narrow_transfers,
     "flatten-conv-rows": flatten_conv_rows,
