@@ -4,7 +4,8 @@ A `step: NAME {key=value ...}` stage calls STEPS[NAME] on the module in place, w
 stage's arguments as keyword arguments (e.g. `expand-exp {isa=$ISA}`: the target's vector ISA
 picks how exp scales by a power of two). Steps are for fix-ups that no upstream pass performs
 (e.g. `prepare-gpu-kernels`: FMA contraction and noalias kernel arguments between kernel
-outlining and `nvvm-attach-target`).
+outlining and `nvvm-attach-target`), and for upstream pipelines that run only where they have
+work (`deallocate-buffers`).
 """
 
 from __future__ import annotations
