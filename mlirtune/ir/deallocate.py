@@ -1,10 +1,11 @@
 """Free a module's heap buffers after bufferization, where it has any.
 
 MLIR's `buffer-deallocation-pipeline` places the frees of `memref.alloc` (and `realloc`)
-buffers. On a module that allocates nothing it only canonicalizes, which the descriptor's
-later stages do anyway. Many tuning candidates allocate nothing (the unpacked matmuls), and
-skipping the pipeline saved a 256^3 candidate about 4 ms of its 100 ms compile (median of 30
-configs, paired).
+buffers. On a module that allocates nothing it only canonicalizes, runs cse and
+canonicalizes again, which the descriptor does after this step anyway. Many tuning
+candidates allocate nothing (the unpacked matmuls): skipping the pipeline saved about 3 ms
+of a 256^3 matmul candidate's compile and 6 ms of a 1024^3 one (medians of 30 configs,
+paired), and lowered 48 sampled configs of 8 workloads to the same code.
 
 Registered as the descriptor step `deallocate-buffers` (mlirtune.pipeline.steps).
 """
