@@ -64,7 +64,7 @@ def test_compiled_kernel_has_an_unoptimised_timer_and_non_inlined_payload(engine
     # The timer is not optimised (LLVM's time on it would be a share of every compile).
     for name in (TIMER_ENTRY, f"_mlir_ciface_{TIMER_ENTRY}"):
         attributes = ir.ArrayAttr(functions[name].attributes["passthrough"])
-        assert ir.StringAttr.get("optnone", passthrough.context) in list(attributes)
+        assert ir.StringAttr.get("optnone", attributes.context) in list(attributes)
 
 
 def test_compile_is_cached(engine):
