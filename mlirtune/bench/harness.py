@@ -1,5 +1,5 @@
 """Adaptive sampling around a native timer: warm up by time, batch calls into 1-5 ms samples,
-stop once the bootstrap CI of the median is tight, lies wholly above the cutoff, or the time
+stop once the 95% CI of the median is tight, lies wholly above the cutoff, or the time
 cap is hit."""
 
 from __future__ import annotations

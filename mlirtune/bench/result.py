@@ -13,7 +13,7 @@ from mlirtune.interfaces.workload import Complexity
 
 
 def statistics_of(seconds: np.ndarray) -> Statistics:
-    """Median, min, IQR, a bootstrap CI of the median and the CV of per-call times."""
+    """Median, min, IQR, a 95% CI of the median (`median_ci`) and the CV of per-call times."""
     q1, q3 = np.percentile(seconds, [25, 75])
     low, high = median_ci(seconds)
     mean = float(np.mean(seconds))

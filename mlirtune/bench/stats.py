@@ -2,16 +2,38 @@
 
 from __future__ import annotations
 
+import functools
+import math
+
 import numpy as np
 
+# Resamples of a bootstrap (mlirtune.suite.compare: intervals of ratios of medians).
 BOOTSTRAP_RESAMPLES = 1000
 
 
-def median_ci(samples: np.ndarray, confidence: float = 0.95, seed: int = 0) -> tuple[float, float]:
-    """Percentile-bootstrap confidence interval of the median."""
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, len(samples), size=(BOOTSTRAP_RESAMPLES, len(samples)))
-    medians = np.median(samples[picks], axis=1)
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(medians, [tail, 100 - tail])
-    return float(low), float(high)
+def median_ci(samples: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
+    """Distribution-free confidence interval of the median: the order statistics at ranks
+    j and n + 1 - j, where j is the largest rank whose binomial tail P(Bin(n, 1/2) < j)
+    stays within (1 - confidence) / 2. Its coverage holds for any continuous distribution
+    of the samples, it is the same on every call, and it costs one sort: a bootstrap of the
+    median cost about 1 ms per call at 10 to 50 samples, which the benchmark harness paid
+    between samples. With 5 samples or fewer it is their whole range, which then covers the
+    median less often than asked."""
+    ordered = np.sort(np.asarray(samples, dtype=np.float64))
+    low = _lower_rank(len(ordered), confidence)
+    return float(ordered[low]), float(ordered[len(ordered) - 1 - low])
+
+
+@functools.cache
+def _lower_rank(n: int, confidence: float) -> int:
+    """The 0-based index of the interval's lower order statistic among n samples: the
+    largest k with P(Bin(n, 1/2) <= k) <= (1 - confidence) / 2, else 0. Exact, in integers
+    over 2^n."""
+    allowed = (1 - confidence) / 2 * 2**n
+    below, rank = 0, 0
+    for k in range(n // 2):
+        below += math.comb(n, k)
+        if below > allowed:
+            break
+        rank = k
+    return rank

@@ -52,6 +52,25 @@ def test_statistics():
     assert low <= stats.median <= high
 
 
+def test_the_median_ci_takes_the_binomial_order_statistics():
+    values = np.arange(1.0, 11.0)[::-1]  # ten samples, unsorted
+    # P(Bin(10, 1/2) <= 1) = 11/1024 is within 2.5%, P(<= 2) = 56/1024 is not: ranks 2 and 9.
+    assert median_ci(values) == (2.0, 9.0)
+    # Twenty: P(<= 5) = 2.07%, P(<= 6) = 5.77%: ranks 6 and 15.
+    assert median_ci(np.arange(1.0, 21.0)) == (6.0, 15.0)
+    # Five or fewer: no rank is that unlikely, so the whole range.
+    assert median_ci(np.array([3.0, 1.0, 2.0])) == (1.0, 3.0)
+    assert median_ci(np.array([4.0])) == (4.0, 4.0)
+
+
+def test_the_median_ci_covers_the_median_as_often_as_it_says():
+    rng = np.random.default_rng(7)
+    for n in (6, 10, 25, 60):
+        draws = rng.lognormal(0.0, 0.3, size=(4000, n))  # true median 1
+        covered = np.mean([low <= 1.0 <= high for low, high in map(median_ci, draws)])
+        assert 0.94 <= covered <= 0.99, (n, covered)
+
+
 def test_slow_calls_take_fewer_samples_where_they_fill_the_time_cap():
     timer, calls = _fake_timer(per_call_ns=400_000_000)  # 0.4 s a call
     samples = run_benchmark(timer, BenchOptions(warmup_s=0.0, min_samples=10, max_time_s=1.0))
