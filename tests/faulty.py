@@ -12,6 +12,7 @@ import functools
 
 from mlirtune.engine.mlir_jit import MlirJitEngine
 from mlirtune.interfaces.engine import ExecutionResult
+from mlirtune.interfaces.errors import VerificationError
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.tune.worker import EngineFactory
 
@@ -23,8 +24,19 @@ class FaultyEngine(MlirJitEngine):
         super().__init__(**kwargs)
         self.faults = faults
 
+    def benchmark(self, workload, schedule_parameters=None, check_correctness=True, **options):
+        """A faulty config's verification run fails as `execute`'s does (and then refuses,
+        as the engine's own does), before any timing."""
+        if check_correctness and self._fault(schedule_parameters):
+            verification = self.execute(workload, schedule_parameters).verification
+            raise VerificationError(verification.summary(), stage="verify")
+        return super().benchmark(workload, schedule_parameters, check_correctness, **options)
+
+    def _fault(self, schedule_parameters) -> str | None:
+        return self.faults.get(tuple(sorted((schedule_parameters or {}).items())))
+
     def execute(self, workload, schedule_parameters=None, check_correctness=True):
-        fault = self.faults.get(tuple(sorted((schedule_parameters or {}).items())))
+        fault = self._fault(schedule_parameters)
         if fault == "segfault":
             ctypes.string_at(0)
         if fault == "hang":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -213,18 +214,21 @@ class MlirJitEngine(DescriptorEngine):
         schedule_parameters: dict[str, int] | None = None,
         check_correctness: bool = True,
         options: BenchOptions | None = None,
+        timing_slot: AbstractContextManager[object] | None = None,
     ) -> BenchResult:
         check_memory(workload, "benchmark", verify=check_correctness)
         kernel = self.compile(workload, schedule_parameters)
         options = options or BenchOptions()
         with workload.allocate(self) as buffers:
-            verification = None
-            if check_correctness:  # once, untimed, before any timing
-                kernel.call(buffers)
+            timer = kernel.timer(buffers)
+            verification, first_call_s = None, None
+            if check_correctness:  # once, not a sample, before any timing
+                first_call_s = float(timer(1, 1)[0]) * 1e-9
                 verification = workload.verify(self)
                 if not verification.ok and not verification.skipped:
                     raise VerificationError(verification.summary(), stage="verify")
-            seconds = run_benchmark(kernel.timer(buffers), options)
+            with timing_slot or nullcontext():
+                seconds = run_benchmark(timer, options, first_call_s)
             release_threads()  # what is timed next gets the cores to itself
         return bench_result(
             workload=workload.describe(),

@@ -9,6 +9,7 @@ no GPU runtime yet, so nothing here runs a kernel.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import numpy as np
@@ -126,5 +127,6 @@ class PtxEngine(DescriptorEngine):
         schedule_parameters: dict[str, int] | None = None,
         check_correctness: bool = True,
         options: BenchOptions | None = None,
+        timing_slot: AbstractContextManager[object] | None = None,
     ) -> BenchResult:
         raise compile_only(self.target)

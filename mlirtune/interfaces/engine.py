@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,5 +77,9 @@ class Engine(ABC):
         schedule_parameters: dict[str, int] | None = None,
         check_correctness: bool = True,
         options: BenchOptions | None = None,
+        timing_slot: AbstractContextManager[object] | None = None,
     ) -> BenchResult:
-        """Verify once (untimed), then time the kernel in a native loop."""
+        """Verify once (not a sample), then time the kernel in a native loop, on the same
+        buffers. `timing_slot` is entered after the verification and held while timing: a
+        caller that needs a resource only to time (the tuner's benchmark core) takes it
+        there."""

@@ -29,7 +29,7 @@ import numpy as np
 
 from mlirtune.engine.mlir_jit import MlirJitEngine
 from mlirtune.interfaces.bench import BenchOptions
-from mlirtune.interfaces.errors import MlirtuneError
+from mlirtune.interfaces.errors import MlirtuneError, VerificationError
 from mlirtune.interfaces.target import Target
 from mlirtune.interfaces.workload import Workload
 from mlirtune.ir.context import COMPILE_CHECKS
@@ -160,18 +160,27 @@ def _evaluate(
         return Outcome("compile_error", detail=str(error))
     compiled = time.perf_counter()
     connection.send(("phase", "run"))
-    verification = engine.execute(workload, params).verification
-    if verification is not None and not verification.ok and not verification.skipped:
-        return Outcome("wrong_result", detail=verification.summary())
-    verified = time.perf_counter()
-    with _benchmark_slot(connection, setup):
-        locked = time.perf_counter()
-        result = engine.benchmark(workload, params, check_correctness=False, options=options)
+    moments: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def timing_slot():
+        """The benchmark core, taken once the candidate has verified on the other cores."""
+        moments["verified"] = time.perf_counter()
+        with _benchmark_slot(connection, setup):
+            moments["locked"] = time.perf_counter()
+            yield
+
+    # One allocation: the verification's call, made on the same buffers, is the warm-up of
+    # calls that outlast it (see run_benchmark).
+    try:
+        result = engine.benchmark(workload, params, options=options, timing_slot=timing_slot())
+    except VerificationError as error:
+        return Outcome("wrong_result", detail=error.args[0])
     seconds = {
         "compile_s": compiled - started,
-        "verify_s": verified - compiled,
-        "wait_s": locked - verified,
-        "bench_s": time.perf_counter() - locked,
+        "verify_s": moments["verified"] - compiled,
+        "wait_s": moments["locked"] - moments["verified"],
+        "bench_s": time.perf_counter() - moments["locked"],
     }
     return Outcome("ok", samples=tuple(result.samples), flops=flops, extra=seconds)
 

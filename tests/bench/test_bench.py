@@ -88,3 +88,13 @@ def test_a_median_near_the_cutoff_is_measured_in_full():
     timer, _ = _fake_timer(per_call_ns=50_000, noise=0.05)
     options = BenchOptions(max_samples=200, max_time_s=60, rel_ci=1e-6, min_samples=10)
     assert len(run_benchmark(timer, replace(options, cutoff_s=50e-6))) == 200
+
+
+def test_a_verification_call_as_long_as_the_warm_up_is_the_warm_up():
+    options = BenchOptions(warmup_s=0.03, min_samples=10, max_time_s=1.0)
+    timer, calls = _fake_timer(per_call_ns=400_000_000)  # 0.4 s a call
+    run_benchmark(timer, options, first_call_s=0.4)
+    assert calls == [(1, 3)]  # three samples; no call made only to warm up
+    timer, calls = _fake_timer(per_call_ns=50_000)  # a 50 us call is not the 30 ms warm-up
+    run_benchmark(timer, options, first_call_s=50e-6)
+    assert [n for _, n in calls[:2]] == [1, 1]  # single calls, doubling, until 30 ms

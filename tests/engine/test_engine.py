@@ -1,5 +1,7 @@
 """MLIR JIT engine: lowering, the native timer, benchmark results, error stages."""
 
+import contextlib
+
 import pytest
 from mlir import ir
 
@@ -95,6 +97,27 @@ def test_benchmark_refuses_wrong_results(engine):
     workload.__dict__["reference_outputs"] = [workload.reference_outputs[0] + 1]
     with pytest.raises(MlirtuneError, match=r"\[verify\] verification FAILED"):
         engine.benchmark(workload)
+
+
+def test_the_timing_slot_is_taken_after_verifying_and_only_to_time(engine):
+    from mlirtune.interfaces.bench import BenchOptions
+
+    entered = []
+
+    @contextlib.contextmanager
+    def slot():
+        entered.append(True)
+        yield
+
+    options = BenchOptions(max_time_s=0.01)
+    workload = Matmul(M=16, N=16, K=16)
+    assert engine.benchmark(workload, options=options, timing_slot=slot()).verified
+    assert entered == [True]
+    wrong = Matmul(M=16, N=16, K=16)
+    wrong.__dict__["reference_outputs"] = [wrong.reference_outputs[0] + 1]
+    with pytest.raises(MlirtuneError, match="verification FAILED"):
+        engine.benchmark(wrong, options=options, timing_slot=slot())
+    assert entered == [True]  # a wrong kernel never takes it
 
 
 def test_engine_rejects_non_host_runtime():
