@@ -2,6 +2,7 @@
 against numpy with as many BLAS threads, measured side by side in one run.
 
     python benchmarks/units_threads.py [--threads 2] [--rounds 3] [--max-time 1.0]
+        [--parts low-precision threads families]
 
 First the bf16 and int8 matmuls on one thread, against PyTorch's CPU matmul (oneDNN, which
 uses AMX or AVX512-BF16 where the host has them; `torch._int_mm` for int8 x int8 -> int32)
@@ -50,6 +51,9 @@ OTHER_FAMILIES = {
 }
 
 
+PARTS = ("low-precision", "threads", "families")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -57,18 +61,36 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per shape")
     parser.add_argument("--max-time", type=float, default=1.0, help="seconds per measurement")
+    parser.add_argument(
+        "--parts",
+        nargs="+",
+        choices=PARTS,
+        default=list(PARTS),
+        help="which tables to print (default: all). Where the host has neither AVX512-BF16 "
+        "nor AMX, PyTorch's bf16 and int8 take minutes per call at 2048^3, so "
+        "'--parts threads families' leaves out the low-precision table",
+    )
     args = parser.parse_args()
     options = BenchOptions(max_time_s=args.max_time)
     n = args.threads
     engines = {threads: engine_for(HostCPU(threads=threads)) for threads in (1, n)}
-    low_precision_against_torch(engines[1], options, args.rounds)
+    if "low-precision" in args.parts:
+        low_precision_against_torch(engines[1], options, args.rounds)
+    if "threads" in args.parts:
+        threads_against_numpy(engines, options, args.rounds, n)
+    if "families" in args.parts:
+        other_families_scaling(engines, options, args.rounds, n)
+
+
+def threads_against_numpy(engines: dict, options: BenchOptions, rounds: int, n: int) -> None:
+    """f32 matmuls on one and on n threads, ours and numpy's, in alternating rounds."""
     print(f"{'workload':24s} {'ours x1':>8s} {'ours x' + str(n):>8s} {'numpy x1':>9s} "
           f"{'numpy x' + str(n):>9s}   scaling   vs numpy x{n}   (GFLOP/s)")  # fmt: skip
     for label, workload in SHAPES.items():
         times: dict[str, list[float]] = {"ours1": [], "oursN": [], "numpy1": [], "numpyN": []}
         for threads, engine in engines.items():
             assert engine.execute(workload).verification.ok, (label, threads)
-        for _ in range(args.rounds):
+        for _ in range(rounds):
             times["ours1"].append(engines[1].benchmark(workload, options=options).median_s)
             times["oursN"].append(engines[n].benchmark(workload, options=options).median_s)
             times["numpy1"].append(measure_numpy(workload, options).median_s)
@@ -83,12 +105,17 @@ def main() -> None:
         )
         for engine in engines.values():
             engine.clear_cache()
-    print(f"\n{'workload':24s} {'ours x1':>8s} {'ours x' + str(n):>8s}   scaling   (GB/s)")
+    print()
+
+
+def other_families_scaling(engines: dict, options: BenchOptions, rounds: int, n: int) -> None:
+    """Convolution, softmax and element-wise kernels on one and on n threads: our scaling."""
+    print(f"{'workload':24s} {'ours x1':>8s} {'ours x' + str(n):>8s}   scaling   (GB/s)")
     for label, workload in OTHER_FAMILIES.items():
         seconds: dict[int, list[float]] = {1: [], n: []}
         for threads, engine in engines.items():
             assert engine.execute(workload).verification.ok, (label, threads)
-        for _ in range(args.rounds):
+        for _ in range(rounds):
             for threads, engine in engines.items():
                 seconds[threads].append(engine.benchmark(workload, options=options).median_s)
         median = {threads: statistics.median(values) for threads, values in seconds.items()}
