@@ -1,7 +1,6 @@
 """Adaptive sampling around a native timer: warm up by time (or by the verification's call,
-where it lasted as long), batch calls into 1-5 ms samples,
-stop once the 95% CI of the median is tight, lies wholly above the cutoff, or the time
-cap is hit."""
+where it lasted as long), batch calls into 1-5 ms samples, stop once the 95% CI of the
+median is tight, lies wholly above the cutoff, or the time cap is hit."""
 
 from __future__ import annotations
 
@@ -23,8 +22,8 @@ def run_benchmark(
 ) -> np.ndarray:
     """Per-call times in seconds, one entry per sample. `first_call_s`: how long one call
     just made on the timer's buffers took (the verification's); where that call alone lasted
-    the warm-up's time, it was the warm-up. Otherwise a call of a 2048^3 matmul (0.25 s)
-    was run again to warm up, a quarter of a tuning candidate's time on the benchmark core."""
+    the warm-up's time, it was the warm-up, and no call is repeated to warm up (at 2048^3,
+    a whole call of 0.25 s: a quarter of a tuning candidate's time on the benchmark core)."""
     if first_call_s is not None and first_call_s >= options.warmup_s:
         per_call = first_call_s
     else:
