@@ -274,11 +274,12 @@ class IsolatedEvaluator:
         parent_socket, child_socket = socket.socketpair()
         with open(log_path, "ab") as log:
             process = subprocess.Popen(
-                [sys.executable, "-m", "mlirtune.tune.worker", str(child_socket.fileno())],
+                [sys.executable, "-P", "-m", "mlirtune.tune.worker", str(child_socket.fileno())],
                 pass_fds=[child_socket.fileno()],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
+                env=_worker_environment(),
             )
         child_socket.close()
         parent = Connection(parent_socket.detach())
@@ -298,6 +299,16 @@ class IsolatedEvaluator:
         path = self._scratch / "workers.pids"
         path.with_suffix(".tmp").write_text("\n".join(pids))
         path.with_suffix(".tmp").replace(path)
+
+
+def _worker_environment() -> dict[str, str]:
+    """The environment a worker starts in: its `mlirtune` is this process's. With `-m`,
+    Python would put the working directory first on the worker's path, so a folder there
+    named like a module (another checkout of mlirtune, a stray numpy.py) would have replaced
+    it. `-P` leaves the working directory out; this package's root goes first instead."""
+    package_root = str(Path(__file__).resolve().parents[2])
+    paths = [package_root, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
 
 
 def _death(worker: _Worker) -> Outcome:

@@ -39,6 +39,18 @@ def test_good_config_is_ok_with_samples(workload):
 
 @pytest.mark.jit
 @pytest.mark.subprocess
+def test_workers_run_this_mlirtune_whatever_the_working_directory(workload, tmp_path, monkeypatch):
+    for shadow in ("mlirtune", "numpy"):  # another checkout; a module named like numpy
+        (tmp_path / shadow).mkdir()
+        (tmp_path / shadow / "__init__.py").write_text(f"raise SystemExit('the {shadow} here')")
+    monkeypatch.chdir(tmp_path)
+    with IsolatedEvaluator(workload, HostCPU(), settings=SETTINGS) as evaluator:
+        (outcome,) = evaluator.evaluate_all([GOOD])
+    assert outcome.status == "ok", outcome.detail
+
+
+@pytest.mark.jit
+@pytest.mark.subprocess
 def test_each_failure_is_isolated_and_classified(workload):
     segfault, hang, wrong = _variant(MR=2), _variant(MR=8), _variant(NR=32)
     broken = _variant(MR=0)  # the schedule rejects it: a compile error
