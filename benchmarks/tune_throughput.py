@@ -7,22 +7,26 @@ the rate then covers what each candidate costs in the search (compile in paralle
 verify, time on the benchmark core, cut short once surely slower than the fastest so far).
 End to end: the whole `mlirtune tune ... --strategy random` command as a subprocess with a
 fresh database (nothing resumed), timed by the wall clock from start-up to exit, so process
-start-up, the workers' start, both baseline measurements and the final race count too.
-Each candidate's status is counted, so a fast but failing evaluation cannot pass for
-throughput.
+start-up, the workers' start, both baseline measurements and the final race count too. Its
+second line splits that time at the first and the last candidate's stored result: the fixed
+costs apart from the search's own rate. Each candidate's status is counted, so a fast but
+failing evaluation cannot pass for throughput.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 
 from mlirtune.targets.host_cpu import HostCPU
@@ -74,15 +78,17 @@ def end_to_end(budget: int, workers: int | None) -> float:
     command += ["tune", "matmul", *SHAPE, "--budget", str(budget), "--strategy", "random"]
     command += ["--workers", str(workers)] if workers else []
     folder = tempfile.mkdtemp(prefix="tune-throughput-")
+    database = Path(folder) / "t.db"
     try:
-        start = time.perf_counter()
+        launched, start = time.time(), time.perf_counter()
         done = subprocess.run(
-            [*command, "--db", str(Path(folder) / "t.db"), "--json"],
+            [*command, "--db", str(database), "--json"],
             capture_output=True,
             text=True,
             check=False,
         )
         wall = time.perf_counter() - start
+        stored = _stored_at(database) if done.returncode == 0 else []
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     if done.returncode != 0:
@@ -99,7 +105,23 @@ def end_to_end(budget: int, workers: int | None) -> float:
         f"(start-up and set-up {setup:.2f}, {parts} s; {failed} failed; "
         f"winner: {report['winner']})"
     )
+    if len(stored) > 1:  # where the fixed costs lie: before the first result, after the last
+        first, last = stored[0] - launched, stored[-1] - launched
+        print(
+            f"               first candidate's result after {first:.2f} s; the next "
+            f"{len(stored) - 1} in {last - first:.2f} s "
+            f"({(len(stored) - 1) / (last - first):.1f}/s); {wall - last:.2f} s after the last"
+        )
     return wall
+
+
+def _stored_at(database: Path) -> list[float]:
+    """When each candidate's result was stored (Unix seconds, in order)."""
+    with contextlib.closing(sqlite3.connect(database)) as connection:
+        rows = connection.execute(
+            "SELECT created_at FROM records WHERE role = 'candidate' ORDER BY created_at"
+        ).fetchall()
+    return [datetime.fromisoformat(created).timestamp() for (created,) in rows]
 
 
 def main() -> None:
