@@ -20,10 +20,11 @@ NativeTimer = Callable[[int, int], np.ndarray]
 def run_benchmark(
     timer: NativeTimer, options: BenchOptions, first_call_s: float | None = None
 ) -> np.ndarray:
-    """Per-call times in seconds, one entry per sample. `first_call_s`: how long one call
-    just made on the timer's buffers took (the verification's); where that call alone lasted
-    the warm-up's time, it was the warm-up, and no call is repeated to warm up (at 2048^3,
-    a whole call of 0.25 s: a quarter of a tuning candidate's time on the benchmark core)."""
+    """Per-call times in seconds, one entry per sample. `first_call_s`: how long a call of
+    this kernel already made on the timer's buffers took (the verification's, or a race's
+    earlier round); where that call alone lasted the warm-up's time, it was the warm-up, and
+    no call is repeated to warm up (at 2048^3, a whole call of 0.25 s: a quarter of a tuning
+    candidate's time on the benchmark core)."""
     if first_call_s is not None and first_call_s >= options.warmup_s:
         per_call = first_call_s
     else:

@@ -27,13 +27,15 @@ from pathlib import Path
 
 import numpy as np
 
+from mlirtune.bench.harness import run_benchmark
 from mlirtune.engine.mlir_jit import MlirJitEngine
 from mlirtune.interfaces.bench import BenchOptions
 from mlirtune.interfaces.errors import MlirtuneError, VerificationError
 from mlirtune.interfaces.target import Target
 from mlirtune.interfaces.workload import Workload
 from mlirtune.ir.context import COMPILE_CHECKS
-from mlirtune.memory import WORKER_OVERHEAD_BYTES, set_memory_budget
+from mlirtune.memory import WORKER_OVERHEAD_BYTES, check_memory, set_memory_budget
+from mlirtune.runtime.openmp import release_threads
 from mlirtune.tune.outcome import Outcome
 
 # Short measurements (15 to 30 ms of samples): finalists are re-measured against the
@@ -193,19 +195,23 @@ def _race(
     `until_settled`, fewer rounds once the verdict is known (see `settled`) or once the parent
     says "stop" (another worker's rounds settled it)."""
     workload = setup.workload
-    for params in configs:
-        engine.compile(workload, params)
+    kernels = [engine.compile(workload, params) for params in configs]
     samples: list[list[list[float]]] = [[] for _ in configs]
-    with _benchmark_slot(connection, setup):
+    # One allocation for every config and round: from its second round on, a config's calls
+    # have run on these buffers, so a call as long as the warm-up (a finalist's at 2048^3)
+    # needs no warm-up call again, nor fresh buffers (see run_benchmark's first_call_s).
+    check_memory(workload, "benchmark", verify=False)
+    with workload.allocate(engine) as buffers, _benchmark_slot(connection, setup):
+        timers = [kernel.timer(buffers) for kernel in kernels]
         for round_index in range(rounds):
             if until_settled and (_told_to_stop(connection) or settled(samples)):
                 break
             order = [(round_index + i) % len(configs) for i in range(len(configs))]
             for index in order:
-                result = engine.benchmark(
-                    workload, configs[index], check_correctness=False, options=RACE_BENCH
-                )
-                samples[index].append(result.samples)
+                earlier = float(np.median(samples[index][-1])) if samples[index] else None
+                seconds = run_benchmark(timers[index], RACE_BENCH, earlier)
+                samples[index].append(seconds.tolist())
+        release_threads()
     return samples
 
 
