@@ -31,10 +31,15 @@ def run_benchmark(
         per_call = _warm_up(timer, options.warmup_s)
     iterations = max(1, math.ceil(options.target_sample_s / max(per_call, 1e-9)))
     minimum = _minimum_samples(options, per_call) if iterations == 1 else options.min_samples
+    sample_s = iterations * per_call
     samples: list[float] = []
     start = time.perf_counter()
     while len(samples) < options.max_samples:
-        wanted = minimum - len(samples) if len(samples) < minimum else options.chunk
+        if len(samples) < minimum:
+            wanted = minimum - len(samples)
+        else:  # no more than the time cap leaves: a whole chunk overran it by up to `chunk`
+            left_s = options.max_time_s - (time.perf_counter() - start)
+            wanted = max(1, math.ceil(left_s / max(sample_s, 1e-9)))
         count = min(options.chunk, wanted, options.max_samples - len(samples))
         samples.extend((timer(iterations, count) / iterations * 1e-9).tolist())
         if len(samples) < minimum:

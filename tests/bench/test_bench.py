@@ -4,6 +4,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from mlirtune.bench import harness
 from mlirtune.bench.harness import run_benchmark
 from mlirtune.bench.result import statistics_of
 from mlirtune.bench.stats import median_ci
@@ -98,3 +99,21 @@ def test_a_verification_call_as_long_as_the_warm_up_is_the_warm_up():
     timer, calls = _fake_timer(per_call_ns=50_000)  # a 50 us call is not the 30 ms warm-up
     run_benchmark(timer, options, first_call_s=50e-6)
     assert [n for _, n in calls[:2]] == [1, 1]  # single calls, doubling, until 30 ms
+
+
+def test_sampling_stops_within_a_sample_of_the_time_cap(monkeypatch):
+    """Past the minimum, each batch of samples is cut to what the cap leaves: 1.3 ms samples
+    under a 30 ms cap stop at 24 (31.2 ms), where whole chunks of 10 ran to 30 (39 ms)."""
+    clock = [0.0]
+    monkeypatch.setattr(harness.time, "perf_counter", lambda: clock[0])
+
+    def timer(iterations: int, samples: int) -> np.ndarray:
+        noisy = 1.3e6 * (1 + 0.2 * np.random.default_rng(len(calls)).standard_normal(samples))
+        calls.append(samples)
+        clock[0] += samples * 1.3e-3  # the fake clock moves by the samples' nominal time
+        return noisy.astype(np.int64)
+
+    calls: list[int] = []
+    options = BenchOptions(warmup_s=0.0, target_sample_s=0.001, min_samples=10, max_time_s=0.03)
+    samples = run_benchmark(timer, options, first_call_s=1.3e-3)
+    assert len(samples) == 24 and calls == [10, 10, 4]
