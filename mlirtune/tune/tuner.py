@@ -186,6 +186,7 @@ def tune(
     first, last = problem.slot_values(problem.baseline), problem.slot_values(problem.baseline)
     baselines: dict[str, Outcome] = {}
     with IsolatedEvaluator(problem.workload, problem.target, problem.pipeline, settings) as ev:
+        ev.start_workers()  # every worker takes part: the baseline and a candidate at least
         started = time.monotonic()
         asked = 0
         starters = [c for c in options.starters if problem.space.contains(c)]

@@ -51,6 +51,18 @@ def test_workers_run_this_mlirtune_whatever_the_working_directory(workload, tmp_
 
 @pytest.mark.jit
 @pytest.mark.subprocess
+def test_workers_started_ahead_serve_the_first_requests(workload):
+    with IsolatedEvaluator(workload, HostCPU(), settings=SETTINGS) as evaluator:
+        evaluator.start_workers()
+        processes = [worker.process for worker in evaluator._workers]
+        assert len(processes) == SETTINGS.workers and None not in processes
+        outcomes = evaluator.evaluate_all([GOOD, _variant(KC=16)])
+        assert [worker.process for worker in evaluator._workers] == processes  # none restarted
+    assert [o.status for o in outcomes] == ["ok", "ok"], [o.detail for o in outcomes]
+
+
+@pytest.mark.jit
+@pytest.mark.subprocess
 def test_each_failure_is_isolated_and_classified(workload):
     segfault, hang, wrong = _variant(MR=2), _variant(MR=8), _variant(NR=32)
     broken = _variant(MR=0)  # the schedule rejects it: a compile error
