@@ -218,3 +218,18 @@ def test_tune_starts_from_other_class_entries_it_loads(tmp_path, capsys):
         (record,) = [r for r in database.records(problem().key) if r.role == "candidate"]
     assert record.params == config
     assert record.target_hash == digest(HERE.fingerprint())
+
+
+@pytest.mark.jit
+@pytest.mark.subprocess
+def test_tune_leaves_out_other_class_entries_outside_this_hosts_space(tmp_path, capsys):
+    (config,) = valid_configs(problem(), 1)
+    outside = {**config, "MR": max(problem().space.domains["MR"]) + 1}  # breaks MR's domain
+    folder = tmp_path / "config" / "mlirtune" / "specs"  # the configured libraries
+    folder.mkdir(parents=True)
+    write_library(folder / "theirs.mlir", OTHER, [(problem(), outside)])
+    argv = ["tune", "matmul", "M=32", "N=48", "K=16", "--budget", 1, "--workers", 2]
+    code, out, err = cli(capsys, *argv, "--db", tmp_path / "t.db", "--json")
+    assert code == 0 and json.loads(out)["evaluated"] == 1
+    assert "tuned on other CPU classes" not in err  # not announced as a starter
+    assert not any("breaks" in warning for warning in json.loads(out)["warnings"])
