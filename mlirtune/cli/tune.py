@@ -229,7 +229,6 @@ def _tune_one(args: argparse.Namespace, workload, target: Target, options) -> Tu
                 f"space of {plural(problem.space.count(), 'config')}",
                 f"  database {db.path}",
             )
-        # Those outside the space (asked for with --starter-spec) are skipped with a warning.
         foreign = [s for s in starters if s.tuned_on and problem.space.contains(s.config)]
         if foreign:  # said even with --json (on stderr): it changes what is measured first
             names = ", ".join(f"{s.label} ({s.tuned_on})" for s in foreign)
@@ -262,8 +261,7 @@ def _print_plain(console: Console, *lines: str) -> None:
 def _starters(spec: str | None, problem) -> list[Starter]:
     """What to evaluate first: the config the matching entry of `spec` gives this problem
     (--starter-spec; DEFAULT_SPECS: the libraries compiles apply), then the matching entries
-    tuned on other CPU classes, of `spec` and of the libraries compiles load (of the latter,
-    those in this host's space)."""
+    tuned on other CPU classes, of `spec` and (within this space) of the libraries loaded."""
     from mlirtune.interfaces.target import UNKNOWN_CLASS
     from mlirtune.specs.specset import SpecSet
     from mlirtune.tune.starters import applied_starter, foreign_starters
@@ -281,11 +279,8 @@ def _starters(spec: str | None, problem) -> list[Starter]:
             warnings.warn(f"no entry of {where} matches; searching without a starter", stacklevel=2)
     automatic = problem.target.hardware_class() != UNKNOWN_CLASS  # else no class to compare
     for starter in foreign_starters(problem, loaded) if automatic else []:
-        # Not asked for: one outside this host's space (another class's registers or
-        # caches) is left out quietly, not announced and then skipped with a warning.
-        if problem.space.contains(starter.config) and all(
-            starter.config != s.config for s in starters
-        ):
+        known = any(starter.config == s.config for s in starters)
+        if not known and problem.space.contains(starter.config):  # not asked for: no warning
             starters.append(starter)
     return starters
 
