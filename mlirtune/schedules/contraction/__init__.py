@@ -116,10 +116,11 @@ class Contraction(HostFamily):
             choices(1, 2, 4, 8),
             selected=False,
         ),
-        # Not selected: 1 walks the output blocks M blocks outer, 2 N blocks outer.
+        # Not selected: 1 walks the output blocks (the register tiles of the packed nest,
+        # with PACK=2) M outer, 2 N outer.
         Knob(
             "ORDER",
-            "output-block loop order: 1 = M blocks outer, 2 = N outer",
+            "loop order of the output blocks (packed: register tiles): 1 = M outer, 2 = N outer",
             1,
             choices(1, 2),
             selected=False,

@@ -290,9 +290,13 @@ def constraints(
         prefetch_needs_a_in_place(op, knobs),
         Constraint(
             "pack_unrolls_nothing",
-            "PACK == 0 or (KU == 1 and ORDER == 1): the packed nest has its own loop order "
-            "and a rolled K step, so other values would repeat its kernel",
-            z3.Or(pack == PACK_NONE, z3.And(ku == 1, knobs["ORDER"] == 1)),
+            f"PACK == 0 or (KU == 1 and (ORDER == 1 or PACK == {PACK_AB})): the packed nest "
+            "has a rolled K step, and its register tiles walk N outer (ORDER=2) only with A "
+            "packed per block; other values would repeat its kernel",
+            z3.Or(
+                pack == PACK_NONE,
+                z3.And(ku == 1, z3.Or(knobs["ORDER"] == 1, pack == PACK_AB)),
+            ),
         ),
         *dot_constraints(op, cpu, knobs),
         *rows_constraints(op, cpu, knobs, domains),
