@@ -115,19 +115,10 @@ class ScheduleBuilder:
 
     # --- loop transformations ----------------------------------------------------------------
 
-    def tile(
-        self,
-        target: ir.Value,
-        sizes: Sequence[int],
-        step: str,
-        interchange: Sequence[int] | None = None,
-    ) -> tuple[ir.Value, list]:
-        """Tile with scf.for; a size of 0 leaves that dimension untiled. `interchange`
-        orders the tile loops (a permutation of the tiled dims)."""
+    def tile(self, target: ir.Value, sizes: Sequence[int], step: str) -> tuple[ir.Value, list]:
+        """Tile with scf.for; a size of 0 leaves that dimension untiled."""
         with self.at(step):
-            op = structured.TileUsingForOp(
-                target, sizes=list(sizes), interchange=list(interchange) if interchange else None
-            )
+            op = structured.TileUsingForOp(target, sizes=list(sizes))
         return op.tiled_linalg_op, list(op.loops)
 
     def fuse(self, target: ir.Value, sizes: Sequence[int], step: str) -> ir.Value:

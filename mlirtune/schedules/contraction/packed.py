@@ -192,10 +192,9 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         if len(blocks) > 1:  # the later K blocks accumulate onto the first's C
             rest, _ = s.tile(blocks[1], [0, 0, kc], step="cache_tile_k")
             rest, _ = s.tile(rest, [mc, 0, 0], step="cache_tile_m_rest")
-            _, (row_loop, _) = s.tile(
-                rest, [mr, nr, 0], step="register_tile_rest", interchange=tile_order
-            )
-            _prefetch_next_panels(s, row_loop, prefetch)
+            with s.at("register_tile_rest"):  # in `tile_order`, which s.tile does not take
+                tiled = structured.TileUsingForOp(rest, sizes=[mr, nr, 0], interchange=tile_order)
+            _prefetch_next_panels(s, tiled.loops[0], prefetch)
         # Register tiles of the epilogue, and of a fill that could not be fused (a partial
         # column block's slice of it is not folded away): its own pass over C.
         for name in () if epilogue_in_registers else ("linalg.fill", "linalg.generic"):
