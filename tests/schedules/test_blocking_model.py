@@ -163,6 +163,20 @@ def test_packed_blocks_past_the_caches_break_named_constraints():
     assert "packed_b_block_in_l2" not in family.violations(op, AMD_LIKE, {**config, "PACK": 0})
 
 
+def test_the_n_outer_packed_nest_keeps_b_in_l3_and_a_in_l2():
+    op = matmul(2048, 2048, 2048)
+    family = FAMILIES["contraction"]
+    config = {"MC": 128, "NC": 1024, "KC": 256, "MR": 4, "NR": 16, "KU": 1, "UNIT": 0}
+    # B's block: 1 MiB, past the Zen 3-like 512 KiB L2; A's block (128 KiB) within it.
+    n_outer = {**config, "PACK": 2, "ORDER": 2, "PREFETCH": 0}
+    assert "packed_b_block_in_l2" in family.violations(op, ZEN3_LIKE, {**n_outer, "ORDER": 1})
+    assert family.violations(op, ZEN3_LIKE, n_outer) == []
+    assert "paired_a_block_in_l2" in family.violations(op, ZEN3_LIKE, {**n_outer, "MC": 1024})
+    # B's block of 32 MiB: all 16 ways of the 32 MiB L3, where C keeps one.
+    wide = {**n_outer, "NC": 8192, "KC": 1024}
+    assert "paired_b_block_in_l3" in family.violations(matmul(8192, 8192, 8192), ZEN3_LIKE, wide)
+
+
 @pytest.mark.parametrize("cpu", [AMD_LIKE, INTEL_LIKE], ids=["amd", "intel"])
 def test_rows_of_a_read_in_place_stay_within_the_l1_ways_where_they_alias(cpu):
     """A's rows K*4 bytes apart: a multiple of one L1 way's bytes puts every row of a

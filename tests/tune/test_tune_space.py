@@ -39,9 +39,15 @@ def _floor(space, rows: str, columns: str, lanes: int) -> int:
 
 
 def packed_blocks_fit(c, f) -> bool:
-    """B's packed block in half of L2's ways."""
-    l2_way = f.l2_bytes // f.l2_ways
-    return math.ceil(4 * c["KC"] * c["NC"] / l2_way) <= max(1, f.l2_ways // 2)
+    """B's packed block in half of L2's ways; walking N outer (ORDER=2), A's block and a B
+    micro-panel in L2's ways but one, and B's block and A's in L3's ways but one."""
+    l2_way, l3_way = f.l2_bytes // f.l2_ways, f.l3_bytes // f.l3_ways
+    a_block, b_block = 4 * c["MC"] * c["KC"], 4 * c["KC"] * c["NC"]
+    if c["PACK"] == 2 and c["ORDER"] == 2:
+        a_ways = math.ceil(a_block / l2_way) + math.ceil(4 * c["KC"] * c["NR"] / l2_way)
+        b_ways = math.ceil(b_block / l3_way) + math.ceil(a_block / l3_way)
+        return a_ways <= f.l2_ways - 1 and b_ways <= f.l3_ways - 1
+    return math.ceil(b_block / l2_way) <= max(1, f.l2_ways // 2)
 
 
 def contraction_ok(c, op, cpu, floor):
@@ -271,8 +277,8 @@ def test_selector_choice_is_in_the_space(size):
 def test_contraction_space_sizes():
     cpu = host()
     assert space_for(matmul(512, 512, 512), "contraction", cpu).count() >= 500
-    # The packing choice (PACK) triples the tiles' configs where the blocks divide the shape,
-    # and the two register-tile orders (ORDER) double those that pack A too.
+    # The packing choice (PACK) triples the tiles' configs where the blocks divide the shape;
+    # the N-outer order (ORDER=2) adds those packing A whose blocks fit its caches.
     assert space_for(matmul(1024, 1024, 1024), "contraction", cpu).count() <= 7500
 
 

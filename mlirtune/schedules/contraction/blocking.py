@@ -127,28 +127,29 @@ def padded_block(size: int, bound: int, step: int) -> int:
 def packed_blocks_in_caches(
     cpu: HostCPU, size: int, knobs: KnobVariables, packed: z3.BoolRef, paired: z3.BoolRef
 ) -> list[Constraint]:
-    """The model's bounds as constraints: on the packed FMA nest (`packed`: PACK > 0), B's
-    block in half of L2's ways; on the pair paths' nest (`paired`: dot products, AMX), A's
-    block with one B micro-panel in L2's ways but one, and B's block with A's in L3's ways
-    but one. (A's micro-panel in L1 is the family's `a_panel_in_l1`, for every path: the L1
-    ways but two, which admits longer K blocks than the selector takes.)"""
+    """The model's bounds as constraints: on the packed FMA nest (`packed`: PACK > 0, M
+    outer), B's block in half of L2's ways; on the pair paths' nest and the packed FMA nest
+    walking N outer (`paired`: dot products, AMX, ORDER=2), A's block with one B
+    micro-panel in L2's ways but one, and B's block with A's in L3's ways but one. (A's
+    micro-panel in L1 is the family's `a_panel_in_l1`, for every path: the L1 ways but two,
+    which admits longer K blocks than the selector takes.)"""
     _, l2, l3 = CacheLevel.levels(cpu.features)
     mc, nc, kc, nr = (knobs[name] for name in ("MC", "NC", "KC", "NR"))
     a_block, b_block = mc * kc * size, kc * nc * size
     return [
         Constraint(
             "packed_b_block_in_l2",
-            f"PACK == 0, UNIT > 0 or ceil(KC*NC*{size} / {l2.way_bytes}) <= "
+            f"PACK == 0, UNIT > 0, ORDER == 2 or ceil(KC*NC*{size} / {l2.way_bytes}) <= "
             f"{b_block_ways(l2)}: B's packed block, streamed by every row of register "
             "tiles, keeps to half of L2's ways (past that it ran at 0.55-0.61x)",
             z3.Or(z3.Not(packed), l2.ways_term(b_block) <= b_block_ways(l2)),
         ),
         Constraint(
             "paired_a_block_in_l2",
-            f"UNIT not in (1, 2) or ceil(MC*KC*{size} / {l2.way_bytes}) + "
-            f"ceil(KC*NR*{size} / {l2.way_bytes}) <= {l2.ways - 1}: the pair paths' A "
-            "block, re-read by every B micro-panel, and one micro-panel keep to L2's ways "
-            "but one (for C)",
+            f"UNIT not in (1, 2) and ORDER == 1, or ceil(MC*KC*{size} / {l2.way_bytes}) + "
+            f"ceil(KC*NR*{size} / {l2.way_bytes}) <= {l2.ways - 1}: the pair paths' (and "
+            "the N-outer packed nest's) A block, re-read by every B micro-panel, and one "
+            "micro-panel keep to L2's ways but one (for C)",
             z3.Or(
                 z3.Not(paired),
                 l2.ways_term(a_block) + l2.ways_term(kc * nr * size) <= l2.ways - 1,
@@ -156,10 +157,10 @@ def packed_blocks_in_caches(
         ),
         Constraint(
             "paired_b_block_in_l3",
-            f"UNIT not in (1, 2) or ceil(KC*NC*{size} / {l3.way_bytes}) + "
-            f"ceil(MC*KC*{size} / {l3.way_bytes}) <= {l3.ways - 1}: the pair paths' B "
-            "block, re-read by every MC block, and the A block keep to L3's ways but one "
-            "(for C)",
+            f"UNIT not in (1, 2) and ORDER == 1, or ceil(KC*NC*{size} / {l3.way_bytes}) + "
+            f"ceil(MC*KC*{size} / {l3.way_bytes}) <= {l3.ways - 1}: the pair paths' (and "
+            "the N-outer packed nest's) B block, re-read by every MC block, and the A block "
+            "keep to L3's ways but one (for C)",
             z3.Or(z3.Not(paired), l3.ways_term(b_block) + l3.ways_term(a_block) <= l3.ways - 1),
         ),
     ]

@@ -195,6 +195,7 @@ def constraints(
     a_panel_bytes = max(1, f.l1d_ways - 2) * (f.l1d_bytes // max(1, f.l1d_ways))
     # Packed B panels (PACK > 0) or B packed in pairs (the dot and AMX paths): blocked by the model.
     paired = z3.Or(unit == UNIT_DOT, unit == UNIT_AMX)
+    n_outer = z3.And(pack == PACK_AB, unit == UNIT_FMA, knobs["ORDER"] == 2)
     blocked = z3.Or(pack != PACK_NONE, paired)
     # The row-dot path (UNIT=3) has no outer-product tile and no output block: its own
     # constraints (rows_host.py) replace those.
@@ -234,8 +235,14 @@ def constraints(
             "B block, re-read by every row of register tiles, stays in L2",
             z3.Or(blocked, kc * nc * size_in <= f.l2_bytes),
         ),
+        # The packed FMA nest walking N outer (ORDER=2) keeps B's block in L3 and A's in
+        # L2, as the pair paths do (packed.py).
         *packed_blocks_in_caches(
-            cpu, size_in, knobs, z3.And(pack != PACK_NONE, unit == UNIT_FMA), paired
+            cpu,
+            size_in,
+            knobs,
+            z3.And(pack != PACK_NONE, unit == UNIT_FMA, z3.Not(n_outer)),
+            z3.Or(paired, n_outer),
         ),
         Constraint(
             "output_block",
