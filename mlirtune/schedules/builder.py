@@ -105,20 +105,20 @@ class ScheduleBuilder:
         """linalg.generic ops whose iterator types are exactly `iterators`, e.g. the row
         reductions ["parallel", "reduction"] of a row-wise payload."""
         types = [ir.Attribute.parse(f"#linalg.iterator_type<{it}>") for it in iterators]
+        attrs = ir.DictAttr.get({"iterator_types": ir.ArrayAttr.get(types)})
         with self.at(step):
             return structured.MatchOp(
-                transform.AnyOpType.get(),
-                target,
-                ops=["linalg.generic"],
-                op_attrs=ir.DictAttr.get({"iterator_types": ir.ArrayAttr.get(types)}),
+                transform.AnyOpType.get(), target, ops=["linalg.generic"], op_attrs=attrs
             ).result
 
     # --- loop transformations ----------------------------------------------------------------
 
-    def tile(self, target: ir.Value, sizes: Sequence[int], step: str) -> tuple[ir.Value, list]:
-        """Tile with scf.for; a size of 0 leaves that dimension untiled."""
+    def tile(
+        self, target: ir.Value, sizes: Sequence[int], step: str, interchange: Sequence[int] = ()
+    ) -> tuple[ir.Value, list]:
+        """Tile with scf.for (size 0: untiled), the loops in `interchange` order if given."""
         with self.at(step):
-            op = structured.TileUsingForOp(target, sizes=list(sizes))
+            op = structured.TileUsingForOp(target, sizes=list(sizes), interchange=list(interchange))
         return op.tiled_linalg_op, list(op.loops)
 
     def fuse(self, target: ir.Value, sizes: Sequence[int], step: str) -> ir.Value:

@@ -139,7 +139,7 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
     prefetch = bool(p.get("PREFETCH")) and not (pack_a or transposed_a)
     # ORDER=2 with A packed: the register tiles walk N outer, M inner (module docstring).
     n_outer = pack_a and p.get("ORDER", 1) == 2
-    tile_order = [1, 0, 2] if n_outer else None
+    tile_order = [1, 0, 2] if n_outer else []
     any_op = transform.AnyOpType.get()
     # Operands widened (widen.py: bf16 to f32, int8 to int32) are padded with wide zeros.
     wide = widened_type(op, p)
@@ -169,7 +169,10 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         if epilogue_in_registers:
             rows = s.fuse(column_block, [mc, 0], step="cache_tile_m")
             _, (row_loop, _) = s.fuse_with_loops(
-                rows, [mr, nr], step="register_tile", interchange=[1, 0] if n_outer else None
+                rows,
+                [mr, nr],
+                step="register_tile",
+                interchange=tile_order[:2],  # M, N only
             )
             _prefetch_next_panels(s, row_loop, prefetch)
         # Drop what the fusion left behind (the unfused contraction, when NC is all of N).
@@ -192,9 +195,10 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         if len(blocks) > 1:  # the later K blocks accumulate onto the first's C
             rest, _ = s.tile(blocks[1], [0, 0, kc], step="cache_tile_k")
             rest, _ = s.tile(rest, [mc, 0, 0], step="cache_tile_m_rest")
-            with s.at("register_tile_rest"):  # in `tile_order`, which s.tile does not take
-                tiled = structured.TileUsingForOp(rest, sizes=[mr, nr, 0], interchange=tile_order)
-            _prefetch_next_panels(s, tiled.loops[0], prefetch)
+            _, (row_loop, _) = s.tile(
+                rest, [mr, nr, 0], step="register_tile_rest", interchange=tile_order
+            )
+            _prefetch_next_panels(s, row_loop, prefetch)
         # Register tiles of the epilogue, and of a fill that could not be fused (a partial
         # column block's slice of it is not folded away): its own pass over C.
         for name in () if epilogue_in_registers else ("linalg.fill", "linalg.generic"):
