@@ -59,6 +59,17 @@ def inner_loops(loop: ir.Operation) -> list[ir.Operation]:
     return [op for op in loop_body(loop).operations if op.name == "scf.for"]
 
 
+def static_bounds(loop: ir.Operation) -> tuple[int, int, int] | None:
+    """(lower, upper, step) of an scf.for whose bounds are constants, else None."""
+    bounds = []
+    for value in loop.operands[:3]:
+        owner = value.owner
+        if not isinstance(owner, ir.OpView) or owner.name != "arith.constant":
+            return None
+        bounds.append(ir.IntegerAttr(owner.attributes["value"]).value)
+    return bounds[0], bounds[1], bounds[2]
+
+
 def _prefetch(row_loop: ir.Operation, first: ir.Operation, second: ir.Operation) -> None:
     row, column = loop_body(row_loop).arguments[0], loop_body(first).arguments[0]
     upper, step = row_loop.operands[1], row_loop.operands[2]

@@ -24,7 +24,13 @@ from mlir import ir
 from mlir.dialects import affine, arith, memref, scf
 
 from mlirtune.interfaces.dtype import element_bytes
-from mlirtune.ir.prefetch import LINE_BYTES, inner_loops, loop_body, marked_loops
+from mlirtune.ir.prefetch import (
+    LINE_BYTES,
+    inner_loops,
+    loop_body,
+    marked_loops,
+    static_bounds,
+)
 
 PANEL_ATTRIBUTE = "mlirtune.prefetch_next_panel"
 KEEP_IN_L2 = 2  # the locality hint of prefetcht1: the panel is read after this row's tiles
@@ -38,17 +44,6 @@ def prefetch_next_panel(module: ir.Module) -> None:
             k_loops = inner_loops(column_loops[0])
             if len(k_loops) == 1:
                 _prefetch(row_loop, column_loops[0], k_loops[0])
-
-
-def _static_bounds(loop: ir.Operation) -> tuple[int, int, int] | None:
-    """(lower, upper, step) of an scf.for whose bounds are constants, else None."""
-    bounds = []
-    for value in loop.operands[:3]:
-        owner = value.owner
-        if not isinstance(owner, ir.OpView) or owner.name != "arith.constant":
-            return None
-        bounds.append(ir.IntegerAttr(owner.attributes["value"]).value)
-    return bounds[0], bounds[1], bounds[2]
 
 
 def _panel_read(k_loop: ir.Operation) -> ir.Operation | None:
@@ -108,7 +103,7 @@ def _defined_in(value: ir.Value, loop: ir.Operation) -> bool:
 
 def _prefetch(row_loop: ir.Operation, column_loop: ir.Operation, k_loop: ir.Operation) -> None:
     row_bounds, column_bounds, k_bounds = (
-        _static_bounds(loop) for loop in (row_loop, column_loop, k_loop)
+        static_bounds(loop) for loop in (row_loop, column_loop, k_loop)
     )
     read = _panel_read(k_loop)
     if read is None or None in (row_bounds, column_bounds, k_bounds) or k_bounds[2] != 1:

@@ -22,6 +22,7 @@ from mlirtune.ir.flatten_transfers import flatten_narrow_transfers
 from mlirtune.ir.gpu import prepare_kernels
 from mlirtune.ir.pair_products import pair_products
 from mlirtune.ir.prefetch import prefetch_next_tile
+from mlirtune.ir.prefetch_ahead import prefetch_panel_ahead
 from mlirtune.ir.prefetch_panel import prefetch_next_panel
 from mlirtune.schedules.contraction.widen import widen_narrow_operands
 
@@ -36,6 +37,7 @@ STEPS: dict[str, Step] = {
     "expand-exp": expand_exp,
     "prefetch-next-tile": prefetch_next_tile,
     "prefetch-next-panel": prefetch_next_panel,
+    "prefetch-panel-ahead": prefetch_panel_ahead,
     "pair-products": pair_products,
     "widen-narrow-operands": widen_narrow_operands,
 }

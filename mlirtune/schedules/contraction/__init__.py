@@ -135,13 +135,14 @@ class Contraction(HostFamily):
             minimum=PACK_NONE,
         ),
         # The packed nest with A read in place only (PACK=1, packed.py): 1 has each row of
-        # register tiles prefetch the next row's A panel (ir/prefetch_panel.py).
+        # register tiles prefetch the next row's A panel (ir/prefetch_panel.py), 2 also
+        # each K loop B's panel rows ahead (ir/prefetch_ahead.py).
         Knob(
             "PREFETCH",
-            "packed nest reading A in place: prefetch the next row of register tiles' A "
-            "panel (1) or not (0)",
+            "packed nest reading A in place: prefetch nothing (0), the next row of register "
+            "tiles' A panel (1), or that and B's panel rows a few K steps ahead (2)",
             0,
-            lambda op, lanes: (0, 1) if op.kind == "matmul" else (0,),
+            lambda op, lanes: (0, 1, 2) if op.kind == "matmul" else (0,),
             minimum=0,
         ),
         # bf16 and int8 matmul roots only (dot.py): 0 widens the operands for FMA (or int32

@@ -63,6 +63,7 @@ from mlirtune.interfaces.dtype import dtype_named
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config
+from mlirtune.ir.prefetch_ahead import AHEAD_ATTRIBUTE
 from mlirtune.ir.prefetch_panel import PANEL_ATTRIBUTE
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.contraction.knob_values import PACK_AB
@@ -135,8 +136,9 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
     partial_tiles = bool(m % mr or n % nc or nc % nr)
     pack_a = p["PACK"] == PACK_AB
     transposed_a = bool(op.attributes.get("transpose_a"))
-    # A [M, K] read in place: each row of register tiles prefetches the next row's A panel.
-    prefetch = bool(p.get("PREFETCH")) and not (pack_a or transposed_a)
+    # A [M, K] read in place: each row of register tiles prefetches the next row's A panel,
+    # and with PREFETCH=2 its K loops B's panel rows ahead.
+    prefetch = p.get("PREFETCH", 0) if not (pack_a or transposed_a) else 0
     # ORDER=2 with A packed: the register tiles walk N outer, M inner (module docstring).
     n_outer = pack_a and p.get("ORDER", 1) == 2
     tile_order = [1, 0, 2] if n_outer else []
@@ -321,13 +323,16 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
     return s.module
 
 
-def _prefetch_next_panels(s: ScheduleBuilder, row_loop: ir.Value, prefetch: bool) -> None:
+def _prefetch_next_panels(s: ScheduleBuilder, row_loop: ir.Value, prefetch: int) -> None:
     """Mark a loop over rows of register tiles (MR outer, NR inner) whose A is read in
-    place, where PREFETCH=1: the prefetch-next-panel step (ir/prefetch_panel.py) has each
-    row prefetch the next row's A panel over its NR tiles (see packed_host.prefetches)."""
-    if prefetch:
-        with s.at("mark_prefetch_panel"):
-            transform.AnnotateOp(row_loop, PANEL_ATTRIBUTE)
+    place, where PREFETCH > 0: the prefetch-next-panel step (ir/prefetch_panel.py) has each
+    row prefetch the next row's A panel over its NR tiles (see packed_host.prefetches);
+    with PREFETCH=2, the prefetch-panel-ahead step (ir/prefetch_ahead.py) has their K loops
+    prefetch B's panel rows ahead too."""
+    for level, attribute in ((1, PANEL_ATTRIBUTE), (2, AHEAD_ATTRIBUTE)):
+        if prefetch >= level:
+            with s.at(f"mark_{attribute.rpartition('.')[2]}"):
+                transform.AnnotateOp(row_loop, attribute)
 
 
 def _transpose_square(op: OpInfo, parameters: Config, nr: int, depths: list[int]) -> int:
