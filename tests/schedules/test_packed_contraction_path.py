@@ -11,6 +11,8 @@ from mlir import ir
 from mlirtune.api import engine_for
 from mlirtune.engine import MlirJitEngine
 from mlirtune.interfaces.errors import MlirtuneError
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.schedules.contraction.packed_host import prefetch_level
 from mlirtune.targets.host_cpu import HostCPU, detect_features
 from mlirtune.workloads import BatchMatmul, Matmul, Mlp
 
@@ -227,12 +229,28 @@ def test_the_selector_packs_operands_past_l2_and_they_verify(engine):
     assert engine.execute(workload).verification.ok
 
 
-@pytest.mark.parametrize(("k", "prefetch"), [(1024, 0), (2048, 1)])
-def test_the_selector_prefetches_a_whose_rows_lie_past_a_page(engine, k, prefetch):
-    # f32 rows of 1024 elements are one 4 KiB page; of 2048, two (packed_host.prefetches).
-    workload = Matmul(M=96, N=2048, K=k)
+@pytest.mark.parametrize(
+    ("k", "dtype", "nr", "prefetch"),
+    [
+        (512, "f32", 16, 0),  # A's f32 rows half a 4 KiB page apart
+        (1024, "f32", 16, 2),  # a page apart, B's panel rows one 64-byte line: both
+        (2048, "f32", 16, 2),
+        (1024, "f32", 64, 0),  # panel rows of four lines (AVX-512): A's panel past a page
+        (2048, "f32", 64, 1),
+        (2048, "bf16", 16, 0),  # 4 KiB rows of bf16
+        (4096, "bf16", 16, 1),
+    ],
+)
+def test_the_selector_prefetches_a_past_a_page_and_b_rows_of_one_line(k, dtype, nr, prefetch):
+    op = OpInfo("matmul", {"M": 96, "N": 2048, "K": k}, (dtype, dtype, "f32"))
+    assert prefetch_level(op, nr) == prefetch
+
+
+def test_the_selectors_prefetches_verify(engine):
+    # A's f32 rows two pages apart: prefetched on any host (B's rows too, where one line).
+    workload = Matmul(M=96, N=2048, K=2048)
     plan = engine.plan(workload)
-    assert plan.values["PACK"] == 1 and plan.values["PREFETCH"] == prefetch, plan.values
+    assert plan.values["PACK"] == 1 and plan.values["PREFETCH"] > 0, plan.values
     assert engine.execute(workload).verification.ok
 
 

@@ -10,6 +10,7 @@ import z3
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, KnobVariables
+from mlirtune.ir.prefetch import LINE_BYTES
 from mlirtune.schedules.contraction.blocking import (
     MIN_PANEL_COLUMNS,
     blis_blocking,
@@ -126,22 +127,34 @@ def packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
         "MR": mr,
         "NR": nr,
         "PACK": PACK_AB if pack_a else PACK_B,
-        "PREFETCH": int(not pack_a and prefetches(op)),
+        "PREFETCH": 0 if pack_a else prefetch_level(op, nr),
     }
 
 
-def prefetches(op: OpInfo) -> bool:
-    """Whether the packed nest reading A in place prefetches the next row of register tiles'
-    A panel (PREFETCH=1): where A's rows lie more than a PAGE_BYTES page apart. Measured on
-    an AMD Zen 3 (f32, 4 x 16, MC = NC = 128, KC = 512; GFLOP/s of the best and the median
-    of 5-9 interleaved rounds, without -> with), it paid at K >= 2048 - 2048^3 70.3 -> 75.8
-    and 72.8 -> 79.1 (medians 63.3 -> 69.0, 65.1 -> 68.9; two threads 98 -> 115), 4096^3
-    72.2 -> 73.2 (67.4 -> 71.1), 256x11008x4096 68.8 -> 77.3, 256x4096x11008 75.2 -> 79.8
-    (71.8 -> 75.8) - and not at K <= 1024: 512x1024x1024 86.8 -> 75.1 (66.2 -> 51.7),
-    1024^3 89.9 -> 90.6 (81.7 -> 76.0), 4096x4096x256 78.3 -> 79.6 (76.0 -> 67.6),
+def prefetch_level(op: OpInfo, nr: int) -> int:
+    """PREFETCH for the packed nest reading A in place: 1 (the next row of register tiles'
+    A panel) where A's rows lie more than a PAGE_BYTES page apart; 2 (that, and B's panel
+    rows ahead in the K loop, ir/prefetch_ahead.py) where they lie a page apart or more and
+    a panel row of the f32 micro-kernel is one cache line (NR = 16: AVX2); else 0.
+    Measured on an AMD Zen 3 (f32, 4 x 16, MC = NC = 128, KC = 512; GFLOP/s of the best
+    and the median of 5-9 interleaved rounds, without -> with), 1 paid at K >= 2048 - 2048^3
+    70.3 -> 75.8 and 72.8 -> 79.1 (medians 63.3 -> 69.0, 65.1 -> 68.9; two threads 98 ->
+    115), 4096^3 72.2 -> 73.2 (67.4 -> 71.1), 256x11008x4096 68.8 -> 77.3, 256x4096x11008
+    75.2 -> 79.8 (71.8 -> 75.8) - and not at K <= 1024: 512x1024x1024 86.8 -> 75.1 (66.2 ->
+    51.7), 1024^3 89.9 -> 90.6 (81.7 -> 76.0), 4096x4096x256 78.3 -> 79.6 (76.0 -> 67.6),
     1000x999x1001 86.2 -> 85.9 (82.9 -> 80.9). Rows a page apart or closer lie in adjacent
-    pages, whose lines the hardware prefetchers seem to find on their own."""
-    return op.dims["K"] * element_bytes(op.element_type) > PAGE_BYTES
+    pages, whose lines the hardware prefetchers seem to find on their own.
+    2 against the level chosen before (medians of the ratio to OpenBLAS over 30-350 bursts
+    of about 10 ms, alternating with numpy's, on the same host): 2048^3 0.83x -> 0.85x,
+    256x11008x4096 0.87x -> 0.91x, 256x4096x11008 0.86x -> 0.89x, 512x2048x2048 0.85x ->
+    0.88x (from 1); 1024^3 0.86x -> 0.92x and 0.90x -> 0.95x, 512x4096x1024 0.90x -> 0.93x
+    (from 0). Not where A's rows lie closer: 4096x4096x256 0.87x -> 0.78x, 1000x999x1001
+    (KC = 63) 0.87x -> 0.79x. Not measured on wider panel rows (AVX-512's 4 x 64 tile)."""
+    row_bytes = op.dims["K"] * element_bytes(op.element_type)
+    if row_bytes < PAGE_BYTES:
+        return 0
+    one_line_rows = op.element_type == "f32" and nr * element_bytes("f32") == LINE_BYTES
+    return 2 if one_line_rows else int(row_bytes > PAGE_BYTES)
 
 
 def _k_block(k: int, bound: int) -> int:
