@@ -246,6 +246,14 @@ def test_the_selector_prefetches_a_past_a_page_and_b_rows_of_one_line(k, dtype, 
     assert prefetch_level(op, nr) == prefetch
 
 
+@pytest.mark.parametrize(("k", "prefetch"), [(1024, 0), (2048, 1)])
+def test_under_an_epilogue_b_rows_are_not_prefetched_ahead(engine, k, prefetch):
+    dims = {"M": 96, "N": 2048, "K": k}
+    op = OpInfo("matmul", dims, ("f32",) * 3, attributes={"epilogue": 1})
+    assert prefetch_level(op, 16) == prefetch
+    assert engine.plan(Mlp(**dims)).values["PREFETCH"] == prefetch  # on any host
+
+
 def test_the_selectors_prefetches_verify(engine):
     # A's f32 rows two pages apart: prefetched on any host (B's rows too, where one line).
     workload = Matmul(M=96, N=2048, K=2048)

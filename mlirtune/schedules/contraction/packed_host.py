@@ -134,8 +134,9 @@ def packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
 def prefetch_level(op: OpInfo, nr: int) -> int:
     """PREFETCH for the packed nest reading A in place: 1 (the next row of register tiles'
     A panel) where A's rows lie more than a PAGE_BYTES page apart; 2 (that, and B's panel
-    rows ahead in the K loop, ir/prefetch_ahead.py) where they lie a page apart or more and
-    a panel row of the f32 micro-kernel is one cache line (NR = 16: AVX2); else 0.
+    rows ahead in the K loop, ir/prefetch_ahead.py) where they lie a page apart or more, a
+    panel row of the f32 micro-kernel is one cache line (NR = 16: AVX2) and no epilogue
+    follows; else 0.
     Measured on an AMD Zen 3 (f32, 4 x 16, MC = NC = 128, KC = 512; GFLOP/s of the best
     and the median of 5-9 interleaved rounds, without -> with), 1 paid at K >= 2048 - 2048^3
     70.3 -> 75.8 and 72.8 -> 79.1 (medians 63.3 -> 69.0, 65.1 -> 68.9; two threads 98 ->
@@ -149,12 +150,16 @@ def prefetch_level(op: OpInfo, nr: int) -> int:
     256x11008x4096 0.87x -> 0.91x, 256x4096x11008 0.86x -> 0.89x, 512x2048x2048 0.85x ->
     0.88x (from 1); 1024^3 0.86x -> 0.92x and 0.90x -> 0.95x, 512x4096x1024 0.90x -> 0.93x
     (from 0). Not where A's rows lie closer: 4096x4096x256 0.87x -> 0.78x, 1000x999x1001
-    (KC = 63) 0.87x -> 0.79x. Not measured on wider panel rows (AVX-512's 4 x 64 tile)."""
+    (KC = 63) 0.87x -> 0.79x; nor under an MLP's bias and ReLU: 512x4096x1024 0.93x -> 0.88x
+    and 0.93x -> 0.90x numpy's three ops, 512x2048x2048 0.89x both ways. Not measured on
+    wider panel rows (AVX-512's 4 x 64 tile)."""
     row_bytes = op.dims["K"] * element_bytes(op.element_type)
     if row_bytes < PAGE_BYTES:
         return 0
     one_line_rows = op.element_type == "f32" and nr * element_bytes("f32") == LINE_BYTES
-    return 2 if one_line_rows else int(row_bytes > PAGE_BYTES)
+    if one_line_rows and not op.attributes.get("epilogue"):
+        return 2
+    return int(row_bytes > PAGE_BYTES)
 
 
 def _k_block(k: int, bound: int) -> int:
