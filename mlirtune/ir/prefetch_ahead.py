@@ -35,8 +35,8 @@ from mlirtune.ir.prefetch import (
 
 AHEAD_ATTRIBUTE = "mlirtune.prefetch_panel_ahead"
 # How far ahead of the K step the prefetches run: 32 rows of a 16-wide f32 panel. Against
-# 1 KiB on the Zen 3: 256x11008x4096 0.88x -> 0.91x OpenBLAS, 256x4096x11008 0.88x -> 0.89x,
-# 512x2048x2048 0.89x -> 0.88x.
+# 1 KiB on the Zen 3 (one run each, not rotated): 256x11008x4096 0.88x -> 0.91x OpenBLAS,
+# 256x4096x11008 0.88x -> 0.89x, 512x2048x2048 0.89x -> 0.88x.
 AHEAD_BYTES = 2048
 
 

@@ -145,13 +145,14 @@ def prefetch_level(op: OpInfo, nr: int) -> int:
     51.7), 1024^3 89.9 -> 90.6 (81.7 -> 76.0), 4096x4096x256 78.3 -> 79.6 (76.0 -> 67.6),
     1000x999x1001 86.2 -> 85.9 (82.9 -> 80.9). Rows a page apart or closer lie in adjacent
     pages, whose lines the hardware prefetchers seem to find on their own.
-    2 against the level chosen before (medians of the ratio to OpenBLAS over 30-350 bursts
-    of about 10 ms, alternating with numpy's, on the same host): 2048^3 0.83x -> 0.85x,
-    256x11008x4096 0.87x -> 0.91x, 256x4096x11008 0.86x -> 0.89x, 512x2048x2048 0.85x ->
-    0.88x (from 1); 1024^3 0.86x -> 0.92x and 0.90x -> 0.95x, 512x4096x1024 0.90x -> 0.93x
-    (from 0). Not where A's rows lie closer: 4096x4096x256 0.87x -> 0.78x, 1000x999x1001
-    (KC = 63) 0.87x -> 0.79x; nor under an MLP's bias and ReLU: 512x4096x1024 0.93x -> 0.88x
-    and 0.93x -> 0.90x numpy's three ops, 512x2048x2048 0.89x both ways. Not measured on
+    2 against the level chosen before (medians of the ratio to OpenBLAS over 40-550 bursts
+    of about 10 ms, alternating with numpy's, the order of the configs rotating): 2048^3
+    0.83x -> 0.87x, 256x11008x4096 0.86x -> 0.89x, 256x4096x11008 0.85x -> 0.93x,
+    512x2048x2048 0.87x -> 0.90x (from 1); 1024^3 0.95x -> 0.99x, 512x4096x1024 0.86x ->
+    0.91x, 512x1024x1024 0.88x -> 0.93x (from 0); on two threads against OpenBLAS's two,
+    2048^3 0.85x both ways, 256x11008x4096 0.93x -> 0.97x. Not where A's rows lie closer:
+    4096x4096x256 0.84x -> 0.74x, 1000x999x1001 (KC = 63) 0.87x -> 0.79x; nor under an
+    MLP's bias and ReLU: 512x4096x1024 0.89x -> 0.82x numpy's three ops. Not measured on
     wider panel rows (AVX-512's 4 x 64 tile)."""
     row_bytes = op.dims["K"] * element_bytes(op.element_type)
     if row_bytes < PAGE_BYTES:
