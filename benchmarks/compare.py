@@ -1,12 +1,14 @@
 """Side-by-side timing of mlirtune and numpy (one BLAS thread) for one workload, in one run.
 
-Rounds alternate (ours, numpy, ours, numpy, ...) so that machine drift hits both sides alike;
-each side's time is the median of its per-round medians.
+Rounds alternate (ours, numpy, ours, numpy, ...) so that machine drift hits both sides alike,
+and the sides' order rotates every round (`rotating_rounds`); each side's time is the median of
+its per-round medians.
 """
 
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from mlirtune.bench.baseline import measure_numpy
@@ -43,6 +45,21 @@ class Comparison:
 HEADER = f"{'workload':34s} {'ours':>9s} {'numpy':>9s} {'ratio':>8s}   (GFLOP/s)"
 
 
+def rotating_rounds(sides: dict[str, Callable[[], float]], rounds: int) -> dict[str, list[float]]:
+    """Each side's measurement (seconds per call) in each of `rounds` rounds, the sides' order
+    rotating every round: what a side leaves behind (BLAS threads still spinning after a
+    call, its lines in the caches) then falls on every side alike. Measured on a 2-core VM,
+    the same two-thread kernel timed right after numpy's two-thread matmul ran 25% slower
+    than in second place."""
+    names = list(sides)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for round_index in range(rounds):
+        shift = round_index % len(names)
+        for name in names[shift:] + names[:shift]:
+            times[name].append(sides[name]())
+    return times
+
+
 def compare(
     engine,
     workload,
@@ -54,17 +71,21 @@ def compare(
     """Verify once, then alternate kernel and numpy measurements for `rounds` rounds;
     `parameters` are explicit slot values (default: the pipeline's own choice)."""
     options = BenchOptions(max_time_s=max_time_s)
-    ours, theirs, used = [], [], {}
-    for _ in range(rounds):
+    used: dict = {}
+
+    def ours() -> float:
         result = engine.benchmark(workload, parameters, options=options)
-        ours.append(result.median_s)
-        used = result.parameters
-        theirs.append(measure_numpy(workload, options).median_s)
+        used.update(result.parameters)
+        return result.median_s
+
+    times = rotating_rounds(
+        {"ours": ours, "numpy": lambda: measure_numpy(workload, options).median_s}, rounds
+    )
     complexity = workload.get_complexity()
     return Comparison(
         label,
-        statistics.median(ours),
-        statistics.median(theirs),
+        statistics.median(times["ours"]),
+        statistics.median(times["numpy"]),
         complexity.flops,
         used,
         complexity.bytes_read + complexity.bytes_written,

@@ -12,7 +12,8 @@ products of K pairs, AVX512-BF16 for bf16 and AVX2 vpmaddwd for int8; fma: FMA, 
 multiply-add, on widened operands).
 
 For each shape, rounds alternate: ours on one thread, ours on --threads, numpy (OpenBLAS) on
-one thread, numpy on --threads; each side's time is the median of its per-round medians.
+one thread, numpy on --threads, in an order that rotates every round; each side's time is the
+median of its per-round medians.
 Prints our scaling (one-thread time / N-thread time) and the N-thread ratio to numpy. Then
 the other host families (convolution, softmax, element-wise), whose numpy forms are not
 multi-threaded: our scaling only.
@@ -23,6 +24,9 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+from functools import partial
+
+from compare import rotating_rounds
 
 from mlirtune.api import engine_for
 from mlirtune.bench.baseline import measure_numpy, measure_torch, torch_available
@@ -87,14 +91,15 @@ def threads_against_numpy(engines: dict, options: BenchOptions, rounds: int, n: 
     print(f"{'workload':24s} {'ours x1':>8s} {'ours x' + str(n):>8s} {'numpy x1':>9s} "
           f"{'numpy x' + str(n):>9s}   scaling   vs numpy x{n}   (GFLOP/s)")  # fmt: skip
     for label, workload in SHAPES.items():
-        times: dict[str, list[float]] = {"ours1": [], "oursN": [], "numpy1": [], "numpyN": []}
         for threads, engine in engines.items():
             assert engine.execute(workload).verification.ok, (label, threads)
-        for _ in range(rounds):
-            times["ours1"].append(engines[1].benchmark(workload, options=options).median_s)
-            times["oursN"].append(engines[n].benchmark(workload, options=options).median_s)
-            times["numpy1"].append(measure_numpy(workload, options).median_s)
-            times["numpyN"].append(measure_numpy(workload, options, threads=n).median_s)
+        sides = {
+            "ours1": partial(_ours_s, engines[1], workload, options),
+            "oursN": partial(_ours_s, engines[n], workload, options),
+            "numpy1": partial(_numpy_s, workload, options, 1),
+            "numpyN": partial(_numpy_s, workload, options, n),
+        }
+        times = rotating_rounds(sides, rounds)
         median = {side: statistics.median(values) for side, values in times.items()}
         flops = workload.get_complexity().flops
         rates = " ".join(f"{flops / median[side] / 1e9:8.1f}" for side in times)
@@ -112,12 +117,13 @@ def other_families_scaling(engines: dict, options: BenchOptions, rounds: int, n:
     """Convolution, softmax and element-wise kernels on one and on n threads: our scaling."""
     print(f"{'workload':24s} {'ours x1':>8s} {'ours x' + str(n):>8s}   scaling   (GB/s)")
     for label, workload in OTHER_FAMILIES.items():
-        seconds: dict[int, list[float]] = {1: [], n: []}
         for threads, engine in engines.items():
             assert engine.execute(workload).verification.ok, (label, threads)
-        for _ in range(rounds):
-            for threads, engine in engines.items():
-                seconds[threads].append(engine.benchmark(workload, options=options).median_s)
+        sides = {
+            threads: partial(_ours_s, engine, workload, options)
+            for threads, engine in engines.items()
+        }
+        seconds = rotating_rounds(sides, rounds)
         median = {threads: statistics.median(values) for threads, values in seconds.items()}
         moved = workload.get_complexity()
         gbs = {t: (moved.bytes_read + moved.bytes_written) / m / 1e9 for t, m in median.items()}
@@ -137,21 +143,32 @@ def low_precision_against_torch(engine, options: BenchOptions, rounds: int) -> N
     for label, workload in LOW_PRECISION_SHAPES.items():
         assert engine.execute(workload).verification.ok, label
         unit = UNIT_PATHS[engine.plan(workload).values["UNIT"]]
-        ours, theirs = [], []
-        for _ in range(rounds):
-            ours.append(engine.benchmark(workload, options=options).median_s)
-            if torch:
-                theirs.append(measure_torch(workload, options).median_s)
+        sides = {"ours": partial(_ours_s, engine, workload, options)}
+        if torch:
+            sides["torch"] = partial(_torch_s, workload, options)
+        times = rotating_rounds(sides, rounds)
         flops = workload.get_complexity().flops
-        rate = flops / statistics.median(ours) / 1e9
-        if theirs:
-            torch_rate = flops / statistics.median(theirs) / 1e9
+        rate = flops / statistics.median(times["ours"]) / 1e9
+        if torch:
+            torch_rate = flops / statistics.median(times["torch"]) / 1e9
             print(f"{label:24s} {unit:>5s} {rate:8.1f} {torch_rate:8.1f}   "
                   f"{rate / torch_rate:7.2f}x", flush=True)  # fmt: skip
         else:
             print(f"{label:24s} {unit:>5s} {rate:8.1f} {'-':>8s}", flush=True)
         engine.clear_cache()
     print()
+
+
+def _ours_s(engine, workload, options: BenchOptions) -> float:
+    return engine.benchmark(workload, options=options).median_s
+
+
+def _numpy_s(workload, options: BenchOptions, threads: int) -> float:
+    return measure_numpy(workload, options, threads=threads).median_s
+
+
+def _torch_s(workload, options: BenchOptions) -> float:
+    return measure_torch(workload, options).median_s
 
 
 if __name__ == "__main__":
