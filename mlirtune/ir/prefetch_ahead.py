@@ -74,8 +74,8 @@ def _prefetch(k_loop: ir.Operation) -> None:
         return
     panel_type = ir.MemRefType(read.operands[0].type)
     panels, depth, width = panel_type.shape
-    if static_bounds(k_loop) != (0, depth, 1):
-        return  # a loop over part of the panel
+    if static_bounds(k_loop) != (0, depth, 1) or panels == 1:
+        return  # a loop over part of the panel, or one panel (its rows could only repeat)
     size = element_bytes(str(panel_type.element_type))
     ahead = max(1, AHEAD_BYTES // (width * size))
     k = loop_body(k_loop).arguments[0]

@@ -326,12 +326,13 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
 def _prefetch_next_panels(s: ScheduleBuilder, row_loop: ir.Value, prefetch: int) -> None:
     """Mark a loop over rows of register tiles (MR outer, NR inner) whose A is read in
     place, where PREFETCH > 0: the prefetch-next-panel step (ir/prefetch_panel.py) has each
-    row prefetch the next row's A panel over its NR tiles (see packed_host.prefetches);
-    with PREFETCH=2, the prefetch-panel-ahead step (ir/prefetch_ahead.py) has their K loops
-    prefetch B's panel rows ahead too."""
-    for level, attribute in ((1, PANEL_ATTRIBUTE), (2, AHEAD_ATTRIBUTE)):
+    row prefetch the next row's A panel over its NR tiles; with PREFETCH=2, the
+    prefetch-panel-ahead step (ir/prefetch_ahead.py) has their K loops prefetch B's panel
+    rows ahead too (see packed_host.prefetch_level)."""
+    marks = ((1, PANEL_ATTRIBUTE, "mark_prefetch_panel"), (2, AHEAD_ATTRIBUTE, "mark_ahead"))
+    for level, attribute, step in marks:
         if prefetch >= level:
-            with s.at(f"mark_{attribute.rpartition('.')[2]}"):
+            with s.at(step):
                 transform.AnnotateOp(row_loop, attribute)
 
 
