@@ -1,16 +1,23 @@
-"""mlirtune: describe, lower, verify, benchmark and tune MLIR tensor kernels."""
+"""mlirtune: describe, lower, verify, benchmark and tune MLIR tensor kernels.
+
+The workload types import MLIR, so they load on first use: a GPU machine without MLIR can
+still import mlirtune.runtime.cuda to run programs compiled elsewhere.
+"""
+
+from __future__ import annotations
+
+import importlib
 
 from mlirtune.interfaces.errors import MlirtuneError, UsageError, VerificationError
-from mlirtune.interfaces.workload import ArgSpec, Complexity, Workload
 
 __version__ = "0.2.0"
 
-__all__ = [
-    "ArgSpec",
-    "Complexity",
-    "MlirtuneError",
-    "UsageError",
-    "VerificationError",
-    "Workload",
-    "__version__",
-]
+_WORKLOAD_TYPES = ("ArgSpec", "Complexity", "Workload")
+
+__all__ = [*_WORKLOAD_TYPES, "MlirtuneError", "UsageError", "VerificationError", "__version__"]
+
+
+def __getattr__(name: str) -> object:
+    if name in _WORKLOAD_TYPES:
+        return getattr(importlib.import_module("mlirtune.interfaces.workload"), name)
+    raise AttributeError(f"module 'mlirtune' has no attribute {name!r}")

@@ -10,6 +10,7 @@ import numpy as np
 from mlirtune.interfaces.verification import VerificationResult
 
 if TYPE_CHECKING:
+    from mlirtune.interfaces.dtype import DType
     from mlirtune.interfaces.workload import ArgSpec
 
 # Elements compared at a time: the float64 temporaries of a chunk stay near 200 MiB however
@@ -49,25 +50,48 @@ class _Errors:
             self.max_rel = rel if self.max_rel is None else max(self.max_rel, rel)
 
 
+def absolute_tolerance(dtype: DType, accumulation_length: int) -> float:
+    """The atol of `compare`: the dtype's per-term error, grown with the square root of
+    the terms summed into each output."""
+    return dtype.atol_per_term * max(1, accumulation_length) ** 0.5 * 10
+
+
 def compare(
     outputs: list[tuple[ArgSpec, np.ndarray]],
     references: list[np.ndarray],
     accumulation_length: int,
 ) -> VerificationResult:
-    """Check each output against its reference: |out - ref| <= atol + rtol * |ref|, in
-    chunks of CHUNK_ELEMENTS."""
+    """Check each output against its reference, with its dtype's tolerances."""
+    return check_outputs(
+        [
+            (
+                spec.name,
+                actual,
+                absolute_tolerance(spec.dtype, accumulation_length),
+                spec.dtype.rtol,
+            )
+            for spec, actual in outputs
+        ],
+        references,
+    )
+
+
+def check_outputs(
+    outputs: list[tuple[str, np.ndarray, float, float]], references: list[np.ndarray]
+) -> VerificationResult:
+    """Check each (name, output, atol, rtol) against its reference: |out - ref| <= atol +
+    rtol * |ref|, in chunks of CHUNK_ELEMENTS."""
     worst = VerificationResult(ok=True)
     worst_excess = -np.inf
     failures = []
-    for (spec, actual), expected in zip(outputs, references, strict=True):
+    for (name, actual, atol, rtol), expected in zip(outputs, references, strict=True):
         got_all, want_all = np.asarray(actual), np.asarray(expected)
         if got_all.shape != want_all.shape:
             return VerificationResult(
-                ok=False, detail=f"{spec.name}: shape {got_all.shape} != reference {want_all.shape}"
+                ok=False, detail=f"{name}: shape {got_all.shape} != reference {want_all.shape}"
             )
         if got_all.size == 0:
             continue
-        atol = spec.dtype.atol_per_term * max(1, accumulation_length) ** 0.5 * 10
         errors = _Errors()
         got_flat, want_flat = got_all.reshape(-1), want_all.reshape(-1)
         for start in range(0, got_flat.size, CHUNK_ELEMENTS):
@@ -77,10 +101,10 @@ def compare(
                 want_flat[start:stop].astype(np.float64, copy=False),
                 start,
                 atol,
-                spec.dtype.rtol,
+                rtol,
             )
         if errors.excess > 0:
-            failures.append(spec.name)
+            failures.append(name)
         if errors.excess > worst_excess:
             worst_excess = errors.excess
             index = np.unravel_index(errors.flat_index, got_all.shape)
@@ -88,7 +112,7 @@ def compare(
                 ok=True,
                 max_abs_error=errors.max_abs,
                 max_rel_error=errors.max_rel,
-                worst_output=spec.name,
+                worst_output=name,
                 worst_index=tuple(int(i) for i in index),
             )
     if failures:

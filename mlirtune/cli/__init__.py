@@ -94,8 +94,8 @@ examples:
     + WORKLOAD_NOTE
 )
 OPT = (
-    "Print the payload IR after the schedule and after lowering (PTX for compile-only "
-    "targets such as nvidia-gpu); nothing is run."
+    "Print the payload IR after the schedule and after lowering (PTX for nvidia-gpu); "
+    "nothing is run. With --program, save a GPU program to run on another machine."
 )
 OPT_EPILOG = (
     """\
@@ -104,6 +104,7 @@ examples:
   mlirtune opt matmul M=64 N=64 K=64 --pipeline x86_64/matmul --print-after-all
   mlirtune opt elementwise M=64 N=64 ops=add,mul,relu
   mlirtune opt matmul --target nvidia-gpu
+  mlirtune opt matmul M=1024 N=1024 K=1024 --target nvidia-gpu --program mm.json
 """
     + WORKLOAD_NOTE
 )
@@ -209,6 +210,13 @@ def _parser() -> argparse.ArgumentParser:
     text = "print the payload after scheduling and after lowering"
     opt = workload_command("opt", text, OPT, OPT_EPILOG, kernel.cmd_opt)
     opt.add_argument("--print-after-all", action="store_true", help="print IR after every pass")
+    opt.add_argument(
+        "--program",
+        metavar="FILE.json",
+        help="with --target nvidia-gpu: save the compiled program (PTX, launches, arguments) "
+        "and its inputs and expected outputs (FILE.npz) instead of printing IR, to run with "
+        "`python -m mlirtune.runtime.gpu_run FILE.json` where the GPU is",
+    )
     add_tune_parser(commands)
     add_db_parser(commands)
     add_specs_parser(commands)

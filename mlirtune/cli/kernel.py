@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mlirtune.cli.common import (
@@ -15,7 +16,7 @@ from mlirtune.cli.common import (
     target_of,
     workload_of,
 )
-from mlirtune.interfaces.errors import MlirtuneError
+from mlirtune.interfaces.errors import MlirtuneError, UsageError
 
 if TYPE_CHECKING:  # imported on use: `mlirtune --help` stays fast
     from mlirtune.interfaces.bench import BenchResult
@@ -149,6 +150,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_opt(args: argparse.Namespace) -> int:
     workload = workload_of(args)
+    if args.program:
+        return _save_program(args, workload)
 
     def show(stage: str, result: object) -> None:
         print(f"// ----- after {stage} -----")
@@ -161,6 +164,22 @@ def cmd_opt(args: argparse.Namespace) -> int:
         observer=show,
         print_after_all=args.print_after_all,
     )
+    return 0
+
+
+def _save_program(args: argparse.Namespace, workload: Workload) -> int:
+    """--program: the GPU program and, beside it, its inputs and expected outputs."""
+    from mlirtune.engine.ptx import PtxEngine, program_data
+    from mlirtune.runtime.gpu_run import data_path, save_data
+
+    engine = engine_of(args)
+    if not isinstance(engine, PtxEngine):
+        raise UsageError("--program saves GPU programs: add --target nvidia-gpu", stage="target")
+    path = Path(args.program)
+    engine.compile(workload, _checked_params(args, engine, workload)).save(path)
+    save_data(path, program_data(workload))
+    print(f"saved {path} and {data_path(path)}; on a GPU machine (no MLIR needed):")
+    print(f"  python -m mlirtune.runtime.gpu_run {path}")
     return 0
 
 

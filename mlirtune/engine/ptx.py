@@ -1,74 +1,91 @@
-"""The compile-only NVIDIA engine: a payload lowered through the target's descriptors to PTX.
+"""The NVIDIA engine: a payload lowered through the target's descriptors to PTX, then run
+on a CUDA device where one exists.
 
 It plans like the host engine (descriptor lookup along `nvidia/`, slot values with their
 sources) and runs the same driver; `nvidia/matmul.yaml` applies the `gpu_contraction`
 schedule and `nvidia/lower_gpu.yaml` outlines, lowers and serializes the kernel with
-`gpu-module-to-binary{format=isa}`, whose PTX text needs neither ptxas nor a GPU. There is
-no GPU runtime yet, so nothing here runs a kernel.
+`gpu-module-to-binary{format=isa}`, whose PTX text needs neither ptxas nor a GPU. The PTX
+and the launches recorded during lowering make a GpuProgram, which the CUDA runtime
+(mlirtune.runtime.cuda) loads and times; the same program saved to a file runs on a GPU
+machine without MLIR (mlirtune.runtime.gpu_run).
 """
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 
 import numpy as np
 from mlir import ir
 
+from mlirtune.bench.harness import run_benchmark
+from mlirtune.bench.result import bench_result
 from mlirtune.engine.planned import DescriptorEngine
 from mlirtune.interfaces.bench import BenchOptions, BenchResult
 from mlirtune.interfaces.engine import ExecutionResult, Observer
-from mlirtune.interfaces.errors import MlirtuneError
+from mlirtune.interfaces.errors import UsageError, VerificationError
+from mlirtune.interfaces.gpu_program import GpuProgram, ProgramArgument
 from mlirtune.interfaces.lowering import Descriptor
 from mlirtune.interfaces.runtime import Buffer, Placement, Runtime
 from mlirtune.interfaces.workload import Workload
 from mlirtune.ir.context import new_context
-from mlirtune.ir.gpu import extract_ptx
+from mlirtune.ir.gpu import extract_ptx, read_launches
 from mlirtune.pipeline import run_pipeline
+from mlirtune.runtime.cuda import CudaDevice, LoadedProgram, cuda_unavailable, device_count
 from mlirtune.targets.nvidia_gpu import NvidiaGPU
+from mlirtune.verify import absolute_tolerance
+from mlirtune.workloads.base import PayloadWorkload
 
 
-def compile_only(target: NvidiaGPU) -> MlirtuneError:
-    """The error for anything that would run a kernel on `target`."""
-    return MlirtuneError(
-        f"{target.name} is compile-only for now; use `mlirtune opt --target {target.name}` "
-        "to see the PTX",
-        stage="target",
-    )
-
-
-class CompileOnlyRuntime(Runtime):
-    """The runtime slot of a PtxEngine: a device that cannot hold buffers yet."""
+class NoDevice(Runtime):
+    """The runtime slot of a PtxEngine on a host without the target's GPU: compiling
+    works, and anything that needs the device says why there is none."""
 
     kind = NvidiaGPU.name
 
-    def __init__(self, target: NvidiaGPU) -> None:
+    def __init__(self, target: NvidiaGPU, reason: str) -> None:
         super().__init__(target.index)
-        self.target = target
+        self.reason = reason
+
+    def error(self) -> UsageError:
+        return UsageError(
+            f"no CUDA device {self.index} to run on: {self.reason}; `mlirtune opt --target "
+            "nvidia-gpu` still prints the PTX",
+            stage="target",
+        )
 
     def allocate(self, name: str, initial: np.ndarray, placement: Placement) -> Buffer:
-        raise compile_only(self.target)
+        raise self.error()
 
     def release(self, buffer: Buffer) -> None:
-        raise compile_only(self.target)
+        raise self.error()
 
     def to_host(self, buffer: Buffer) -> np.ndarray:
-        raise compile_only(self.target)
+        raise self.error()
 
 
 class PtxEngine(DescriptorEngine):
-    """Lowers through the NVIDIA descriptors to PTX; execute and benchmark refuse."""
+    """Lowers through the NVIDIA descriptors to PTX, and runs on GPU `target.index`."""
 
     def __init__(
         self,
         target: NvidiaGPU | None = None,
         pipeline: str | Path | Descriptor | None = None,
+        placements: Mapping[str, Placement] | None = None,
     ) -> None:
         """`pipeline`: a descriptor, its name or YAML path (default: looked up for each
         workload along the target's `nvidia/` folder). Spec libraries are for CPU targets,
-        so none is applied."""
+        so none is applied. `placements` override where arguments live when timing
+        starts, by name (the workloads declare the host)."""
         target = target or NvidiaGPU()
-        super().__init__(CompileOnlyRuntime(target), target, pipeline)
+        count = device_count()
+        runtime: Runtime = (
+            CudaDevice(target.index, placements)
+            if target.index < count
+            else NoDevice(target, cuda_unavailable() or f"this host has {count} GPU(s)")
+        )
+        super().__init__(runtime, target, pipeline)
 
     # --- lowering ------------------------------------------------------------------------
 
@@ -90,6 +107,13 @@ class PtxEngine(DescriptorEngine):
     ) -> str:
         """The PTX text of `workload`'s kernels; `schedule_parameters` override the
         selector's tiles (block_m, block_n, thread_m, thread_n)."""
+        return self.compile(workload, schedule_parameters).ptx
+
+    def compile(
+        self, workload: Workload, schedule_parameters: dict[str, int] | None = None
+    ) -> GpuProgram:
+        """The program that runs `workload` with these (or the selector's) tiles: its PTX,
+        launches and arguments; `save` it to run it where there is a GPU but no MLIR."""
         return self._lower(workload, schedule_parameters, None, False)[0]
 
     def _lower(
@@ -98,7 +122,7 @@ class PtxEngine(DescriptorEngine):
         parameters: dict[str, int] | None,
         observer: Observer | None,
         print_after_all: bool,
-    ) -> tuple[str, ir.Module]:
+    ) -> tuple[GpuProgram, ir.Module]:
         def stages(stage: str, result: ir.Module | str) -> None:
             if observer and stage != "lowering":
                 observer(stage, result)
@@ -109,9 +133,30 @@ class PtxEngine(DescriptorEngine):
             ptx = extract_ptx(module)
             if observer:
                 observer("ptx", ptx)
-            return ptx, module
+            program = GpuProgram(
+                chip=self.target.chip,
+                ptx=ptx,
+                launches=read_launches(module),
+                arguments=program_arguments(workload),
+                workload=workload.describe(),
+                parameters=dict(lowering.values),
+                flops=workload.get_complexity().flops,
+            )
+            return program, module
 
     # --- running -------------------------------------------------------------------------
+
+    @contextmanager
+    def _loaded(
+        self, workload: Workload, parameters: dict[str, int] | None
+    ) -> Iterator[tuple[GpuProgram, LoadedProgram, list[Buffer]]]:
+        """The compiled program loaded on the device, with the workload's buffers there."""
+        device = self.runtime
+        if not isinstance(device, CudaDevice):
+            raise device.error() if isinstance(device, NoDevice) else TypeError(device)
+        program = self.compile(workload, parameters)
+        with device.load(program) as loaded, workload.allocate(self) as buffers:
+            yield program, loaded, buffers
 
     def execute(
         self,
@@ -119,7 +164,12 @@ class PtxEngine(DescriptorEngine):
         schedule_parameters: dict[str, int] | None = None,
         check_correctness: bool = True,
     ) -> ExecutionResult:
-        raise compile_only(self.target)
+        with self._loaded(workload, schedule_parameters) as (program, loaded, buffers):
+            loaded.launch(buffers)
+            verification = workload.verify(self) if check_correctness else None
+        return ExecutionResult(
+            workload.describe(), program.parameters, verification, self._provenance()
+        )
 
     def benchmark(
         self,
@@ -129,4 +179,55 @@ class PtxEngine(DescriptorEngine):
         options: BenchOptions | None = None,
         timing_slot: AbstractContextManager[object] | None = None,
     ) -> BenchResult:
-        raise compile_only(self.target)
+        """Verify once, then time graphs of back-to-back calls between CUDA events."""
+        options = options or BenchOptions()
+        with self._loaded(workload, schedule_parameters) as (program, loaded, buffers):
+            verification = None
+            if check_correctness:
+                loaded.launch(buffers)
+                verification = workload.verify(self)
+                if not verification.ok and not verification.skipped:
+                    raise VerificationError(verification.summary(), stage="verify")
+            with timing_slot or nullcontext():
+                seconds = run_benchmark(loaded.timer(buffers), options)
+        return bench_result(
+            workload=workload.describe(),
+            parameters=program.parameters,
+            seconds=seconds,
+            complexity=workload.get_complexity(),
+            verified=bool(verification and verification.ok and not verification.skipped),
+            extra=self._provenance(),
+        )
+
+    def _provenance(self) -> dict[str, object]:
+        device = self.runtime
+        assert isinstance(device, CudaDevice)
+        return {"target": self.target.name, "chip": self.target.chip, **device.fingerprint()}
+
+
+def program_arguments(workload: Workload) -> tuple[ProgramArgument, ...]:
+    """The workload's arguments with the tolerances its verification would apply."""
+    length = workload.accumulation_length() if isinstance(workload, PayloadWorkload) else 1
+    return tuple(
+        ProgramArgument(
+            name=spec.name,
+            shape=tuple(spec.shape),
+            dtype=np.dtype(spec.dtype.numpy).name,
+            is_output=spec.is_output,
+            atol=absolute_tolerance(spec.dtype, length) if spec.is_output else 0.0,
+            rtol=spec.dtype.rtol if spec.is_output else 0.0,
+        )
+        for spec in workload.arguments()
+    )
+
+
+def program_data(workload: Workload) -> dict[str, np.ndarray]:
+    """The workload's inputs and its reference outputs by argument name: what a runner
+    without MLIR verifies a saved program with (mlirtune.runtime.gpu_run)."""
+    specs = workload.arguments()
+    inputs = [spec.name for spec in specs if not spec.is_output]
+    outputs = [spec.name for spec in specs if spec.is_output]
+    return {
+        **dict(zip(inputs, workload.inputs, strict=True)),
+        **dict(zip(outputs, workload.reference(workload.inputs), strict=True)),
+    }

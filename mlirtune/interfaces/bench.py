@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mlirtune.interfaces.workload import Complexity
+if TYPE_CHECKING:  # the workload module imports MLIR; a GPU runner without it uses this one
+    from mlirtune.interfaces.workload import Complexity
 
 
 @dataclass(frozen=True)

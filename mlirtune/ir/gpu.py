@@ -1,9 +1,11 @@
-"""GPU-module helpers over the bindings: the PTX of serialized kernels, and the kernel
-fix-up that runs between outlining and attaching the NVVM target.
+"""GPU-module helpers over the bindings: the PTX of serialized kernels, the kernel fix-up
+that runs between outlining and attaching the NVVM target, and the launches a runtime
+needs.
 
-`prepare_kernels` is registered as the descriptor step `prepare-gpu-kernels`
-(mlirtune.pipeline.steps); `extract_ptx` reads what `gpu-module-to-binary{format=isa}`
-produced.
+`prepare_kernels` and `record_launches` are the descriptor steps `prepare-gpu-kernels` and
+`record-gpu-launches` (mlirtune.pipeline.steps); `extract_ptx` and `read_launches` read
+what the lowering left: the PTX of `gpu-module-to-binary{format=isa}`, and the launches
+recorded on the module while they were still plain `gpu.launch_func`s with constant sizes.
 """
 
 from __future__ import annotations
@@ -14,8 +16,11 @@ from mlir import ir
 from mlir.dialects import gpu
 
 from mlirtune.interfaces.errors import MlirtuneError
+from mlirtune.interfaces.gpu_program import KernelLaunch
 
 SERIALIZE_STAGE = "gpu-serialize"
+LAUNCH_STAGE = "gpu-launch"
+LAUNCHES_ATTRIBUTE = "mlirtune.gpu_launches"
 _CONTRACTIBLE = ("arith.mulf", "arith.addf", "arith.subf")
 
 
@@ -91,3 +96,93 @@ def _add_noalias(kernel: ir.Operation) -> None:
             entries["llvm.noalias"] = ir.UnitAttr.get()
         attrs.append(ir.DictAttr.get(entries))
     kernel.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+
+
+def record_launches(module: ir.Module) -> None:
+    """Record every `gpu.launch_func` on the module (LAUNCHES_ATTRIBUTE): its kernel, grid,
+    block, dynamic shared memory and the host function's arguments it passes. Later
+    lowering turns the launches into LLVM calls; the record is what a runtime that is not
+    the LLVM host code (mlirtune.runtime.cuda) launches from. Sizes must be constants and
+    kernel operands the function's own arguments, else the error says which is not."""
+    launches: list[ir.Attribute] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "gpu.launch_func":
+            launches.append(_launch_record(op))
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    module.operation.attributes[LAUNCHES_ATTRIBUTE] = ir.ArrayAttr.get(launches)
+
+
+def read_launches(module: ir.Module) -> tuple[KernelLaunch, ...]:
+    """The launches `record_launches` stored on `module`, in program order."""
+    if LAUNCHES_ATTRIBUTE not in module.operation.attributes:
+        raise MlirtuneError(
+            "the lowering recorded no GPU launches (its descriptor lacks the "
+            "record-gpu-launches step)",
+            stage=LAUNCH_STAGE,
+        )
+    launches = []
+    for entry in ir.ArrayAttr(module.operation.attributes[LAUNCHES_ATTRIBUTE]):
+        fields = {a.name: a.attr for a in ir.DictAttr(entry)}
+        grid, block = (tuple(ir.DenseI64ArrayAttr(fields[k])) for k in ("grid", "block"))
+        launches.append(
+            KernelLaunch(
+                kernel=ir.StringAttr(fields["kernel"]).value,
+                grid=(grid[0], grid[1], grid[2]),
+                block=(block[0], block[1], block[2]),
+                shared_bytes=ir.IntegerAttr(fields["shared_bytes"]).value,
+                arguments=tuple(ir.DenseI64ArrayAttr(fields["arguments"])),
+            )
+        )
+    return tuple(launches)
+
+
+def _launch_record(op: ir.Operation) -> ir.DictAttr:
+    launch = op.opview
+    kernel = ir.SymbolRefAttr(op.attributes["kernel"]).value[-1]
+    sizes = [
+        launch.gridSizeX,
+        launch.gridSizeY,
+        launch.gridSizeZ,
+        launch.blockSizeX,
+        launch.blockSizeY,
+        launch.blockSizeZ,
+    ]
+    shared = launch.dynamicSharedMemorySize
+    constants = [_constant(v, kernel, "grid and block sizes") for v in sizes]
+    arguments = []
+    for position, operand in enumerate(launch.kernelOperands):
+        if not (isinstance(operand, ir.BlockArgument) and isinstance(operand.type, ir.MemRefType)):
+            raise MlirtuneError(
+                f"operand {position} of the launch of {kernel} is not a buffer argument of "
+                "the host function: the CUDA runtime passes only those",
+                stage=LAUNCH_STAGE,
+            )
+        arguments.append(operand.arg_number)
+    i64 = ir.IntegerType.get_signless(64)
+    return ir.DictAttr.get(
+        {
+            "kernel": ir.StringAttr.get(kernel),
+            "grid": ir.DenseI64ArrayAttr.get(constants[:3]),
+            "block": ir.DenseI64ArrayAttr.get(constants[3:]),
+            "shared_bytes": ir.IntegerAttr.get(
+                i64, 0 if shared is None else _constant(shared, kernel, "shared memory")
+            ),
+            "arguments": ir.DenseI64ArrayAttr.get(arguments),
+        }
+    )
+
+
+def _constant(value: ir.Value, kernel: str, what: str) -> int:
+    owner = value.owner
+    if isinstance(owner, ir.OpView):
+        owner = owner.operation
+    if isinstance(owner, ir.Operation) and owner.name == "arith.constant":
+        return ir.IntegerAttr(owner.attributes["value"]).value
+    raise MlirtuneError(
+        f"the launch of {kernel} has {what} that are not constants: the CUDA runtime "
+        "needs static launches",
+        stage=LAUNCH_STAGE,
+    )

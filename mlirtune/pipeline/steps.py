@@ -19,7 +19,7 @@ from mlirtune.ir.expand_exp import expand_exp
 from mlirtune.ir.expand_math import expand_math
 from mlirtune.ir.flat_conv import flatten_conv_rows
 from mlirtune.ir.flatten_transfers import flatten_narrow_transfers
-from mlirtune.ir.gpu import prepare_kernels
+from mlirtune.ir.gpu import prepare_kernels, record_launches
 from mlirtune.ir.pair_products import pair_products
 from mlirtune.ir.prefetch import prefetch_next_tile
 from mlirtune.ir.prefetch_ahead import prefetch_panel_ahead
@@ -31,6 +31,7 @@ Step = Callable[..., None]  # (module, **arguments)
 STEPS: dict[str, Step] = {
     "deallocate-buffers": deallocate_buffers,
     "prepare-gpu-kernels": prepare_kernels,
+    "record-gpu-launches": record_launches,
     "flatten-narrow-transfers": flatten_narrow_transfers,
     "flatten-conv-rows": flatten_conv_rows,
     "expand-math": expand_math,

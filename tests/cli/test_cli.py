@@ -8,6 +8,9 @@ import pytest
 
 from mlirtune.cli import main
 from mlirtune.interfaces.errors import UsageError
+from mlirtune.interfaces.gpu_program import GpuProgram
+from mlirtune.runtime.cuda import device_count
+from mlirtune.runtime.gpu_run import load_data
 from tests.payloads import FAILING_SCHEDULE, UNRESOLVED_SYMBOL
 
 
@@ -265,11 +268,24 @@ def test_explicit_pipeline_by_name_and_unknown_name(capsys):
 
 
 @pytest.mark.jit
-def test_nvidia_target_compiles_to_ptx_but_does_not_execute(capsys):
+def test_nvidia_target_compiles_to_ptx_and_saves_programs(capsys, tmp_path):
     code, out, _ = run(capsys, "opt", "matmul", "M=32", "N=32", "K=32", "--target", "nvidia-gpu")
     assert code == 0 and "after ptx" in out and ".entry" in out
+    path = tmp_path / "mm.json"
+    argv = ("opt", "matmul", "M=8", "N=16", "K=4", "--target", "nvidia-gpu", "--program", path)
+    code, out, _ = run(capsys, *map(str, argv))
+    assert code == 0 and f"python -m mlirtune.runtime.gpu_run {path}" in out
+    assert GpuProgram.load(path).launches[0].arguments == (0, 1, 2)
+    data = load_data(path)
+    np.testing.assert_allclose(data["A"] @ data["B"], data["C"], rtol=1e-5)
+    code, _, err = run(capsys, "opt", "matmul", "--program", str(path))
+    assert code == 2 and "add --target nvidia-gpu" in err
+
+
+@pytest.mark.skipif(device_count() > 0, reason="this host has a GPU")
+def test_nvidia_target_without_a_gpu_says_why(capsys):
     code, _, err = run(capsys, "run", "matmul", "--target", "nvidia-gpu")
-    assert code == 2 and "compile-only" in err
+    assert code == 2 and "no CUDA device 0 to run on" in err
 
 
 @pytest.mark.jit

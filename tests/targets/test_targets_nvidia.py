@@ -1,29 +1,38 @@
-"""The compile-only NVIDIA GPU target: matmul payloads lowered to PTX, no GPU needed.
+"""The NVIDIA GPU target: matmul payloads lowered to PTX and GPU programs, no GPU needed.
 
 NvidiaGPU holds facts; PtxEngine lowers through the packaged `nvidia/` descriptors (the
-`gpu_contraction` schedule family, then nvidia/lower_gpu.yaml). Tests that produce PTX need
+`gpu_contraction` schedule family, then nvidia/lower_gpu.yaml) into a GpuProgram, which
+tests/runtime/test_cuda_device.py runs where there is a GPU. Tests that produce PTX need
 LLVM's NVPTX backend in the MLIR wheel; where it is missing they skip with that reason,
 which the `nvptx` fixture finds out once.
 """
 
 import re
+from pathlib import Path
 
 import pytest
+from mlir import ir
 
 from mlirtune.api import engine_for
 from mlirtune.engine.ptx import PtxEngine
+from mlirtune.interfaces.dtype import dtype_named
 from mlirtune.interfaces.errors import MlirtuneError, UsageError
+from mlirtune.interfaces.gpu_program import GpuProgram
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.target import Target
+from mlirtune.ir.gpu import read_launches
 from mlirtune.pipeline import DescriptorError, load_descriptor
 from mlirtune.pipeline.lookup import PACKAGED
+from mlirtune.runtime.cuda import device_count
 from mlirtune.schedules.registry import family_named
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.targets.nvidia_gpu import NvidiaGPU
+from mlirtune.verify import absolute_tolerance
 from mlirtune.workloads import Matmul, Mlp, Softmax
 
 FMA = re.compile(r"^\s*(fma|mad)\.rn\.f32\b", re.MULTILINE)
 NVIDIA = PACKAGED / "nvidia"
+COMMITTED_PROGRAM = Path(__file__).parent.parent / "runtime" / "data" / "matmul_64x48x32.json"
 MATMUL_100 = OpInfo("matmul", {"M": 100, "N": 256, "K": 64}, ("f32", "f32", "f32"))
 
 
@@ -199,11 +208,13 @@ def test_engine_for_lowers_through_the_nvidia_matmul_descriptor():
     assert explicit.descriptor.path == NVIDIA / "matmul.yaml"  # no nvidia/mlp.yaml
     assert (explicit.values["block_m"], explicit.sources["block_m"]) == (32, "explicit")
     assert explicit.config_source == "explicit"
-    # The kernel fix-up runs between outlining and attaching the target, as a step stage.
+    # The kernel fix-up and the launch record run between outlining and attaching the
+    # target, as step stages: the launches are still gpu.launch_func with constant sizes.
     names = [(s.kind, s.name.split("{")[0]) for s in lowering.descriptor.stages]
     step = names.index(("step", "prepare-gpu-kernels"))
     assert names[step - 1] == ("pass", "gpu-kernel-outlining")
-    assert names[step + 1] == ("pass", "nvvm-attach-target")
+    assert names[step + 1] == ("step", "record-gpu-launches")
+    assert names[step + 2] == ("pass", "nvvm-attach-target")
     with pytest.raises(UsageError, match="spec libraries are for CPU targets"):
         engine_for(NvidiaGPU(), specs=object())
 
@@ -218,13 +229,54 @@ def test_observer_sees_the_schedule_then_the_ptx(nvptx):
     assert seen[-1][1] is str
 
 
-@pytest.mark.jit
-def test_execute_and_benchmark_are_compile_only():
+@pytest.mark.skipif(device_count() > 0, reason="this host has a GPU")
+def test_running_without_a_gpu_says_why():
     engine = PtxEngine()
     for call in (engine.execute, engine.benchmark):
-        with pytest.raises(MlirtuneError, match="compile-only") as caught:
+        with pytest.raises(UsageError, match="no CUDA device 0 to run on: ") as caught:
             call(Matmul(M=8, N=8, K=8))
         assert caught.value.stage == "target"
+
+
+def test_committed_program_is_a_fresh_compile(nvptx):
+    """The program the runtime's tests run without MLIR is what the compiler makes now."""
+    fresh = PtxEngine().compile(Matmul(M=64, N=48, K=32))
+    assert fresh == GpuProgram.load(COMMITTED_PROGRAM), (
+        f"regenerate {COMMITTED_PROGRAM} with PtxEngine().compile(Matmul(M=64, N=48, K=32))"
+        ".save(path)"
+    )
+
+
+def test_launches_are_recorded_with_grid_block_and_arguments(nvptx):
+    tiles = {"block_m": 32, "block_n": 64, "thread_m": 2, "thread_n": 4}
+    program = PtxEngine().compile(Matmul(M=100, N=256, K=64), tiles)
+    (launch,) = program.launches
+    assert (launch.grid, launch.block, launch.shared_bytes) == ((4, 4, 1), (16, 16, 1), 0)
+    assert launch.arguments == (0, 1, 2)
+    assert launch.kernel in program.ptx and program.chip == "sm_80"
+    assert program.flops == 2 * 100 * 256 * 64 and program.parameters["block_m"] == 32
+    (mlp,) = PtxEngine().compile(Mlp(M=64, N=128, K=32)).launches
+    assert sorted(mlp.arguments) == [0, 1, 2, 3]  # A, B, bias and C, in the kernel's order
+
+
+def test_program_outputs_carry_the_verification_tolerances(nvptx):
+    program = PtxEngine().compile(Matmul(M=16, N=16, K=400))
+    inputs, (output,) = program.arguments[:2], program.arguments[2:]
+    assert [(a.name, a.shape, a.dtype) for a in inputs] == [
+        ("A", (16, 400), "float32"),
+        ("B", (400, 16), "float32"),
+    ]
+    assert output.is_output and output.atol == absolute_tolerance(dtype_named("f32"), 400)
+    assert output.rtol == dtype_named("f32").rtol and inputs[0].atol == 0.0
+
+
+def test_launches_are_read_only_where_recorded():
+    with (
+        ir.Context(),
+        pytest.raises(MlirtuneError, match="recorded no GPU launches") as caught,
+    ):
+        read_launches(ir.Module.parse("module {}"))
+    assert caught.value.stage == "gpu-launch"
 
 
 def test_unknown_step_names_file_and_line(tmp_path):

@@ -1,0 +1,172 @@
+"""GPU GEMMs against cuBLAS (through PyTorch), in two halves for the compile/run cut.
+
+    python benchmarks/gpu_gemm.py export DIR [--chip sm_90]   # where MLIR is
+    python benchmarks/gpu_gemm.py run DIR                     # where the GPU is
+
+`export` compiles each GEMM with the selector's tiles and with a few other tile configs
+(`gpu_contraction` knobs), saving GpuPrograms; small shapes get their inputs and expected
+outputs beside them. `run` needs only numpy, cuda-bindings and PyTorch: it verifies the
+small programs against their data and the large ones against cuBLAS's result, times every
+program with the mlirtune harness (CUDA events around graphs of calls, every argument on
+the device) and cuBLAS the same way (a captured CUDA graph of the same call count), and
+prints each ratio. f32 runs without TF32 on both sides.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+VERIFY = [  # (name, workload options): saved with inputs and expected outputs
+    ("f32_256", {"M": 256, "N": 256, "K": 256}),
+    ("f32_odd_1000x999x1001", {"M": 1000, "N": 999, "K": 1001}),
+    ("f32_matvec_1x1024x1024", {"M": 1, "N": 1024, "K": 1024}),
+    ("bf16_256", {"M": 256, "N": 256, "K": 256, "dtype": "bf16"}),
+    ("mlp_512x1024x256", {"M": 512, "N": 1024, "K": 256, "mlp": True}),
+]
+LARGE = [  # (name, options): the selector's tiles and every config of TILES
+    ("f32_4096", {"M": 4096, "N": 4096, "K": 4096}),
+    ("bf16_4096", {"M": 4096, "N": 4096, "K": 4096, "dtype": "bf16"}),
+]
+TILES = [  # block_m, block_n, thread_m, thread_n
+    (64, 64, 4, 4),
+    (128, 64, 8, 4),
+    (64, 128, 4, 8),
+    (128, 128, 8, 8),
+    (32, 64, 2, 4),
+]
+
+
+def export(directory: Path, chip: str) -> None:
+    from mlirtune.engine.ptx import PtxEngine, program_data
+    from mlirtune.runtime.gpu_run import save_data
+    from mlirtune.targets.nvidia_gpu import NvidiaGPU
+    from mlirtune.workloads import Matmul, Mlp
+
+    directory.mkdir(parents=True, exist_ok=True)
+    engine = PtxEngine(NvidiaGPU(chip=chip))
+
+    def workload(options: dict) -> Matmul | Mlp:
+        options = dict(options)
+        return Mlp(**options) if options.pop("mlp", False) else Matmul(**options)
+
+    for name, options in VERIFY:
+        w = workload(options)
+        path = directory / f"verify_{name}.json"
+        engine.compile(w).save(path)
+        save_data(path, program_data(w))
+        print("exported", path.name)
+    for name, options in LARGE:
+        w = workload(options)
+        engine.compile(w).save(directory / f"large_{name}_selector.json")
+        for bm, bn, tm, tn in TILES:
+            config = {"block_m": bm, "block_n": bn, "thread_m": tm, "thread_n": tn}
+            engine.compile(w, config).save(directory / f"large_{name}_{bm}x{bn}_{tm}x{tn}.json")
+        print("exported", name, "with", len(TILES), "tile configs")
+
+
+def run(directory: Path, max_time: float) -> int:
+    import torch
+
+    from mlirtune.interfaces.bench import BenchOptions
+    from mlirtune.interfaces.gpu_program import GpuProgram
+    from mlirtune.runtime.cuda import CudaDevice
+    from mlirtune.runtime.gpu_run import load_data, run_program
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    device = CudaDevice(0)
+    print(f"device: {device!r}, driver {device.fingerprint()['driver']}")
+    options = BenchOptions(max_time_s=max_time)
+    failures = 0
+    for path in sorted(directory.glob("verify_*.json")):
+        program = GpuProgram.load(path)
+        result = run_program(device, program, load_data(path), options)
+        failures += not result.verification.ok
+        status = "ok" if result.verification.ok else f"WRONG {result.verification.summary()}"
+        error = result.verification.max_abs_error
+        print(f"{path.stem:40s} verify {status}, max abs error {error:.2e}")
+    print(f"\n{'program':44s} {'GFLOP/s':>9s} {'cv':>6s} {'cuBLAS':>9s} {'ratio':>6s}")
+    for name, _ in LARGE:
+        ratios = {}
+        for path in sorted(directory.glob(f"large_{name}_*.json")):
+            program = GpuProgram.load(path)
+            data = _inputs_and_expected(program, torch)
+            result = run_program(device, program, data, options)
+            failures += not result.verification.ok
+            cublas_s = _cublas_seconds(program, torch, data, max_time)
+            summary = result.summary()
+            ratios[path.stem] = cublas_s / summary["median_s"]
+            check = "" if result.verification.ok else f"  WRONG {result.verification.summary()}"
+            print(
+                f"{path.stem:44s} {summary['gflops']:9.1f} {summary['cv']:6.1%} "
+                f"{program.flops / cublas_s / 1e9:9.1f} {ratios[path.stem]:6.3f}{check}"
+            )
+        if ratios:
+            winner = max(ratios, key=ratios.get)
+            print(f"best of {len(ratios)} configs for {name}: {winner} at {ratios[winner]:.3f}x")
+    return 1 if failures else 0
+
+
+def _inputs_and_expected(program, torch) -> dict[str, np.ndarray]:
+    """Seeded inputs and their product on the GPU in f32 (without TF32)."""
+    a, b, c = program.arguments
+    rng = np.random.default_rng(0)
+    arrays = {x.name: rng.uniform(-1, 1, x.shape).astype(x.numpy_dtype) for x in (a, b)}
+    product = _to_torch(arrays[a.name], torch).float() @ _to_torch(arrays[b.name], torch).float()
+    arrays[c.name] = product.cpu().numpy().astype(c.numpy_dtype)
+    return arrays
+
+
+def _to_torch(array: np.ndarray, torch):
+    """The array on the GPU in its own dtype (bf16 through an exact f32 copy)."""
+    tensor = torch.from_numpy(array.astype(np.float32)).cuda()
+    return tensor.to(torch.bfloat16) if array.dtype.name == "bfloat16" else tensor
+
+
+def _cublas_seconds(program, torch, data, max_time: float) -> float:
+    """Median seconds per product (in the inputs' dtype) over replays of a CUDA graph of
+    back-to-back cuBLAS calls, each replay about 2 ms."""
+    a, b, _ = program.arguments
+    ta, tb = (_to_torch(data[x.name], torch) for x in (a, b))
+    out = torch.matmul(ta, tb)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    torch.matmul(ta, tb, out=out)
+    end.record()
+    end.synchronize()
+    call_s = max(start.elapsed_time(end) * 1e-3, 1e-7)
+    calls = max(1, int(2e-3 / call_s))
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(stream), torch.cuda.graph(graph):
+        for _ in range(calls):
+            torch.matmul(ta, tb, out=out)
+    samples = []
+    for _ in range(min(200, max(3, int(max_time / (calls * call_s))))):
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) * 1e-3 / calls)
+    return float(np.median(samples))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("mode", choices=["export", "run"])
+    parser.add_argument("directory", type=Path)
+    parser.add_argument("--chip", default="sm_90", help="export: the NVPTX chip (default sm_90)")
+    parser.add_argument("--max-time", type=float, default=1.0, help="run: seconds per program")
+    args = parser.parse_args()
+    if args.mode == "export":
+        export(args.directory, args.chip)
+        return 0
+    return run(args.directory, args.max_time)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
