@@ -87,7 +87,10 @@ def _distinct_arguments(values: Iterable[ir.Value]) -> bool:
 
 
 def _add_noalias(kernel: ir.Operation) -> None:
-    arguments = kernel.regions[0].blocks[0].arguments
+    """Mark the kernel's memref arguments noalias (not its workgroup attributions, which
+    follow the arguments among the entry block's values)."""
+    inputs = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value).inputs
+    arguments = list(kernel.regions[0].blocks[0].arguments)[: len(inputs)]
     old = kernel.attributes.get("arg_attrs", None)
     attrs = []
     for i, argument in enumerate(arguments):

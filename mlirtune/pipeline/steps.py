@@ -24,6 +24,7 @@ from mlirtune.ir.pair_products import pair_products
 from mlirtune.ir.prefetch import prefetch_next_tile
 from mlirtune.ir.prefetch_ahead import prefetch_panel_ahead
 from mlirtune.ir.prefetch_panel import prefetch_next_panel
+from mlirtune.ir.workgroup import share_workgroup_tiles
 from mlirtune.schedules.contraction.widen import widen_narrow_operands
 
 Step = Callable[..., None]  # (module, **arguments)
@@ -32,6 +33,7 @@ STEPS: dict[str, Step] = {
     "deallocate-buffers": deallocate_buffers,
     "prepare-gpu-kernels": prepare_kernels,
     "record-gpu-launches": record_launches,
+    "share-workgroup-tiles": share_workgroup_tiles,
     "flatten-narrow-transfers": flatten_narrow_transfers,
     "flatten-conv-rows": flatten_conv_rows,
     "expand-math": expand_math,

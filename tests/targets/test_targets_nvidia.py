@@ -118,11 +118,38 @@ def test_partial_tiles_and_epilogue_compile(nvptx):
     assert FMA.search(ptx) and re.search(r"\bmax(\.NaN)?\.f32\b", ptx)
 
 
+def test_shared_k_steps_keep_the_accumulators_in_registers(nvptx):
+    """Whole tiles: A and B tiles of (64 + 64) x 64 floats in shared memory, C written once
+    per output and never read back (its accumulators stay in registers across K steps)."""
+    ptx = PtxEngine().compile_to_ptx(Matmul(M=128, N=128, K=128))
+    shared = re.findall(r"^\s*\.shared\s.*\[(\d+)\];", ptx, re.MULTILINE)
+    assert sorted(map(int, shared)) == [64 * 64 * 4, 64 * 64 * 4]
+    assert "bar.sync" in ptx and FMA.search(ptx)
+    assert len(re.findall(r"\bst\.global\.", ptx)) == 4 * 4  # thread_m x thread_n
+    assert not re.search(r"\bld\.global\.(?!nc)", ptx), "C should never be loaded"
+    # Reading global memory directly (block_k = 0): no shared memory.
+    assert ".shared" not in PtxEngine().compile_to_ptx(Matmul(M=128, N=128, K=128), {"block_k": 0})
+
+
+def test_shared_tiles_past_the_static_shared_memory_are_refused():
+    big = {"block_m": 128, "block_n": 128, "thread_m": 8, "thread_n": 8, "block_k": 64}
+    with pytest.raises(UsageError, match="65536 bytes exceed 49152 .constraint shared_memory"):
+        PtxEngine().compile_to_ptx(Matmul(M=4096, N=4096, K=4096), big)
+
+
+def test_partial_tiles_stage_shared_steps_as_scalar_loops(nvptx):
+    tiles = {"block_m": 32, "block_n": 32, "thread_m": 4, "thread_n": 4, "block_k": 8}
+    ptx = PtxEngine().compile_to_ptx(Matmul(M=100, N=60, K=30), tiles)
+    assert ".shared" in ptx and "bar.sync" in ptx and FMA.search(ptx)
+
+
 @pytest.mark.parametrize(
     ("tiles", "message"),
     [
         ({"block_m": 64, "block_n": 64, "thread_m": 1, "thread_n": 1}, "64x64 threads per block"),
-        ({"block_m": 0}, "GPU tiles must be positive integers"),
+        ({"block_m": 0}, "parameter block_m=0 must be a positive integer"),
+        ({"block_k": 64}, "constraint k_steps"),
+        ({"block_k": -1}, "parameter block_k=-1 must be an integer >= 0"),
         ({"warp_m": 2}, "unknown parameter"),
         ({"chip": "sm_90"}, "set by the target"),  # the target's, not a schedule parameter
     ],
@@ -157,12 +184,32 @@ def test_target_is_facts():
 
 def test_gpu_contraction_selector():
     family = family_named("gpu_contraction")
-    # The largest divisors of M and N up to 64, then of those up to 4: every tile is full.
+    # The largest divisors of M and N up to 64, then of those up to 4: every tile is full;
+    # K = 64 goes through shared memory in two steps of 32 (one step of 64 is none).
     assert family.select(MATMUL_100, NvidiaGPU("sm_86")) == {
         "block_m": 50,
         "block_n": 64,
         "thread_m": 2,
         "thread_n": 4,
+        "block_k": 32,
+    }
+    # The largest step that leaves more than one: none for K = 8.
+    shallow = OpInfo("matmul", {"M": 64, "N": 64, "K": 20}, ("f32", "f32", "f32"))
+    assert family.select(shallow, NvidiaGPU())["block_k"] == 16
+    assert (
+        family.select(OpInfo("matmul", {"M": 8, "N": 8, "K": 8}, ("f32",) * 3), NvidiaGPU())[
+            "block_k"
+        ]
+        == 0
+    )
+    # Dims without small divisors would need more threads than a block has: default tiles.
+    prime = OpInfo("matmul", {"M": 333, "N": 301, "K": 257}, ("f32", "f32", "f32"))
+    assert family.select(prime, NvidiaGPU()) == {
+        "block_m": 64,
+        "block_n": 64,
+        "thread_m": 4,
+        "thread_n": 4,
+        "block_k": 64,
     }
     with pytest.raises(UsageError):
         family.select(MATMUL_100, HostCPU())
@@ -177,11 +224,20 @@ def test_gpu_contraction_constraints_and_cost():
     family, target = family_named("gpu_contraction"), NvidiaGPU()
     chosen = family.select(MATMUL_100, target)
     assert family.violations(MATMUL_100, target, chosen) == []
-    too_many = {"block_m": 64, "block_n": 64, "thread_m": 1, "thread_n": 1}
+    too_many = {"block_m": 64, "block_n": 64, "thread_m": 1, "thread_n": 1, "block_k": 32}
     assert family.violations(MATMUL_100, target, too_many) == ["threads_per_block"]
-    outside = {"block_m": 4, "block_n": 64, "thread_m": 8, "thread_n": 4}
+    outside = {"block_m": 4, "block_n": 64, "thread_m": 8, "thread_n": 4, "block_k": 32}
     assert "thread_m_within_block_m" in family.violations(MATMUL_100, target, outside)
     assert 0 < family.cost(MATMUL_100, target, chosen) < family.cost(MATMUL_100, target, outside)
+    # (128 + 128) * 64 * 4 bytes is past a block's 48 KiB; one step of all of K is no step.
+    big = {"block_m": 128, "block_n": 128, "thread_m": 8, "thread_n": 8, "block_k": 64}
+    large = OpInfo("matmul", {"M": 4096, "N": 4096, "K": 4096}, ("f32", "f32", "f32"))
+    assert family.violations(large, target, big) == ["shared_memory"]
+    assert family.violations(MATMUL_100, target, {**chosen, "block_k": 64}) == ["k_steps"]
+    # Shared K steps cost less than every thread reading global memory.
+    tiles = {"block_m": 64, "block_n": 64, "thread_m": 4, "thread_n": 4}
+    steps = [family.cost(large, target, {**tiles, "block_k": bk}) for bk in (0, 8, 32)]
+    assert steps == sorted(steps, reverse=True)
 
 
 @pytest.mark.jit
@@ -195,11 +251,12 @@ def test_engine_for_lowers_through_the_nvidia_matmul_descriptor():
         "block_n": 64,
         "thread_m": 2,
         "thread_n": 4,
+        "block_k": 32,
         "chip": "sm_86",
         "features": "+ptx76",
     }
     assert lowering.sources == {
-        **dict.fromkeys(("block_m", "block_n", "thread_m", "thread_n"), "selector"),
+        **dict.fromkeys(("block_m", "block_n", "thread_m", "thread_n", "block_k"), "selector"),
         "chip": "target",
         "features": "target",
     }
@@ -252,7 +309,7 @@ def test_launches_are_recorded_with_grid_block_and_arguments(nvptx):
     program = PtxEngine().compile(Matmul(M=100, N=256, K=64), tiles)
     (launch,) = program.launches
     assert (launch.grid, launch.block, launch.shared_bytes) == ((4, 4, 1), (16, 16, 1), 0)
-    assert launch.arguments == (0, 1, 2)
+    assert sorted(launch.arguments) == [0, 1, 2]  # A, B and C, in the kernel's order
     assert launch.kernel in program.ptx and program.chip == "sm_80"
     assert program.flops == 2 * 100 * 256 * 64 and program.parameters["block_m"] == 32
     (mlp,) = PtxEngine().compile(Mlp(M=64, N=128, K=32)).launches

@@ -1,0 +1,256 @@
+"""The gpu_contraction family's knobs, parameter checks, selector, constraints and cost
+model (NVIDIA GPUs)."""
+
+from __future__ import annotations
+
+import math
+
+import z3
+from mlir import ir
+
+from mlirtune.interfaces.dtype import element_bytes
+from mlirtune.interfaces.errors import UsageError
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.schedule import (
+    Config,
+    Constraint,
+    Derivation,
+    Domains,
+    Knob,
+    KnobVariables,
+)
+from mlirtune.interfaces.target import Target
+from mlirtune.schedules.family import LibraryFamily
+from mlirtune.schedules.gpu_contraction.tiles import (
+    block_dims,
+    largest_divisor,
+    shared_bytes,
+    whole_tiles,
+)
+from mlirtune.schedules.gpu_contraction.transform import gpu_schedule
+from mlirtune.schedules.knobs import choices, divisors, powers_of_two
+from mlirtune.targets.nvidia_gpu import NvidiaGPU
+
+# Knob defaults, and the largest tiles the selector picks: 64x64 outputs per block, 4x4
+# per thread (256 threads), K steps of 64 through shared memory. Measured on an H200, f32
+# 4096^3 at 64x64/4x4: 17.1 TFLOP/s with steps of 64, 15.4 with 32, 10.1 with 16, 4.0
+# reading global memory (bf16 inputs: 11.8, 10.4, 8.9 and 4.0).
+BLOCK_CAP = 64
+THREAD_CAP = 4
+BLOCK_K = 64
+STEPS = (64, 32, 16, 8)  # the selector's block_k, largest first
+# Static shared memory a block may use without opting in to more (every chip since sm_20).
+SHARED_BYTES = 48 * 1024
+# Largest block tile a tuner tries (128x128 at 1x1 per thread is past the thread limit, so
+# the constraints prune what the candidates alone do not).
+BLOCK_CANDIDATE_CAP = 128
+
+# Cost-model assumptions beside the target's facts (NvidiaGPU.facts).
+LATENCY_WARPS = 16  # resident warps an SM needs to hide load latency; fewer stretch time
+SHARED_LOADS = 1.0  # 16-byte shared-memory load warp instructions an SM issues per cycle
+# Issue cycles a K step of shared tiles loses: its copies' global loads are used at once
+# (no double buffering), so each step waits out a round trip to memory, then two barriers.
+STEP_CYCLES = 100
+# Of the L1 load rate, what loads straight from global memory get (block_k = 0): their
+# rows and columns are not shared across the block's warps.
+GLOBAL_LOAD_SHARE = 0.25
+LAUNCH_S = 5e-6
+
+
+def _block_tiles(dim: str) -> Derivation:
+    """Divisors of the loop (full tiles only) and powers of two (a partial last tile)."""
+    whole, powers = divisors(dim, BLOCK_CANDIDATE_CAP), powers_of_two(dim, BLOCK_CANDIDATE_CAP)
+    return lambda op, lanes: [*whole(op, lanes), *powers(op, lanes)]
+
+
+class GpuContraction(LibraryFamily):
+    """block_m x block_n output tiles per thread block, thread_m x thread_n per thread."""
+
+    name = "gpu_contraction"
+    description = "matmul + epilogue tiled into GPU blocks and threads, lowered to PTX"
+    root_kinds = ("matmul",)
+    target_kinds = (NvidiaGPU.name,)
+    knobs = (
+        Knob("block_m", "rows of C per thread block (grid y)", BLOCK_CAP, _block_tiles("M")),
+        Knob("block_n", "columns of C per thread block (grid x)", BLOCK_CAP, _block_tiles("N")),
+        Knob(
+            "thread_m",
+            "rows of C per thread (block y = block_m/thread_m)",
+            THREAD_CAP,
+            choices(1, 2, 4, 8),
+        ),
+        Knob(
+            "thread_n",
+            "columns of C per thread (block x = block_n/thread_n)",
+            THREAD_CAP,
+            choices(1, 2, 4, 8),
+        ),
+        Knob(
+            "block_k",
+            "K per shared-memory step of A and B tiles (0: threads read global memory)",
+            BLOCK_K,
+            choices(0, 8, 16, 32, 64),
+            minimum=0,
+        ),
+    )
+
+    # --- parameters and the transform ------------------------------------------------------
+
+    def parameters(self, op: OpInfo, values: Config | None = None) -> Config:
+        """Defaults overlaid with `values` (checked as every family checks them), refused
+        up front (before any IR is touched) where a block would exceed the CUDA limit of
+        threads, or its shared tiles the static shared memory."""
+        tiles = super().parameters(op, values)
+        x, y, _ = block_dims(tiles)
+        if x * y > NvidiaGPU.max_threads_per_block:
+            raise UsageError(
+                f"{x}x{y} threads per block exceeds {NvidiaGPU.max_threads_per_block}",
+                stage="schedule",
+            )
+        if not 0 < tiles["block_k"] < op.dims["K"] and tiles["block_k"]:
+            raise UsageError(
+                f"block_k={tiles['block_k']} needs K > block_k (constraint k_steps: the "
+                "shared tiles are staged per step of a K loop); use block_k=0",
+                stage="schedule",
+            )
+        if shared_bytes(op, tiles) > SHARED_BYTES:
+            raise UsageError(
+                f"shared tiles of {shared_bytes(op, tiles)} bytes exceed {SHARED_BYTES} "
+                "(constraint shared_memory: (block_m + block_n) * block_k * element size)",
+                stage="schedule",
+            )
+        return tiles
+
+    def build(self, op: OpInfo, parameters: Config) -> ir.Module:
+        tiles = self.parameters(op, parameters)
+        return gpu_schedule(tiles, whole_tiles(op, tiles))
+
+    # --- selector, constraints and cost model (NVIDIA GPUs) --------------------------------
+
+    def gpu(self, target: Target, stage: str) -> NvidiaGPU:
+        return self.require(target, NvidiaGPU, stage)
+
+    def choose(self, op: OpInfo, target: Target) -> Config:
+        """The largest divisors of M and N up to the block defaults, then of the block tiles
+        up to the thread defaults, so that every tile is full (no idle threads); where that
+        would take more threads than a block may have (M or N with no small divisors), the
+        default tiles, with partial tiles at the edges. K goes through shared memory in
+        the largest steps up to the default block_k that leave more than one step."""
+        self.gpu(target, "select")
+        caps = self.defaults(op)
+        block_m = largest_divisor(op.dims["M"], caps["block_m"])
+        block_n = largest_divisor(op.dims["N"], caps["block_n"])
+        tiles = {
+            "block_m": block_m,
+            "block_n": block_n,
+            "thread_m": largest_divisor(block_m, caps["thread_m"]),
+            "thread_n": largest_divisor(block_n, caps["thread_n"]),
+            "block_k": next((bk for bk in STEPS if bk <= caps["block_k"] and bk < op.dims["K"]), 0),
+        }
+        x, y, _ = block_dims(tiles)
+        if x * y > NvidiaGPU.max_threads_per_block:
+            tiles.update({k: caps[k] for k in ("block_m", "block_n", "thread_m", "thread_n")})
+        return tiles
+
+    def lanes(self, op: OpInfo, target: Target) -> int:
+        """One element per thread: the kernel is scalar code, one output tile per thread."""
+        self.gpu(target, "space")
+        return 1
+
+    def constraints(
+        self, op: OpInfo, target: Target, knobs: KnobVariables, domains: Domains
+    ) -> list[Constraint]:
+        gpu = self.gpu(target, "space")
+        bm, bn, tm, tn, bk = (
+            knobs[k] for k in ("block_m", "block_n", "thread_m", "thread_n", "block_k")
+        )
+        limit = gpu.max_threads_per_block
+        size = element_bytes(op.element_type)
+        return [
+            Constraint(
+                "positive_tiles",
+                "every tile is a positive integer: a block and a thread own whole outputs",
+                z3.And([k >= 1 for k in (bm, bn, tm, tn)] + [bk >= 0]),
+            ),
+            Constraint(
+                "k_steps",
+                "block_k = 0 or block_k < K: shared tiles are staged per step of a K loop",
+                z3.Or(bk == 0, bk < op.dims["K"]),
+            ),
+            Constraint(
+                "shared_memory",
+                f"(block_m + block_n) * block_k * {size} <= {SHARED_BYTES}: a K step's "
+                "tiles of A and B fit the static shared memory of a block",
+                (bm + bn) * bk * size <= SHARED_BYTES,
+            ),
+            Constraint(
+                "threads_per_block",
+                f"ceil(block_n/thread_n)*ceil(block_m/thread_m) <= {limit}: the CUDA limit "
+                "on threads per block (the launch would fail)",
+                ((bn + tn - 1) / tn) * ((bm + tm - 1) / tm) <= limit,
+            ),
+            Constraint(
+                "thread_m_within_block_m",
+                "thread_m <= block_m: a thread tile lies in its block tile",
+                tm <= bm,
+            ),
+            Constraint(
+                "thread_n_within_block_n",
+                "thread_n <= block_n: a thread tile lies in its block tile",
+                tn <= bn,
+            ),
+        ]
+
+    def cost(self, op: OpInfo, target: Target, config: Config) -> float:
+        """Seconds per call on the target (its `facts`, nominal unless given): the slower of
+        issuing the instructions and moving the bytes, plus a launch.
+
+        Assumptions: every thread runs K steps of thread_m*thread_n FMAs. With block_k = 0
+        they are fed by thread_m + thread_n loads from global memory, and each warp reads
+        its own rows of A and columns of B from L2. With shared tiles the loads come from
+        shared memory, 16 bytes at a time; each K step also copies the block's tiles (one
+        load and store per element, shared among the threads) and waits at two barriers;
+        L2 serves each block's panels once. Partial tiles cost full ones, since their
+        threads still run; blocks are spread evenly over the SMs; an SM with fewer than
+        LATENCY_WARPS resident warps is slowed in proportion; A and B are read once from
+        DRAM; C is written once."""
+        facts = self.gpu(target, "space").facts
+        m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
+        bm, bn = min(config["block_m"], m), min(config["block_n"], n)
+        tm, tn = min(config["thread_m"], bm), min(config["thread_n"], bn)
+        bk = config["block_k"]
+        grid = math.ceil(m / bm) * math.ceil(n / bn)
+        x, y, _ = block_dims({"block_m": bm, "block_n": bn, "thread_m": tm, "thread_n": tn})
+        warps = math.ceil(x * y / NvidiaGPU.warp_size)
+        size_in, size_out = element_bytes(op.element_type), element_bytes(op.dtypes[-1])
+        fma = tm * tn / facts.fma_warps_per_cycle
+        if bk:
+            lanes = max(1, 16 // size_in)  # elements per 16-byte shared load
+            copied = 2 * (bm + bn) / (x * y)  # a load and a store per element, per k
+            # A thread's columns of B read 16 bytes apart: wider rows conflict in banks.
+            b_loads = math.ceil(tn / lanes) ** 2
+            per_step = (
+                max(fma, (math.ceil(tm / lanes) + b_loads) / SHARED_LOADS)
+                + copied / facts.load_warps_per_cycle
+                + STEP_CYCLES / bk
+            )
+            l2_elements = grid * (bm + bn) * k
+        else:
+            per_step = max(fma, (tm + tn) / (facts.load_warps_per_cycle * GLOBAL_LOAD_SHARE))
+            warp_x = min(NvidiaGPU.warp_size, x)
+            warp_rows = math.ceil(NvidiaGPU.warp_size / warp_x) * tm
+            l2_elements = grid * warps * (warp_rows + warp_x * tn) * k
+        blocks_per_sm = math.ceil(grid / facts.sms)
+        resident = min(
+            blocks_per_sm,
+            facts.blocks_per_sm,
+            max(1, facts.threads_per_sm // (NvidiaGPU.warp_size * warps)),
+        )
+        stretch = max(1.0, LATENCY_WARPS / (resident * warps))
+        compute = blocks_per_sm * warps * k * per_step * stretch / (facts.ghz * 1e9)
+        dram = ((m + n) * k * size_in + m * n * size_out) / facts.dram_bytes_per_s
+        l2 = l2_elements * size_in / facts.l2_bytes_per_s
+        return max(compute, dram, l2) + LAUNCH_S
+
+
+GPU_CONTRACTION = GpuContraction()

@@ -1,0 +1,40 @@
+"""Tile arithmetic of the gpu_contraction family: threads per block, whole tiles, shared
+memory per K step."""
+
+from __future__ import annotations
+
+from mlirtune.interfaces.dtype import element_bytes
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.schedule import Config
+
+
+def whole_tiles(op: OpInfo, tiles: Config) -> bool:
+    """Whether every block, thread and K-step tile is whole (static shapes throughout)."""
+    m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
+    bm, bn, bk = tiles["block_m"], tiles["block_n"], tiles["block_k"]
+    return (
+        m % bm == 0
+        and n % bn == 0
+        and bm % tiles["thread_m"] == 0
+        and bn % tiles["thread_n"] == 0
+        and (bk == 0 or k % bk == 0)
+    )
+
+
+def shared_bytes(op: OpInfo, tiles: Config) -> int:
+    """Shared memory one K step's tiles of A and B take (none with block_k = 0)."""
+    area = (tiles["block_m"] + tiles["block_n"]) * tiles["block_k"]
+    return area * element_bytes(op.element_type)
+
+
+def block_dims(tiles: Config) -> list[int]:
+    """Threads per block (x over N, y over M, z = 1): one thread per thread tile."""
+    return [
+        -(-tiles["block_n"] // tiles["thread_n"]),
+        -(-tiles["block_m"] // tiles["thread_m"]),
+        1,
+    ]
+
+
+def largest_divisor(n: int, cap: int) -> int:
+    return next(d for d in range(min(n, cap), 0, -1) if n % d == 0)

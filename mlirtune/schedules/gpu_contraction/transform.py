@@ -1,0 +1,132 @@
+"""The gpu_contraction transform module: block tiles, shared K steps, thread tiles and the
+accumulators kept in registers."""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import transform as tr
+from mlir.dialects.bufferization import LayoutMapOption
+from mlir.dialects.transform import bufferization as tbufferization
+from mlir.dialects.transform import gpu as tgpu
+from mlir.dialects.transform import structured
+from mlir.dialects.transform import vector as tvector
+
+from mlirtune.interfaces.schedule import Config
+from mlirtune.schedules.builder import ScheduleBuilder
+from mlirtune.schedules.gpu_contraction.tiles import block_dims
+
+
+def gpu_schedule(tiles: Config, whole_tiles: bool) -> ir.Module:
+    """Tile the last op (the matmul, or its epilogue) into blocks, fusing its producers;
+    step the block's matmul through K and stage its tiles in shared memory (block_k > 0);
+    bufferize, make the block forall a gpu.launch, and split the fill, matmul and epilogue
+    among the block's threads alike.
+
+    The payload's shape decides the producers: the fill alone, or the matmul and then the
+    fill when an epilogue comes last. The matmul handle is yielded once per epilogue op, so
+    it is empty (and its fusion a no-op) when the matmul itself is the last op. Producers
+    are fused consumer-first so each fusion finds its user already in the loop.
+    """
+    with ScheduleBuilder("gpu_contraction") as s:
+        anchor = s.last_op("match_anchor")
+        matmul = s.match_root(s.root, "matmul", "match_matmul")
+        with s.at("single_matmul"):  # fails on a payload with several matmuls
+            matmul = tr.SplitHandleOp([tr.AnyOpType.get()], matmul).results[0]
+        epilogue = s.match(s.root, ["linalg.generic"], "match_epilogue")
+        with s.at("match_epilogue"):
+            fused_matmul = tr.ForeachOp([tr.AnyOpType.get()], [epilogue])
+            with ir.InsertionPoint(fused_matmul.body):
+                tr.YieldOp([matmul])
+        producers = [fused_matmul.results[0], s.match(s.root, ["linalg.fill"], "match_fill")]
+        with s.at("tile_blocks"):
+            blocks = structured.TileUsingForallOp(
+                anchor,
+                mapping=_mapping("block"),
+                tile_sizes=[tiles["block_m"], tiles["block_n"]],
+            ).forall_op
+        for producer in producers:
+            s.fuse_into(producer, blocks, "fuse_blocks")
+        if tiles["block_k"]:
+            block_matmul = s.match_root(blocks, "matmul", "match_block_matmul")
+            s.tile(block_matmul, [0, 0, tiles["block_k"]], "tile_k")
+        _cleanup(s, s.root, "before_bufferize")
+        with s.at("bufferize"):
+            bufferized = tbufferization.OneShotBufferizeOp(
+                s.root,
+                bufferize_function_boundaries=True,
+                function_boundary_type_conversion=LayoutMapOption.IdentityLayoutMap,
+            ).transformed
+        function = _cleanup(s, bufferized, "after_bufferize")
+        with s.at("map_blocks"):
+            launch = tgpu.MapForallToBlocks(function, generate_gpu_launch=True).result
+        matmul = s.match_root(launch, "matmul", "match_launch_matmul")
+        if tiles["block_k"]:
+            with s.at("promote_to_shared"):  # the step share-workgroup-tiles completes it
+                matmul = structured.PromoteOp(
+                    tr.AnyOpType.get(),
+                    matmul,
+                    operands_to_promote=[0, 1],
+                    mapping=ir.ArrayAttr.get([ir.Attribute.parse("#gpu.memory_space<workgroup>")]),
+                ).transformed
+        # Every op gets the same grid of threads: each thread owns the same outputs in each.
+        tile_x, tile_y, _ = block_dims(tiles)
+        for name, op in (
+            ("fill", s.match(launch, ["linalg.fill"], "match_launch_fill")),
+            ("matmul", matmul),
+            ("epilogue", s.match(launch, ["linalg.generic"], "match_launch_epilogue")),
+        ):
+            with s.at(f"tile_threads_{name}"):
+                structured.TileUsingForallOp(
+                    op, num_threads=[tile_y, tile_x], mapping=_mapping("thread")
+                )
+        with s.at("map_threads"):
+            launch = tgpu.MapNestedForallToThreads(
+                launch, block_dims=block_dims(tiles), sync_after_distribute=False
+            ).result
+        if tiles["block_k"] and whole_tiles:
+            _accumulate_in_registers(s, bufferized, launch)
+    return s.module
+
+
+def _accumulate_in_registers(s: ScheduleBuilder, module: ir.Value, launch: ir.Value) -> None:
+    """Vectorize each thread's fill, K step and epilogue (whole tiles: static shapes),
+    then hoist the accumulator's read and write out of the K loop, so it stays in
+    registers across K steps instead of going through C, and lower the vectors to 1-D
+    loads, stores and FMAs."""
+    for name, ops in (("fill", ["linalg.fill"]), ("epilogue", ["linalg.generic"])):
+        with s.at(f"vectorize_{name}"):
+            structured.VectorizeOp(s.match(launch, ops, f"match_{name}"))
+    with s.at("vectorize_matmul"):
+        structured.VectorizeOp(s.match_root(launch, "matmul", "match_thread_matmul"))
+    function = s.match(module, ["func.func"], "match_vector_function")
+    s.apply_patterns(
+        function,
+        "fold_transfers",
+        tvector.apply_patterns_vector_reduction_to_contract,
+        tvector.apply_patterns_vector_transfer_permutation_patterns,
+    )
+    s.hoist_invariant_subsets(function)
+    s.apply_patterns(
+        function,
+        "unroll_transfers",
+        lambda: tvector.apply_patterns_vector_transfer_to_scf(
+            max_transfer_rank=1, full_unroll=True
+        ),
+    )
+    s.lower_vectors(function)
+
+
+def _cleanup(s: ScheduleBuilder, scope: ir.Value, step: str) -> ir.Value:
+    """Canonicalize and CSE the functions under `scope`: drops the untiled producers left
+    dead by fusion and the self-copies bufferization leaves for in-place forall writes."""
+    function = s.match(scope, ["func.func"], f"match_function_{step}")
+    s.canonicalize(function, f"canonicalize_{step}")
+    with s.at(f"cse_{step}"):
+        tr.ApplyCommonSubexpressionEliminationOp(function)
+    return function
+
+
+def _mapping(kind: str) -> ir.ArrayAttr:
+    """[#gpu.<kind><y>, #gpu.<kind><x>]: rows (M) on y, columns (N) on x, the contiguous
+    dimension of B and C, so that consecutive threads of a warp read nearby addresses."""
+    return ir.ArrayAttr.get([ir.Attribute.parse(f"#gpu.{kind}<{d}>") for d in "yx"])

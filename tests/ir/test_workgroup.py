@@ -1,0 +1,73 @@
+"""The `share-workgroup-tiles` step on a hand-written launch: workgroup allocs become launch
+attributions, copies into them are split among the block's threads, adjacent barriers
+merge."""
+
+from mlir import ir
+
+from mlirtune.ir.workgroup import share_workgroup_tiles
+from tests.ir.walk import ops_named
+
+# What promoting two operands into workgroup memory leaves before outlining.
+PROMOTED = """
+func.func @f(%a: memref<64x32xf32>, %b: memref<32x64xf32>) {
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %ta = memref.alloc() : memref<16x8xf32, #gpu.address_space<workgroup>>
+  %tb = memref.alloc() : memref<8x16xf32, #gpu.address_space<workgroup>>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c16, %sy = %c16, %sz = %c1) {
+    %sa = memref.subview %a[0, 0] [16, 8] [1, 1]
+        : memref<64x32xf32> to memref<16x8xf32, strided<[32, 1]>>
+    %sb = memref.subview %b[0, 0] [8, 16] [1, 1]
+        : memref<32x64xf32> to memref<8x16xf32, strided<[64, 1]>>
+    gpu.barrier
+    memref.copy %sa, %ta : memref<16x8xf32, strided<[32, 1]>>
+        to memref<16x8xf32, #gpu.address_space<workgroup>>
+    gpu.barrier
+    gpu.barrier
+    memref.copy %sb, %tb : memref<8x16xf32, strided<[64, 1]>>
+        to memref<8x16xf32, #gpu.address_space<workgroup>>
+    gpu.barrier
+    gpu.terminator
+  }
+  return
+}
+"""
+
+
+def test_workgroup_tiles_become_attributions_and_their_copies_are_split():
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(PROMOTED)
+        share_workgroup_tiles(module)
+        module.operation.verify()
+        (launch,) = ops_named(module, "gpu.launch")
+        assert ir.IntegerAttr(launch.attributes["workgroup_attributions"]).value == 2
+        body = launch.regions[0].blocks[0]
+        types = [str(argument.type) for argument in list(body.arguments)[12:]]
+        assert types == [
+            "memref<16x8xf32, #gpu.address_space<workgroup>>",
+            "memref<8x16xf32, #gpu.address_space<workgroup>>",
+        ]
+        assert not ops_named(module, "memref.alloc") and not ops_named(module, "memref.copy")
+        # One loop per tile, from the thread's linear id, stepping by the block's threads,
+        # storing into the attribution.
+        loops = ops_named(module, "scf.for")
+        assert len(loops) == 2
+        for loop, tile in zip(loops, list(body.arguments)[12:], strict=True):
+            lower, _, step = loop.operands[:3]
+            assert lower.owner.name == "arith.addi" and step.owner.name == "arith.muli"
+            (store,) = [
+                op for op in loop.regions[0].blocks[0].operations if op.name == "memref.store"
+            ]
+            assert store.operands[1] == tile
+        # barrier, copy, barrier, copy, barrier: the back-to-back pair became one.
+        names = [op.name for op in body.operations if op.name in ("gpu.barrier", "scf.for")]
+        assert names == ["gpu.barrier", "scf.for", "gpu.barrier", "scf.for", "gpu.barrier"]
+
+
+def test_launches_without_workgroup_tiles_are_left_alone():
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(PROMOTED.replace("#gpu.address_space<workgroup>", "1"))
+        before = str(module)
+        share_workgroup_tiles(module)
+        assert str(module) == before
