@@ -27,7 +27,7 @@ def engine_for(
     use_specs: bool = True,
 ) -> Engine:
     """The engine that lowers with `target`'s pipelines (or `pipeline`) and runs on it:
-    the MLIR JIT for the host, the compile-only PTX engine for NVIDIA GPUs.
+    the MLIR JIT for the host, the PTX engine (running on a CUDA device) for NVIDIA GPUs.
     `specs`/`use_specs` choose the spec libraries applied (host only)."""
     if isinstance(target, HostCPU):
         return MlirJitEngine(target=target, pipeline=pipeline, specs=specs, use_specs=use_specs)

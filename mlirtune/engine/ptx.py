@@ -152,8 +152,9 @@ class PtxEngine(DescriptorEngine):
     ) -> Iterator[tuple[GpuProgram, LoadedProgram, list[Buffer]]]:
         """The compiled program loaded on the device, with the workload's buffers there."""
         device = self.runtime
-        if not isinstance(device, CudaDevice):
-            raise device.error() if isinstance(device, NoDevice) else TypeError(device)
+        if isinstance(device, NoDevice):
+            raise device.error()
+        assert isinstance(device, CudaDevice)
         program = self.compile(workload, parameters)
         with device.load(program) as loaded, workload.allocate(self) as buffers:
             yield program, loaded, buffers
@@ -168,7 +169,7 @@ class PtxEngine(DescriptorEngine):
             loaded.launch(buffers)
             verification = workload.verify(self) if check_correctness else None
         return ExecutionResult(
-            workload.describe(), program.parameters, verification, self._provenance()
+            workload.describe(), program.parameters, verification, self._provenance(buffers)
         )
 
     def benchmark(
@@ -196,13 +197,19 @@ class PtxEngine(DescriptorEngine):
             seconds=seconds,
             complexity=workload.get_complexity(),
             verified=bool(verification and verification.ok and not verification.skipped),
-            extra=self._provenance(),
+            extra=self._provenance(buffers),
         )
 
-    def _provenance(self) -> dict[str, object]:
+    def _provenance(self, buffers: list[Buffer]) -> dict[str, object]:
+        """The target, the GPU that ran, and where each argument lay when timing started."""
         device = self.runtime
         assert isinstance(device, CudaDevice)
-        return {"target": self.target.name, "chip": self.target.chip, **device.fingerprint()}
+        return {
+            "target": self.target.name,
+            "chip": self.target.chip,
+            **device.fingerprint(),
+            "placements": {buffer.name: str(buffer.placement) for buffer in buffers},
+        }
 
 
 def program_arguments(workload: Workload) -> tuple[ProgramArgument, ...]:

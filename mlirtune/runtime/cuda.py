@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import ctypes
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from types import ModuleType
 
 import numpy as np
 
+from mlirtune.bench.harness import NativeTimer
 from mlirtune.interfaces.errors import MlirtuneError, UsageError
 from mlirtune.interfaces.gpu_program import GpuProgram, KernelLaunch
 from mlirtune.interfaces.runtime import AcceleratorDevice, Buffer, Placement
@@ -27,8 +28,6 @@ from mlirtune.interfaces.runtime import AcceleratorDevice, Buffer, Placement
 STAGE = "cuda"
 # A graph captures its buffers' addresses and placements: (device, pinned host, placement).
 _BufferKey = tuple[tuple[int, int, Placement], ...]
-# timer(iterations, samples) -> nanoseconds per sample, each sample `iterations` calls.
-GpuTimer = Callable[[int, int], np.ndarray]
 
 
 class CudaError(MlirtuneError):
@@ -204,7 +203,7 @@ class LoadedProgram:
         self._enqueue_kernels(_Parameters(self.program.launches, buffers))
         _call("cuStreamSynchronize", self._stream)
 
-    def timer(self, buffers: list[Buffer]) -> GpuTimer:
+    def timer(self, buffers: list[Buffer]) -> NativeTimer:
         """(iterations, samples) -> nanoseconds per sample, read off CUDA events around a
         graph of `iterations` calls; a call copies the host-placed arguments as well."""
         parameters = _Parameters(self.program.launches, buffers)

@@ -3,7 +3,8 @@
 The chip and features are validated up front, because LLVM's NVPTX backend aborts the
 process (rather than reporting a diagnostic) on some bad values. Lowering is elsewhere:
 the `gpu_contraction` schedule family (mlirtune.schedules), the packaged descriptors under
-`nvidia/` and the compile-only PtxEngine (mlirtune.engine.ptx), composed by mlirtune.api.
+`nvidia/` and the PtxEngine (mlirtune.engine.ptx), composed by mlirtune.api; the CUDA runtime
+(mlirtune.runtime.cuda) runs what it compiles.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ class GpuFacts:
 
 class NvidiaGPU(Target):
     """An NVIDIA GPU named by its compute capability (`chip`, e.g. "sm_80") and PTX
-    features (e.g. "+ptx76"); `index` picks the device once execution exists; `facts`
+    features (e.g. "+ptx76"); `index` picks the CUDA device that runs the kernels; `facts`
     describe the part for cost models (nominal by default)."""
 
     name = "nvidia-gpu"

@@ -15,6 +15,7 @@ from mlir import ir
 
 from mlirtune.api import engine_for
 from mlirtune.engine.ptx import PtxEngine
+from mlirtune.interfaces.bench import BenchOptions
 from mlirtune.interfaces.dtype import dtype_named
 from mlirtune.interfaces.errors import MlirtuneError, UsageError
 from mlirtune.interfaces.gpu_program import GpuProgram
@@ -23,6 +24,7 @@ from mlirtune.interfaces.target import Target
 from mlirtune.ir.gpu import read_launches
 from mlirtune.pipeline import DescriptorError, load_descriptor
 from mlirtune.pipeline.lookup import PACKAGED
+from mlirtune.runtime import Placement
 from mlirtune.runtime.cuda import device_count
 from mlirtune.schedules.registry import family_named
 from mlirtune.targets.host_cpu import HostCPU
@@ -133,7 +135,7 @@ def test_shared_k_steps_keep_the_accumulators_in_registers(nvptx):
 
 def test_shared_tiles_past_the_static_shared_memory_are_refused():
     big = {"block_m": 128, "block_n": 128, "thread_m": 8, "thread_n": 8, "block_k": 64}
-    with pytest.raises(UsageError, match="65536 bytes exceed 49152 .constraint shared_memory"):
+    with pytest.raises(UsageError, match=r"65536 bytes exceed 49152 \(constraint shared_memory"):
         PtxEngine().compile_to_ptx(Matmul(M=4096, N=4096, K=4096), big)
 
 
@@ -293,6 +295,16 @@ def test_running_without_a_gpu_says_why():
         with pytest.raises(UsageError, match="no CUDA device 0 to run on: ") as caught:
             call(Matmul(M=8, N=8, K=8))
         assert caught.value.stage == "target"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(device_count() == 0, reason="needs an NVIDIA GPU and its driver")
+def test_the_engine_runs_and_times_on_the_gpu(nvptx):
+    engine = PtxEngine(placements={"B": Placement.DEVICE})
+    assert engine.execute(Matmul(M=100, N=60, K=30)).verification.ok
+    result = engine.benchmark(Mlp(M=64, N=128, K=96), options=BenchOptions(max_time_s=0.05))
+    assert result.verified
+    assert result.extra["placements"] == {"A": "host", "B": "device", "bias": "host", "C": "host"}
 
 
 def test_committed_program_is_a_fresh_compile(nvptx):
