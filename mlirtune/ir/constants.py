@@ -30,3 +30,12 @@ def same_shape(value_type: ir.Type, element: ir.Type) -> ir.Type:
     if isinstance(value_type, ir.VectorType):
         return ir.VectorType.get(value_type.shape, element)
     return element
+
+
+def constant_int(value: ir.Value) -> int | None:
+    """The value of an integer or index `arith.constant`, or None for anything else."""
+    owner = value.owner
+    if not isinstance(owner, ir.OpView) or owner.operation.name != "arith.constant":
+        return None
+    attribute = owner.attributes["value"]
+    return ir.IntegerAttr(attribute).value if isinstance(attribute, ir.IntegerAttr) else None

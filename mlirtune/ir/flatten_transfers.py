@@ -19,6 +19,8 @@ import math
 from mlir import ir
 from mlir.dialects import arith, memref, vector
 
+from mlirtune.ir.constants import constant_int
+
 # Rows narrower than this many bits are flattened (the narrowest vector register).
 NARROW_ROW_BITS = 128
 
@@ -70,16 +72,9 @@ def _flattenable_rank(view: ir.OpView, vector_type: ir.VectorType) -> int:
         if strides[dim] != strides[dim + 1] * buffer.shape[dim + 1]:
             return 0
     indices = list(view.indices)[buffer.rank - rank + 1 :]
-    if not all(_is_zero(index) for index in indices):
+    if not all(constant_int(index) == 0 for index in indices):
         return 0
     return rank
-
-
-def _is_zero(value: ir.Value) -> bool:
-    owner = value.owner
-    if not isinstance(owner, ir.OpView) or owner.operation.name != "arith.constant":
-        return False
-    return ir.IntegerAttr(owner.attributes["value"]).value == 0
 
 
 def _flatten(view: ir.OpView, vector_type: ir.VectorType, rank: int) -> None:

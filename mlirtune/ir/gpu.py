@@ -17,6 +17,7 @@ from mlir.dialects import gpu
 
 from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.interfaces.gpu_program import KernelLaunch
+from mlirtune.ir.constants import constant_int
 
 SERIALIZE_STAGE = "gpu-serialize"
 LAUNCH_STAGE = "gpu-launch"
@@ -46,7 +47,8 @@ def extract_ptx(module: ir.Module) -> str:
 
 def prepare_kernels(module: ir.Module) -> None:
     """Let LLVM contract a*b+c into FMA inside kernels, as nvcc does by default
-    (--fmad=true), and mark kernel memref arguments noalias where every launch passes
+    (--fmad=true), align shared-memory buffers to 16 bytes, and mark kernel memref
+    arguments noalias where every launch passes
     distinct arguments of the host function, whose `restrict` views promise no aliasing
     (this keeps accumulators in registers and lets loads use the read-only cache).
 
@@ -67,9 +69,23 @@ def prepare_kernels(module: ir.Module) -> None:
     module.operation.walk(visit)
     for kernel in kernels:
         kernel.walk(_allow_contraction)
+        _align_workgroup_buffers(kernel)
         key = tuple(ir.StringAttr(o.attributes["sym_name"]).value for o in (kernel.parent, kernel))
         if distinct.get(key):
             _add_noalias(kernel)
+
+
+def _align_workgroup_buffers(kernel: ir.Operation) -> None:
+    """Align the kernel's shared-memory buffers to 16 bytes, so that 16-byte vector copies
+    into tiles whose rows are multiples of 16 bytes are aligned too (LLVM otherwise aligns
+    them to their element)."""
+    attributions = kernel.attributes.get("workgroup_attributions")
+    count = 0 if attributions is None else ir.IntegerAttr(attributions).value
+    if count:
+        align = ir.DictAttr.get(
+            {"llvm.align": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 16)}
+        )
+        kernel.attributes["workgroup_attrib_attrs"] = ir.ArrayAttr.get([align] * count)
 
 
 def _allow_contraction(op: ir.Operation) -> ir.WalkResult:
@@ -179,13 +195,11 @@ def _launch_record(op: ir.Operation) -> ir.DictAttr:
 
 
 def _constant(value: ir.Value, kernel: str, what: str) -> int:
-    owner = value.owner
-    if isinstance(owner, ir.OpView):
-        owner = owner.operation
-    if isinstance(owner, ir.Operation) and owner.name == "arith.constant":
-        return ir.IntegerAttr(owner.attributes["value"]).value
-    raise MlirtuneError(
-        f"the launch of {kernel} has {what} that are not constants: the CUDA runtime "
-        "needs static launches",
-        stage=LAUNCH_STAGE,
-    )
+    constant = constant_int(value)
+    if constant is None:
+        raise MlirtuneError(
+            f"the launch of {kernel} has {what} that are not constants: the CUDA runtime "
+            "needs static launches",
+            stage=LAUNCH_STAGE,
+        )
+    return constant

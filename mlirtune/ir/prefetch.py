@@ -20,6 +20,7 @@ from mlir import ir
 from mlir.dialects import arith, memref
 
 from mlirtune.interfaces.dtype import element_bytes
+from mlirtune.ir.constants import constant_int
 
 PREFETCH_ATTRIBUTE = "mlirtune.prefetch_next_tile"
 LINE_BYTES = 64
@@ -61,13 +62,10 @@ def inner_loops(loop: ir.Operation) -> list[ir.Operation]:
 
 def static_bounds(loop: ir.Operation) -> tuple[int, int, int] | None:
     """(lower, upper, step) of an scf.for whose bounds are constants, else None."""
-    bounds = []
-    for value in loop.operands[:3]:
-        owner = value.owner
-        if not isinstance(owner, ir.OpView) or owner.name != "arith.constant":
-            return None
-        bounds.append(ir.IntegerAttr(owner.attributes["value"]).value)
-    return bounds[0], bounds[1], bounds[2]
+    lower, upper, step = (constant_int(value) for value in loop.operands[:3])
+    if lower is None or upper is None or step is None:
+        return None
+    return lower, upper, step
 
 
 def _prefetch(row_loop: ir.Operation, first: ir.Operation, second: ir.Operation) -> None:

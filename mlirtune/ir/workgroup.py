@@ -16,12 +16,18 @@ Adjacent barriers left by promoting two operands are merged.
 
 from __future__ import annotations
 
+import math
+
 from mlir import ir
-from mlir.dialects import arith, gpu, memref, scf
+from mlir.dialects import arith, gpu, memref, scf, vector
 
 from mlirtune.interfaces.errors import MlirtuneError
+from mlirtune.ir.constants import constant_int
 
 STAGE = "share-workgroup-tiles"
+# Set by the schedule on copies whose rows it knows start 16-byte aligned: elements per
+# 16-byte vector (the copy then moves whole vectors).
+LANES_ATTRIBUTE = "mlirtune.copy_lanes"
 
 
 def share_workgroup_tiles(module: ir.Module) -> None:
@@ -29,7 +35,7 @@ def share_workgroup_tiles(module: ir.Module) -> None:
         _attribute_workgroup_allocs(launch)
         copies = [c for c in _ops_named(launch, "memref.copy") if _in_workgroup(c.operands[1])]
         for copy in copies:
-            _distribute(copy)
+            _distribute(copy, _static_threads(launch))
         if copies:
             _merge_adjacent_barriers(launch.regions[0].blocks[0])
 
@@ -45,6 +51,13 @@ def _ops_named(scope: ir.Operation, name: str) -> list[ir.Operation]:
 
     scope.walk(visit)
     return found
+
+
+def _static_threads(launch: ir.Operation) -> int | None:
+    """Threads per block where the launch's block sizes are constants."""
+    view = launch.opview
+    sizes = [constant_int(size) for size in (view.blockSizeX, view.blockSizeY, view.blockSizeZ)]
+    return None if None in sizes else math.prod(sizes)
 
 
 def _in_workgroup(value: ir.Value) -> bool:
@@ -84,31 +97,74 @@ def _attribute_workgroup_allocs(launch: ir.Operation) -> None:
     launch.attributes["workgroup_attributions"] = ir.IntegerAttr.get(i64, count + len(allocs))
 
 
-def _distribute(copy: ir.Operation) -> None:
-    """Replace `copy` (into workgroup memory) by a loop over the tile's elements strided
-    by the block's thread count, starting at the thread's linear id."""
+def _distribute(copy: ir.Operation, threads: int | None) -> None:
+    """Replace `copy` (into workgroup memory) by the block's threads copying it together:
+    in 16-byte vectors, unrolled, where the schedule vouched for their alignment
+    (LANES_ATTRIBUTE) and the static tile splits evenly among `threads`; else in a loop
+    over the elements strided by the thread count, from the thread's linear id."""
     source, target = copy.operands
-    rank = ir.MemRefType(source.type).rank
-    index = ir.IndexType.get()
+    shape = ir.MemRefType(source.type).shape
+    lanes_attribute = copy.attributes.get(LANES_ATTRIBUTE)
+    lanes = 1 if lanes_attribute is None else ir.IntegerAttr(lanes_attribute).value
+    total = math.prod(shape) if ir.MemRefType(source.type).has_static_shape else None
     with ir.InsertionPoint(copy), copy.location:
         x, y, z = (gpu.thread_id(d) for d in (gpu.Dimension.x, gpu.Dimension.y, gpu.Dimension.z))
         bx, by, bz = (gpu.block_dim(d) for d in (gpu.Dimension.x, gpu.Dimension.y, gpu.Dimension.z))
         linear = arith.addi(arith.muli(arith.addi(arith.muli(z, by), y), bx), x)
-        threads = arith.muli(arith.muli(bx, by), bz)
-        sizes = [memref.dim(source, arith.constant(index, d)) for d in range(rank)]
-        total = sizes[0]
-        for size in sizes[1:]:
-            total = arith.muli(total, size)
-        loop = scf.ForOp(linear, total, threads)
-        with ir.InsertionPoint(loop.body):
-            rest, indices = loop.induction_variable, []
-            for size in reversed(sizes[1:]):
-                indices.append(arith.remui(rest, size))
-                rest = arith.divui(rest, size)
-            indices = [rest, *reversed(indices)]
-            memref.store(memref.load(source, indices), target, indices)
-            scf.YieldOp([])
+        if lanes > 1 and threads and total and total % (threads * lanes) == 0:
+            _copy_vectors(source, target, shape, linear, lanes, total // (threads * lanes), threads)
+        else:
+            _copy_elements(source, target, linear, arith.muli(arith.muli(bx, by), bz))
     copy.erase()
+
+
+def _copy_vectors(
+    source: ir.Value,
+    target: ir.Value,
+    shape: list[int],
+    linear: ir.Value,
+    lanes: int,
+    count: int,
+    threads: int,
+) -> None:
+    """Thread t copies the vectors t, t + threads, ...: all its loads, then its stores."""
+    index = ir.IndexType.get()
+    vector_type = ir.VectorType.get([lanes], ir.MemRefType(source.type).element_type)
+    alignment = lanes * ir.MemRefType(source.type).element_type.width // 8
+    first = arith.muli(linear, arith.constant(index, lanes))
+    places = []
+    for step in range(count):
+        element = arith.addi(first, arith.constant(index, step * threads * lanes))
+        places.append(_delinearize(element, shape))
+    loaded = [vector.load(vector_type, source, p, alignment=alignment) for p in places]
+    for value, place in zip(loaded, places, strict=True):
+        vector.store(value, target, place, alignment=alignment)
+
+
+def _copy_elements(source: ir.Value, target: ir.Value, linear: ir.Value, threads: ir.Value):
+    index = ir.IndexType.get()
+    sizes = [
+        memref.dim(source, arith.constant(index, d)) for d in range(ir.MemRefType(source.type).rank)
+    ]
+    total = sizes[0]
+    for size in sizes[1:]:
+        total = arith.muli(total, size)
+    loop = scf.ForOp(linear, total, threads)
+    with ir.InsertionPoint(loop.body):
+        place = _delinearize(loop.induction_variable, sizes)
+        memref.store(memref.load(source, place), target, place)
+        scf.YieldOp([])
+
+
+def _delinearize(element: ir.Value, sizes: list[int] | list[ir.Value]) -> list[ir.Value]:
+    """The row-major indices of element number `element` in a tile of `sizes`."""
+    index = ir.IndexType.get()
+    rest, indices = element, []
+    for size in reversed(sizes[1:]):
+        size = arith.constant(index, size) if isinstance(size, int) else size
+        indices.append(arith.remui(rest, size))
+        rest = arith.divui(rest, size)
+    return [rest, *reversed(indices)]
 
 
 def _merge_adjacent_barriers(block: ir.Block) -> None:

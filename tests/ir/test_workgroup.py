@@ -71,3 +71,39 @@ def test_launches_without_workgroup_tiles_are_left_alone():
         before = str(module)
         share_workgroup_tiles(module)
         assert str(module) == before
+
+
+# A 64 x 32 tile whose rows the schedule vouched are 16-byte aligned, for 16 x 16 threads.
+ALIGNED = """
+func.func @f(%a: memref<64x64xf32>) {
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %tile = memref.alloc() : memref<64x32xf32, #gpu.address_space<workgroup>>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c16, %sy = %c16, %sz = %c1) {
+    %s = memref.subview %a[0, 0] [64, 32] [1, 1]
+        : memref<64x64xf32> to memref<64x32xf32, strided<[64, 1]>>
+    memref.copy %s, %tile {mlirtune.copy_lanes = 4 : i64} : memref<64x32xf32, strided<[64, 1]>>
+        to memref<64x32xf32, #gpu.address_space<workgroup>>
+    gpu.terminator
+  }
+  return
+}
+"""
+
+
+def test_aligned_copies_move_whole_vectors_unrolled():
+    """2048 elements, 256 threads, 4 lanes: each thread loads two vectors, then stores them."""
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(ALIGNED)
+        share_workgroup_tiles(module)
+        module.operation.verify()
+        assert not ops_named(module, "scf.for") and not ops_named(module, "memref.copy")
+        loads, stores = ops_named(module, "vector.load"), ops_named(module, "vector.store")
+        assert len(loads) == len(stores) == 2
+        for op in loads + stores:
+            assert ir.IntegerAttr(op.attributes["alignment"]).value == 16
+        assert [str(load.results[0].type) for load in loads] == ["vector<4xf32>"] * 2
+        body = ops_named(module, "gpu.launch")[0].regions[0].blocks[0]
+        names = [op.name for op in body.operations if op.name.startswith("vector.")]
+        assert names == ["vector.load", "vector.load", "vector.store", "vector.store"]

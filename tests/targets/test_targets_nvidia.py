@@ -28,7 +28,7 @@ from mlirtune.runtime import Placement
 from mlirtune.runtime.cuda import device_count
 from mlirtune.schedules.registry import family_named
 from mlirtune.targets.host_cpu import HostCPU
-from mlirtune.targets.nvidia_gpu import NvidiaGPU
+from mlirtune.targets.nvidia_gpu import GpuFacts, NvidiaGPU
 from mlirtune.verify import absolute_tolerance
 from mlirtune.workloads import Matmul, Mlp, Softmax
 
@@ -204,6 +204,16 @@ def test_gpu_contraction_selector():
         ]
         == 0
     )
+    # Large tiles where they still give each SM two blocks: 4096^2 on an H200's 132 SMs,
+    # not 1024^2. bf16 inputs step through K 32 at a time.
+    h200 = NvidiaGPU("sm_90", facts=GpuFacts(sms=132))
+    square = OpInfo("matmul", {"M": 4096, "N": 4096, "K": 4096}, ("f32", "f32", "f32"))
+    large = {"block_m": 128, "block_n": 64, "thread_m": 8, "thread_n": 4, "block_k": 64}
+    assert family.select(square, h200) == large
+    bf16 = OpInfo("matmul", {"M": 4096, "N": 4096, "K": 4096}, ("bf16", "bf16", "f32"))
+    assert family.select(bf16, h200) == {**large, "block_k": 32}
+    smaller = OpInfo("matmul", {"M": 1024, "N": 1024, "K": 1024}, ("f32", "f32", "f32"))
+    assert family.select(smaller, h200)["block_m"] == 64
     # Dims without small divisors would need more threads than a block has: default tiles.
     prime = OpInfo("matmul", {"M": 333, "N": 301, "K": 257}, ("f32", "f32", "f32"))
     assert family.select(prime, NvidiaGPU()) == {

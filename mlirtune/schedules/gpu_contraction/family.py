@@ -23,6 +23,7 @@ from mlirtune.interfaces.target import Target
 from mlirtune.schedules.family import LibraryFamily
 from mlirtune.schedules.gpu_contraction.tiles import (
     block_dims,
+    copy_lanes,
     largest_divisor,
     shared_bytes,
     whole_tiles,
@@ -31,14 +32,23 @@ from mlirtune.schedules.gpu_contraction.transform import gpu_schedule
 from mlirtune.schedules.knobs import choices, divisors, powers_of_two
 from mlirtune.targets.nvidia_gpu import NvidiaGPU
 
-# Knob defaults, and the largest tiles the selector picks: 64x64 outputs per block, 4x4
-# per thread (256 threads), K steps of 64 through shared memory. Measured on an H200, f32
-# 4096^3 at 64x64/4x4: 17.1 TFLOP/s with steps of 64, 15.4 with 32, 10.1 with 16, 4.0
-# reading global memory (bf16 inputs: 11.8, 10.4, 8.9 and 4.0).
+# Knob defaults, and the tiles the selector picks: 64x64 outputs per block and 4x4 per
+# thread (256 threads); 128x64 and 8x4 where those tiles still give every SM two blocks.
+# K steps through shared memory of 64 elements (32 for 2-byte inputs). Measured on an H200
+# at 4096^3, f32: 64x64/4x4 33.6 TFLOP/s with steps of 64 and 32.3 with 16; 128x64/8x4
+# 39.5 with 64 (cuBLAS: 51.1). bf16 inputs: 64x64/4x4 20.9 with 32 and 19.9 with 64;
+# 128x64/8x4 22.0 with 32 and 13.4 with 64.
 BLOCK_CAP = 64
 THREAD_CAP = 4
-BLOCK_K = 64
+LARGE_TILES = {"block_m": 128, "block_n": 64, "thread_m": 8, "thread_n": 4}
+BLOCKS_PER_SM = 2  # the fewest blocks of large tiles per SM
 STEPS = (64, 32, 16, 8)  # the selector's block_k, largest first
+
+
+def block_k_default(op: OpInfo) -> int:
+    return 64 if element_bytes(op.element_type) >= 4 else 32
+
+
 # Static shared memory a block may use without opting in to more (every chip since sm_20).
 SHARED_BYTES = 48 * 1024
 # Largest block tile a tuner tries (128x128 at 1x1 per thread is past the thread limit, so
@@ -88,7 +98,7 @@ class GpuContraction(LibraryFamily):
         Knob(
             "block_k",
             "K per shared-memory step of A and B tiles (0: threads read global memory)",
-            BLOCK_K,
+            block_k_default,
             choices(0, 8, 16, 32, 64),
             minimum=0,
         ),
@@ -123,7 +133,7 @@ class GpuContraction(LibraryFamily):
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
         tiles = self.parameters(op, parameters)
-        return gpu_schedule(tiles, whole_tiles(op, tiles))
+        return gpu_schedule(tiles, whole_tiles(op, tiles), copy_lanes(op, tiles))
 
     # --- selector, constraints and cost model (NVIDIA GPUs) --------------------------------
 
@@ -131,21 +141,29 @@ class GpuContraction(LibraryFamily):
         return self.require(target, NvidiaGPU, stage)
 
     def choose(self, op: OpInfo, target: Target) -> Config:
-        """The largest divisors of M and N up to the block defaults, then of the block tiles
-        up to the thread defaults, so that every tile is full (no idle threads); where that
-        would take more threads than a block may have (M or N with no small divisors), the
-        default tiles, with partial tiles at the edges. K goes through shared memory in
-        the largest steps up to the default block_k that leave more than one step."""
-        self.gpu(target, "select")
+        """LARGE_TILES where they divide M and N and still give each of the target's SMs
+        BLOCKS_PER_SM blocks; else the largest divisors of M and N up to the block defaults,
+        then of the block tiles up to the thread defaults, so that every tile is full (no
+        idle threads), or the default tiles with partial ones at the edges where full tiles
+        would take more threads than a block may have (M or N with no small divisors). K
+        goes through shared memory in the largest steps up to the default block_k that
+        leave more than one step."""
+        gpu = self.gpu(target, "select")
         caps = self.defaults(op)
-        block_m = largest_divisor(op.dims["M"], caps["block_m"])
-        block_n = largest_divisor(op.dims["N"], caps["block_n"])
+        m, n = op.dims["M"], op.dims["N"]
+        block_k = next((bk for bk in STEPS if bk <= caps["block_k"] and bk < op.dims["K"]), 0)
+        large_m, large_n = LARGE_TILES["block_m"], LARGE_TILES["block_n"]
+        whole = m % large_m == 0 and n % large_n == 0
+        if whole and (m // large_m) * (n // large_n) >= BLOCKS_PER_SM * gpu.facts.sms:
+            return {**LARGE_TILES, "block_k": block_k}
+        block_m = largest_divisor(m, caps["block_m"])
+        block_n = largest_divisor(n, caps["block_n"])
         tiles = {
             "block_m": block_m,
             "block_n": block_n,
             "thread_m": largest_divisor(block_m, caps["thread_m"]),
             "thread_n": largest_divisor(block_n, caps["thread_n"]),
-            "block_k": next((bk for bk in STEPS if bk <= caps["block_k"] and bk < op.dims["K"]), 0),
+            "block_k": block_k,
         }
         x, y, _ = block_dims(tiles)
         if x * y > NvidiaGPU.max_threads_per_block:

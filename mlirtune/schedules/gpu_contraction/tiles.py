@@ -21,6 +21,18 @@ def whole_tiles(op: OpInfo, tiles: Config) -> bool:
     )
 
 
+def copy_lanes(op: OpInfo, tiles: Config) -> int:
+    """Elements per 16-byte vector where every row a K step copies into shared memory
+    starts 16-byte aligned (whole tiles; K, N, block_k and block_n multiples of the
+    lanes, with A and B allocated aligned), else 1: the copies go element by element."""
+    lanes = 16 // element_bytes(op.element_type)
+    aligned = all(
+        size % lanes == 0
+        for size in (op.dims["K"], op.dims["N"], tiles["block_k"], tiles["block_n"])
+    )
+    return lanes if tiles["block_k"] and whole_tiles(op, tiles) and aligned else 1
+
+
 def shared_bytes(op: OpInfo, tiles: Config) -> int:
     """Shared memory one K step's tiles of A and B take (none with block_k = 0)."""
     area = (tiles["block_m"] + tiles["block_n"]) * tiles["block_k"]

@@ -8,15 +8,17 @@ from mlir.dialects import transform as tr
 from mlir.dialects.bufferization import LayoutMapOption
 from mlir.dialects.transform import bufferization as tbufferization
 from mlir.dialects.transform import gpu as tgpu
+from mlir.dialects.transform import memref as tmemref
 from mlir.dialects.transform import structured
 from mlir.dialects.transform import vector as tvector
 
 from mlirtune.interfaces.schedule import Config
+from mlirtune.ir.workgroup import LANES_ATTRIBUTE
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.gpu_contraction.tiles import block_dims
 
 
-def gpu_schedule(tiles: Config, whole_tiles: bool) -> ir.Module:
+def gpu_schedule(tiles: Config, whole_tiles: bool, copy_lanes: int) -> ir.Module:
     """Tile the last op (the matmul, or its epilogue) into blocks, fusing its producers;
     step the block's matmul through K and stage its tiles in shared memory (block_k > 0);
     bufferize, make the block forall a gpu.launch, and split the fill, matmul and epilogue
@@ -68,6 +70,12 @@ def gpu_schedule(tiles: Config, whole_tiles: bool) -> ir.Module:
                     operands_to_promote=[0, 1],
                     mapping=ir.ArrayAttr.get([ir.Attribute.parse("#gpu.memory_space<workgroup>")]),
                 ).transformed
+            if copy_lanes > 1:  # the copies' rows are 16-byte aligned: vector copies
+                copies = s.match(launch, ["memref.copy"], "match_shared_copies")
+                with s.at("vector_copies"):
+                    lanes = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), copy_lanes)
+                    param = tr.ParamConstantOp(tr.AnyParamType.get(), lanes).param
+                    tr.AnnotateOp(copies, LANES_ATTRIBUTE, param=param)
         # Every op gets the same grid of threads: each thread owns the same outputs in each.
         tile_x, tile_y, _ = block_dims(tiles)
         for name, op in (
@@ -83,7 +91,9 @@ def gpu_schedule(tiles: Config, whole_tiles: bool) -> ir.Module:
             launch = tgpu.MapNestedForallToThreads(
                 launch, block_dims=block_dims(tiles), sync_after_distribute=False
             ).result
-        if tiles["block_k"] and whole_tiles:
+        # A one-row thread tile keeps the scalar path: lowering its vectors with a unit
+        # dimension does not settle (the pattern driver ran out of memory).
+        if tiles["block_k"] and whole_tiles and tiles["thread_m"] > 1:
             _accumulate_in_registers(s, bufferized, launch)
     return s.module
 
@@ -105,7 +115,14 @@ def _accumulate_in_registers(s: ScheduleBuilder, module: ir.Value, launch: ir.Va
         tvector.apply_patterns_vector_reduction_to_contract,
         tvector.apply_patterns_vector_transfer_permutation_patterns,
     )
-    s.hoist_invariant_subsets(function)
+    # Transfers on the function's buffers, not on subviews, at CSE'd indices: only the
+    # read and write of a buffer at the same place hoist as a pair.
+    s.apply_patterns(function, "fold_subviews", tmemref.apply_patterns_memref_fold_memref_alias_ops)
+    with s.at("cse_indices"):
+        tr.ApplyCommonSubexpressionEliminationOp(function)
+    with s.at("hoist_accumulators"):
+        structured.HoistRedundantVectorTransfersOp(tr.AnyOpType.get(), function)
+    function = s.match(module, ["func.func"], "match_hoisted_function")
     s.apply_patterns(
         function,
         "unroll_transfers",
