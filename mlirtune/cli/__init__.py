@@ -215,7 +215,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE.json",
         help="with --target nvidia-gpu: save the compiled program (PTX, launches, arguments) "
         "and its inputs and expected outputs (FILE.npz) instead of printing IR, to run with "
-        "`python -m mlirtune.runtime.gpu_run FILE.json` where the GPU is",
+        "`python -m mlirtune.cli.gpu_run FILE.json` where the GPU is",
     )
     add_tune_parser(commands)
     add_db_parser(commands)

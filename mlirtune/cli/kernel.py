@@ -179,7 +179,7 @@ def _save_program(args: argparse.Namespace, workload: Workload) -> int:
     engine.compile(workload, _checked_params(args, engine, workload)).save(path)
     save_data(path, program_data(workload))
     print(f"saved {path} and {data_path(path)}; on a GPU machine (no MLIR needed):")
-    print(f"  python -m mlirtune.runtime.gpu_run {path}")
+    print(f"  python -m mlirtune.cli.gpu_run {path}")
     return 0
 
 

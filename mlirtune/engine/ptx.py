@@ -7,7 +7,7 @@ schedule and `nvidia/lower_gpu.yaml` outlines, lowers and serializes the kernel 
 `gpu-module-to-binary{format=isa}`, whose PTX text needs neither ptxas nor a GPU. The PTX
 and the launches recorded during lowering make a GpuProgram, which the CUDA runtime
 (mlirtune.runtime.cuda) loads and times; the same program saved to a file runs on a GPU
-machine without MLIR (mlirtune.runtime.gpu_run).
+machine without MLIR (`python -m mlirtune.cli.gpu_run`).
 """
 
 from __future__ import annotations

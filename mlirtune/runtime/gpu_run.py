@@ -1,19 +1,15 @@
-"""Run saved GPU programs where there is a GPU but no MLIR: verify them and time them.
+"""Saved GPU programs run where there is a GPU but no MLIR: verified and timed.
 
-    python -m mlirtune.runtime.gpu_run PROGRAM.json [PROGRAM.json ...] [--device N]
-
-A program is written by `mlirtune export --target nvidia-gpu` (or PtxEngine.compile(...).
-save); the `.npz` beside it, when there is one, holds the inputs and the expected outputs,
-and the outputs are checked against them with the tolerances the program carries. Without
-it the inputs are seeded random values and nothing is verified (the report says so).
+A program is written by `mlirtune opt --target nvidia-gpu --program FILE.json` (or
+PtxEngine.compile(...).save); the `.npz` beside it, when there is one, holds the inputs and
+the expected outputs, which the outputs are checked against with the tolerances the
+program carries. Without it the inputs are seeded random values and nothing is verified.
 Timing uses the benchmark harness over CUDA events around graphs of back-to-back calls.
+The command line is mlirtune.cli.gpu_run.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +18,7 @@ import numpy as np
 
 from mlirtune.bench.harness import run_benchmark
 from mlirtune.interfaces.bench import BenchOptions
-from mlirtune.interfaces.errors import MlirtuneError, UsageError
+from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.gpu_program import GpuProgram
 from mlirtune.interfaces.runtime import Placement
 from mlirtune.interfaces.verification import VerificationResult
@@ -140,57 +136,3 @@ def _expected(data: dict[str, np.ndarray], name: str, shape: tuple[int, ...]) ->
             stage="load",
         )
     return array
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m mlirtune.runtime.gpu_run",
-        description=__doc__.split("\n\n")[0],
-    )
-    parser.add_argument("programs", nargs="+", type=Path, help="saved GpuProgram .json files")
-    parser.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
-    parser.add_argument(
-        "--max-time", type=float, default=2.0, help="seconds of timing per program (default 2)"
-    )
-    parser.add_argument(
-        "--host-placement",
-        action="store_true",
-        help="time the inputs' upload and the outputs' download in every call (default: "
-        "every argument is on the device before timing starts)",
-    )
-    parser.add_argument("--json", action="store_true", help="one JSON object per program")
-    args = parser.parse_args(argv)
-    try:  # every file read before the device is asked for: bad input fails first
-        programs = [(path, GpuProgram.load(path)) for path in args.programs]
-        device = CudaDevice(args.device)
-        placement = Placement.HOST if args.host_placement else Placement.DEVICE
-        options = BenchOptions(max_time_s=args.max_time)
-        failed = False
-        for path, program in programs:
-            data = load_data(path)
-            run = run_program(device, program, data, options, placement)
-            failed |= run.verification is not None and not run.verification.ok
-            print(json.dumps(run.summary()) if args.json else _line(path, device, run))
-    except MlirtuneError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return error.exit_code
-    return 1 if failed else 0
-
-
-def _line(path: Path, device: CudaDevice, run: ProgramRun) -> str:
-    summary = run.summary()
-    if run.verification is None:
-        check = "not verified (no data)"
-    elif run.verification.ok:
-        check = f"verified (max abs error {run.verification.max_abs_error:.2e})"
-    else:
-        check = f"WRONG: {run.verification.summary()}"
-    return (
-        f"{path.name} on {device.model}: {check}; {summary['median_s'] * 1e3:.4f} ms "
-        f"(cv {summary['cv']:.1%}, {summary['samples']} samples), "
-        f"{summary['gflops']:.1f} GFLOP/s"
-    )
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -274,7 +274,7 @@ def test_nvidia_target_compiles_to_ptx_and_saves_programs(capsys, tmp_path):
     path = tmp_path / "mm.json"
     argv = ("opt", "matmul", "M=8", "N=16", "K=4", "--target", "nvidia-gpu", "--program", path)
     code, out, _ = run(capsys, *map(str, argv))
-    assert code == 0 and f"python -m mlirtune.runtime.gpu_run {path}" in out
+    assert code == 0 and f"python -m mlirtune.cli.gpu_run {path}" in out
     assert sorted(GpuProgram.load(path).launches[0].arguments) == [0, 1, 2]
     data = load_data(path)
     np.testing.assert_allclose(data["A"] @ data["B"], data["C"], rtol=1e-5)

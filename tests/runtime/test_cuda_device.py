@@ -17,12 +17,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mlirtune.cli.gpu_run import main
 from mlirtune.interfaces.errors import MlirtuneError, UsageError
 from mlirtune.interfaces.gpu_program import GpuProgram, KernelLaunch
 from mlirtune.interfaces.runtime import Placement
 from mlirtune.runtime import cuda
 from mlirtune.runtime.cuda import CudaDevice, CudaError, cuda_devices, device_count
-from mlirtune.runtime.gpu_run import load_data, main, run_program, save_data
+from mlirtune.runtime.gpu_run import load_data, run_program, save_data
 
 PROGRAM = Path(__file__).parent / "data" / "matmul_64x48x32.json"
 NO_GPU = f"needs an NVIDIA GPU: {cuda.cuda_unavailable() or 'the driver sees none'}"
@@ -100,6 +101,16 @@ def test_gpu_run_reads_its_files_first_then_says_there_is_no_gpu(tmp_path, capsy
     assert "cannot read a GPU program" in capsys.readouterr().err
     assert main([str(PROGRAM)]) == 2
     assert "no CUDA device 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [(["--device", "-1"], "--device must be"), (["--max-time", "0"], "max-time")],
+)
+def test_gpu_run_refuses_bad_options(argv, message, capsys):
+    with pytest.raises(SystemExit) as caught:
+        main([str(PROGRAM), *argv])
+    assert caught.value.code == 2 and message in capsys.readouterr().err
 
 
 def test_missing_bindings_are_named(monkeypatch):

@@ -5,7 +5,8 @@ The last op (the matmul, or its epilogue) is tiled into an `scf.forall` mapped t
 `#gpu.block` (block_m x block_n outputs per block), fusing its producers; with block_k > 0
 the block's matmul then steps through K block_k at a time, and each step's tiles of A and B
 are staged in shared memory (`transform.structured.promote` into workgroup memory; the
-descriptor step `share-workgroup-tiles` splits the copies among the block's threads). The
+descriptor step `share-workgroup-tiles` splits the copies among the block's threads, in
+16-byte vectors where the schedule proves the rows aligned). The
 function is bufferized, the block forall becomes a `gpu.launch`, and the fill, matmul and
 epilogue inside it are each split among the same grid of threads (thread_m x thread_n
 outputs per thread), so a thread reads back only what it wrote. Where every tile is whole,
