@@ -1,4 +1,5 @@
-"""Runtimes own memory and placement: the host now, accelerators and embedded devices later."""
+"""Runtimes own memory and placement: HostRuntime here, CudaDevice (mlirtune.runtime.cuda) for
+NVIDIA GPUs; embedded devices later."""
 
 from mlirtune.interfaces.runtime import (
     AcceleratorDevice,
