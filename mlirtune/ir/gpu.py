@@ -18,23 +18,23 @@ from mlir.dialects import gpu
 from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.interfaces.gpu_program import KernelLaunch
 from mlirtune.ir.constants import constant_int
+from mlirtune.ir.inspect import ops_named
 
 SERIALIZE_STAGE = "gpu-serialize"
 LAUNCH_STAGE = "gpu-launch"
 LAUNCHES_ATTRIBUTE = "mlirtune.gpu_launches"
+# How many workgroup (shared-memory) buffers a gpu.launch or gpu.func declares.
+WORKGROUP_ATTRIBUTIONS = "workgroup_attributions"
 _CONTRACTIBLE = ("arith.mulf", "arith.addf", "arith.subf")
 
 
 def extract_ptx(module: ir.Module) -> str:
     """The PTX text of the module's `gpu.binary` objects, read through `#gpu.object`."""
-    objects: list[gpu.ObjectAttr] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "gpu.binary":
-            objects.extend(gpu.ObjectAttr(a) for a in ir.ArrayAttr(op.attributes["objects"]))
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
+    objects = [
+        gpu.ObjectAttr(a)
+        for binary in ops_named(module.operation, "gpu.binary")
+        for a in ir.ArrayAttr(binary.attributes["objects"])
+    ]
     if not objects:
         raise MlirtuneError("lowering produced no gpu.binary", stage=SERIALIZE_STAGE)
     formats = {gpu.CompilationTarget(o.format) for o in objects}
@@ -79,13 +79,19 @@ def _align_workgroup_buffers(kernel: ir.Operation) -> None:
     """Align the kernel's shared-memory buffers to 16 bytes, so that 16-byte vector copies
     into tiles whose rows are multiples of 16 bytes are aligned too (LLVM otherwise aligns
     them to their element)."""
-    attributions = kernel.attributes.get("workgroup_attributions")
-    count = 0 if attributions is None else ir.IntegerAttr(attributions).value
+    count = workgroup_attributions(kernel)
     if count:
         align = ir.DictAttr.get(
             {"llvm.align": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 16)}
         )
         kernel.attributes["workgroup_attrib_attrs"] = ir.ArrayAttr.get([align] * count)
+
+
+def workgroup_attributions(op: ir.Operation) -> int:
+    """The workgroup buffers a gpu.launch or gpu.func declares (the attribute is absent
+    where there are none)."""
+    count = op.attributes.get(WORKGROUP_ATTRIBUTIONS)
+    return 0 if count is None else ir.IntegerAttr(count).value
 
 
 def _allow_contraction(op: ir.Operation) -> ir.WalkResult:
@@ -123,14 +129,7 @@ def record_launches(module: ir.Module) -> None:
     lowering turns the launches into LLVM calls; the record is what a runtime that is not
     the LLVM host code (mlirtune.runtime.cuda) launches from. Sizes must be constants and
     kernel operands the function's own arguments, else the error says which is not."""
-    launches: list[ir.Attribute] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "gpu.launch_func":
-            launches.append(_launch_record(op))
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
+    launches = [_launch_record(op) for op in ops_named(module.operation, "gpu.launch_func")]
     module.operation.attributes[LAUNCHES_ATTRIBUTE] = ir.ArrayAttr.get(launches)
 
 

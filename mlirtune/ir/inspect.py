@@ -28,6 +28,20 @@ def find_function(module: ir.Module, name: str, source: str = "payload") -> func
     )
 
 
+def ops_named(scope: ir.Operation, name: str) -> list[ir.Operation]:
+    """The ops called `name` nested in `scope` (not `scope` itself), outer before inner,
+    collected before the caller rewrites any."""
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == name and op != scope:
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    scope.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
+
+
 def intrinsics_called(module: ir.Module) -> set[str]:
     """The LLVM intrinsics a module's `llvm.call_intrinsic` ops call (after lowering)."""
     found: set[str] = set()

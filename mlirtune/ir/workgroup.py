@@ -23,6 +23,8 @@ from mlir.dialects import arith, gpu, memref, scf, vector
 
 from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.ir.constants import constant_int
+from mlirtune.ir.gpu import WORKGROUP_ATTRIBUTIONS, workgroup_attributions
+from mlirtune.ir.inspect import ops_named
 
 STAGE = "share-workgroup-tiles"
 # Set by the schedule on copies whose rows it knows start 16-byte aligned: elements per
@@ -31,26 +33,13 @@ LANES_ATTRIBUTE = "mlirtune.copy_lanes"
 
 
 def share_workgroup_tiles(module: ir.Module) -> None:
-    for launch in _ops_named(module.operation, "gpu.launch"):
+    for launch in ops_named(module.operation, "gpu.launch"):
         _attribute_workgroup_allocs(launch)
-        copies = [c for c in _ops_named(launch, "memref.copy") if _in_workgroup(c.operands[1])]
+        copies = [c for c in ops_named(launch, "memref.copy") if _in_workgroup(c.operands[1])]
         for copy in copies:
             _distribute(copy, _static_threads(launch))
         if copies:
             _merge_adjacent_barriers(launch.regions[0].blocks[0])
-
-
-def _ops_named(scope: ir.Operation, name: str) -> list[ir.Operation]:
-    """The ops called `name` nested in `scope`, collected before any is rewritten."""
-    found: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == name and op != scope:
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    scope.walk(visit)
-    return found
 
 
 def _static_threads(launch: ir.Operation) -> int | None:
@@ -62,7 +51,8 @@ def _static_threads(launch: ir.Operation) -> int | None:
 
 def _in_workgroup(value: ir.Value) -> bool:
     memory_space = ir.MemRefType(value.type).memory_space
-    return memory_space is not None and str(memory_space) == "#gpu.address_space<workgroup>"
+    workgroup = ir.Attribute.parse("#gpu.address_space<workgroup>")
+    return memory_space is not None and memory_space == workgroup
 
 
 def _attribute_workgroup_allocs(launch: ir.Operation) -> None:
@@ -83,8 +73,7 @@ def _attribute_workgroup_allocs(launch: ir.Operation) -> None:
     launch.walk(outer_alloc)
     if not allocs:
         return
-    attributions = launch.attributes.get("workgroup_attributions")  # absent: none yet
-    count = 0 if attributions is None else ir.IntegerAttr(attributions).value
+    count = workgroup_attributions(launch)
     if len(body.arguments) != 12 + count:
         raise MlirtuneError("a launch with private attributions cannot take more", stage=STAGE)
     for alloc in allocs:
@@ -94,7 +83,7 @@ def _attribute_workgroup_allocs(launch: ir.Operation) -> None:
         alloc.results[0].replace_all_uses_with(argument)
         alloc.erase()
     i64 = ir.IntegerType.get_signless(64)
-    launch.attributes["workgroup_attributions"] = ir.IntegerAttr.get(i64, count + len(allocs))
+    launch.attributes[WORKGROUP_ATTRIBUTIONS] = ir.IntegerAttr.get(i64, count + len(allocs))
 
 
 def _distribute(copy: ir.Operation, threads: int | None) -> None:

@@ -9,11 +9,11 @@ from mlir import ir
 
 from mlirtune.api import engine_for
 from mlirtune.ir.context import new_context
+from mlirtune.ir.inspect import ops_named
 from mlirtune.ir.prefetch import KEEP_IN_ALL_CACHES
 from mlirtune.ir.prefetch_ahead import AHEAD_ATTRIBUTE, AHEAD_BYTES, prefetch_panel_ahead
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads import Matmul, Mlp
-from tests.ir.walk import ops_named
 
 # Rows of 2 (MR), two column tiles of 16 (NR) over two packed panels [2, KC, 16], a K loop
 # of KC steps (all of the panel, or `k_steps` of it) reading one panel row each.
@@ -57,7 +57,7 @@ KC = 64
 
 def _nest(marked: bool, k_steps: int = KC) -> tuple[ir.Module, ir.Operation]:
     module = ir.Module.parse(NEST.format(kc=KC, k_steps=k_steps))
-    row_loop = ops_named(module, "scf.for")[0]
+    row_loop = ops_named(module.operation, "scf.for")[0]
     if marked:
         row_loop.attributes[AHEAD_ATTRIBUTE] = ir.UnitAttr.get()
     return module, row_loop
@@ -79,7 +79,9 @@ def test_a_marked_loops_panel_reads_are_prefetched_ahead_within_the_buffer():
         prefetch_panel_ahead(module)
         assert module.operation.verify()
         assert AHEAD_ATTRIBUTE not in row_loop.attributes
-        (prefetch,) = ops_named(module, "memref.prefetch")  # one 64-byte line per 16-f32 row
+        (prefetch,) = ops_named(
+            module.operation, "memref.prefetch"
+        )  # one 64-byte line per 16-f32 row
         k_loop = prefetch.parent
         assert k_loop.name == "scf.for" and k_loop.parent.parent.name == "scf.for"
         assert ir.IntegerAttr(prefetch.attributes["localityHint"]).value == KEEP_IN_ALL_CACHES
@@ -105,7 +107,7 @@ def test_unmarked_loops_and_loops_over_part_of_a_panel_are_left_alone(marked, k_
         assert str(module).replace(f" {{{AHEAD_ATTRIBUTE}}}", "") == before.replace(
             f" {{{AHEAD_ATTRIBUTE}}}", ""
         )
-        assert not ops_named(module, "memref.prefetch")
+        assert not ops_named(module.operation, "memref.prefetch")
 
 
 # f32 4 x 16 tiles, two K blocks (each with its own nest), A read in place; the shapes add
@@ -128,7 +130,7 @@ def test_the_packed_nest_prefetches_b_ahead_with_prefetch_2_and_verifies(workloa
         assert result.verification.ok, result.verification.summary()
 
         def count(stage: str, module: ir.Module, level: int = level) -> None:
-            counts[level] = len(ops_named(module, "llvm.intr.prefetch"))
+            counts[level] = len(ops_named(module.operation, "llvm.intr.prefetch"))
 
         engine.lower_payload(workload, parameters, observer=count)
     # Each K block's nest: one line of B's 16-f32 panel row per K step, on top of A's.

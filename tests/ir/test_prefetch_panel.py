@@ -8,10 +8,10 @@ from mlir import ir
 
 from mlirtune.api import engine_for
 from mlirtune.ir.context import new_context
+from mlirtune.ir.inspect import ops_named
 from mlirtune.ir.prefetch_panel import KEEP_IN_L2, PANEL_ATTRIBUTE, prefetch_next_panel
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads import Matmul
-from tests.ir.walk import ops_named
 
 # Rows of 2 (MR), two column tiles of 16 (NR), a K loop of 64 reading A's 2 x 1 vectors.
 NEST = """
@@ -51,7 +51,7 @@ func.func @nest(%a: memref<16x64xf32>, %b: memref<64x32xf32>, %c: memref<16x32xf
 
 def _nest(marked: bool) -> tuple[ir.Module, ir.Operation]:
     module = ir.Module.parse(NEST)
-    row_loop = next(op for op in ops_named(module, "scf.for"))
+    row_loop = next(op for op in ops_named(module.operation, "scf.for"))
     if marked:
         row_loop.attributes[PANEL_ATTRIBUTE] = ir.UnitAttr.get()
     return module, row_loop
@@ -81,7 +81,7 @@ def test_a_marked_row_loop_prefetches_the_next_rows_panel():
         prefetch_next_panel(module)
         assert module.operation.verify()
         assert PANEL_ATTRIBUTE not in row_loop.attributes
-        prefetches = ops_named(module, "memref.prefetch")
+        prefetches = ops_named(module.operation, "memref.prefetch")
         assert len(prefetches) == 2  # one per row of the next tile, in a loop over lines
         a = row_loop.parent.regions[0].blocks[0].arguments[0]
         row = row_loop.regions[0].blocks[0].arguments[0]
@@ -118,7 +118,7 @@ def test_the_packed_nest_prefetches_where_asked_and_a_is_read_in_place(pack, pre
     stages: dict[str, int] = {}
 
     def count(stage: str, module: ir.Module) -> None:
-        stages[stage] = len(ops_named(module, "llvm.intr.prefetch"))
+        stages[stage] = len(ops_named(module.operation, "llvm.intr.prefetch"))
 
     engine.lower_payload(workload, parameters, observer=count)
     assert stages["lowering"] == 2 * 4 * prefetch

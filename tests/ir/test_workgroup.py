@@ -4,8 +4,8 @@ merge."""
 
 from mlir import ir
 
+from mlirtune.ir.inspect import ops_named
 from mlirtune.ir.workgroup import share_workgroup_tiles
-from tests.ir.walk import ops_named
 
 # What promoting two operands into workgroup memory leaves before outlining.
 PROMOTED = """
@@ -40,7 +40,7 @@ def test_workgroup_tiles_become_attributions_and_their_copies_are_split():
         module = ir.Module.parse(PROMOTED)
         share_workgroup_tiles(module)
         module.operation.verify()
-        (launch,) = ops_named(module, "gpu.launch")
+        (launch,) = ops_named(module.operation, "gpu.launch")
         assert ir.IntegerAttr(launch.attributes["workgroup_attributions"]).value == 2
         body = launch.regions[0].blocks[0]
         types = [str(argument.type) for argument in list(body.arguments)[12:]]
@@ -48,10 +48,12 @@ def test_workgroup_tiles_become_attributions_and_their_copies_are_split():
             "memref<16x8xf32, #gpu.address_space<workgroup>>",
             "memref<8x16xf32, #gpu.address_space<workgroup>>",
         ]
-        assert not ops_named(module, "memref.alloc") and not ops_named(module, "memref.copy")
+        assert not ops_named(module.operation, "memref.alloc") and not ops_named(
+            module.operation, "memref.copy"
+        )
         # One loop per tile, from the thread's linear id, stepping by the block's threads,
         # storing into the attribution.
-        loops = ops_named(module, "scf.for")
+        loops = ops_named(module.operation, "scf.for")
         assert len(loops) == 2
         for loop, tile in zip(loops, list(body.arguments)[12:], strict=True):
             lower, _, step = loop.operands[:3]
@@ -98,12 +100,17 @@ def test_aligned_copies_move_whole_vectors_unrolled():
         module = ir.Module.parse(ALIGNED)
         share_workgroup_tiles(module)
         module.operation.verify()
-        assert not ops_named(module, "scf.for") and not ops_named(module, "memref.copy")
-        loads, stores = ops_named(module, "vector.load"), ops_named(module, "vector.store")
+        assert not ops_named(module.operation, "scf.for") and not ops_named(
+            module.operation, "memref.copy"
+        )
+        loads, stores = (
+            ops_named(module.operation, "vector.load"),
+            ops_named(module.operation, "vector.store"),
+        )
         assert len(loads) == len(stores) == 2
         for op in loads + stores:
             assert ir.IntegerAttr(op.attributes["alignment"]).value == 16
         assert [str(load.results[0].type) for load in loads] == ["vector<4xf32>"] * 2
-        body = ops_named(module, "gpu.launch")[0].regions[0].blocks[0]
+        body = ops_named(module.operation, "gpu.launch")[0].regions[0].blocks[0]
         names = [op.name for op in body.operations if op.name.startswith("vector.")]
         assert names == ["vector.load", "vector.load", "vector.store", "vector.store"]
