@@ -7,9 +7,9 @@ against numpy with as many BLAS threads, measured side by side in one run.
 First the bf16 and int8 matmuls on one thread, against PyTorch's CPU matmul (oneDNN, which
 uses AMX or AVX512-BF16 where the host has them; `torch._int_mm` for int8 x int8 -> int32)
 when PyTorch is installed (`pip install -e .[bench]`); without it, that column is skipped
-and the benchmark says so. Each row names the micro-kernel path the target chose (dot: dot
-products of K pairs, AVX512-BF16 for bf16 and AVX2 vpmaddwd for int8; fma: FMA, or int32
-multiply-add, on widened operands).
+and the benchmark says so. Each row names the micro-kernel path the target chose (amx: AMX
+tile products, bf16 on hosts with AMX-BF16; dot: dot products of K pairs, AVX512-BF16 for
+bf16 and AVX2 vpmaddwd for int8; fma: FMA, or int32 multiply-add, on widened operands).
 
 For each shape, rounds alternate: ours on one thread, ours on --threads, numpy (OpenBLAS) on
 one thread, numpy on --threads, in an order that rotates every round; each side's time is the
@@ -31,6 +31,7 @@ from compare import rotating_rounds
 from mlirtune.api import engine_for
 from mlirtune.bench.baseline import measure_numpy, measure_torch, torch_available
 from mlirtune.interfaces.bench import BenchOptions
+from mlirtune.schedules.contraction.knob_values import UNIT_AMX, UNIT_DOT, UNIT_FMA
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads import Conv2d, Elementwise, Matmul, Softmax
 
@@ -43,7 +44,7 @@ LOW_PRECISION_SHAPES = {
         "128x4096x4096": (128, 4096, 4096),
     }.items()
 }
-UNIT_PATHS = {0: "fma", 1: "dot"}
+UNIT_PATHS = {UNIT_FMA: "fma", UNIT_DOT: "dot", UNIT_AMX: "amx"}
 SHAPES = {
     "2048^3": Matmul(M=2048, N=2048, K=2048),
     "llama 256x11008x4096": Matmul(M=256, N=11008, K=4096),

@@ -46,7 +46,9 @@ def flatten_narrow_transfers(module: ir.Module) -> None:
 
 
 def _flattenable_rank(view: ir.OpView, vector_type: ir.VectorType) -> int:
-    """How many trailing buffer dims the transfer covers contiguously (0: leave it)."""
+    """How many trailing buffer dims the transfer covers contiguously (0: leave it). The
+    vector's leading unit dims may stay outside them (a [1, 32, 2] row of pairs in a
+    [K/2, NC, 2] buffer covers 64 contiguous elements)."""
     shape = vector_type.shape
     rank = len(shape)
     if rank < 2 or view.mask is not None or not isinstance(view.base.type, ir.MemRefType):
@@ -63,26 +65,37 @@ def _flattenable_rank(view: ir.OpView, vector_type: ir.VectorType) -> int:
         return 0
     if not all(ir.BoolAttr(flag).value for flag in view.in_bounds):
         return 0
+    while rank >= 2:
+        if _contiguous(view, buffer, shape[len(shape) - rank :]):
+            return rank
+        if shape[len(shape) - rank] != 1:
+            return 0
+        rank -= 1
+    return 0
+
+
+def _contiguous(view: ir.OpView, buffer: ir.MemRefType, shape: list[int]) -> bool:
+    """Whether a transfer of `shape` (the vector's trailing dims) covers one contiguous run
+    of the buffer's trailing dims."""
+    rank = len(shape)
     strides, _ = buffer.get_strides_and_offset()
     inner_shape = buffer.shape[buffer.rank - rank + 1 :]
     if list(inner_shape) != list(shape[1:]) or strides[-1] != 1:
-        return 0
+        return False
     # Each collapsed dim's stride is the next one's times its size: one contiguous row.
     for dim in range(buffer.rank - rank, buffer.rank - 1):
         if strides[dim] != strides[dim + 1] * buffer.shape[dim + 1]:
-            return 0
+            return False
     indices = list(view.indices)[buffer.rank - rank + 1 :]
-    if not all(constant_int(index) == 0 for index in indices):
-        return 0
-    return rank
+    return all(constant_int(index) == 0 for index in indices)
 
 
 def _flatten(view: ir.OpView, vector_type: ir.VectorType, rank: int) -> None:
     buffer = ir.MemRefType(view.base.type)
     outer = buffer.rank - rank
     reassociation = [[dim] for dim in range(outer)] + [list(range(outer, buffer.rank))]
-    inner = math.prod(vector_type.shape[1:])
-    flat_type = ir.VectorType.get([vector_type.shape[0] * inner], vector_type.element_type)
+    inner = math.prod(buffer.shape[outer + 1 :])
+    flat_type = ir.VectorType.get([math.prod(vector_type.shape)], vector_type.element_type)
     with ir.InsertionPoint(view), view.location:
         strides, offset = buffer.get_strides_and_offset()
         collapsed_shape = [*buffer.shape[:outer], math.prod(buffer.shape[outer:])]

@@ -37,15 +37,22 @@ def prefetch_next_tile(module: ir.Module) -> None:
 
 def marked_loops(module: ir.Module, attribute: str) -> list[ir.Operation]:
     """The scf.for ops of `module` a schedule marked with `attribute`, the mark removed."""
-    marked: list[ir.Operation] = []
+    return [loop for loop, _ in marked_loop_values(module, attribute)]
+
+
+def marked_loop_values(
+    module: ir.Module, attribute: str
+) -> list[tuple[ir.Operation, ir.Attribute]]:
+    """`marked_loops`, each with the value of its mark."""
+    marked: list[tuple[ir.Operation, ir.Attribute]] = []
 
     def visit(op: ir.Operation) -> ir.WalkResult:
         if op.name == "scf.for" and attribute in op.attributes:
-            marked.append(op)
+            marked.append((op, op.attributes[attribute]))
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit)
-    for loop in marked:
+    for loop, _ in marked:
         del loop.attributes[attribute]
     return marked
 

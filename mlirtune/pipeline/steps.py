@@ -14,6 +14,8 @@ import inspect
 from collections.abc import Callable
 
 from mlirtune.interfaces.errors import UsageError
+from mlirtune.ir.amx_accumulators import hoist_amx_accumulators
+from mlirtune.ir.bf16_shuffles import shuffle_bf16_as_i16
 from mlirtune.ir.deallocate import deallocate_buffers
 from mlirtune.ir.expand_exp import expand_exp
 from mlirtune.ir.expand_math import expand_math
@@ -42,6 +44,8 @@ STEPS: dict[str, Step] = {
     "prefetch-next-panel": prefetch_next_panel,
     "prefetch-panel-ahead": prefetch_panel_ahead,
     "pair-products": pair_products,
+    "hoist-amx-accumulators": hoist_amx_accumulators,
+    "shuffle-bf16-as-i16": shuffle_bf16_as_i16,
     "widen-narrow-operands": widen_narrow_operands,
 }
 

@@ -64,3 +64,26 @@ def test_wide_partial_or_strided_rows_are_left_alone():
         before = transfer_types(module)
         flatten_narrow_transfers(module)
         assert transfer_types(module) == before
+
+
+# A row of 32 pairs in a block 64 pairs wide: the leading unit dim (one K pair) stays an
+# outer index; the [32, 2] below it is 64 contiguous elements. With two K pairs it is not.
+ONE_PAIR_ROW = """
+func.func @one_pair_row(%block: memref<8x64x2xbf16>, %v: vector<1x32x2xbf16>,
+                        %w: vector<2x32x2xbf16>, %k: index, %n: index) {
+  %c0 = arith.constant 0 : index
+  vector.transfer_write %v, %block[%k, %n, %c0] {in_bounds = [true, true, true]}
+    : vector<1x32x2xbf16>, memref<8x64x2xbf16>
+  vector.transfer_write %w, %block[%k, %n, %c0] {in_bounds = [true, true, true]}
+    : vector<2x32x2xbf16>, memref<8x64x2xbf16>
+  return
+}
+"""
+
+
+def test_a_leading_unit_dim_stays_outside_the_flattened_row():
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(ONE_PAIR_ROW)
+        flatten_narrow_transfers(module)
+        assert module.operation.verify()
+        assert transfer_types(module) == ["vector<64xbf16>", "vector<2x32x2xbf16>"]

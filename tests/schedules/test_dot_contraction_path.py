@@ -1,7 +1,6 @@
-"""The contraction family's bf16 pair paths: AVX512-BF16 dot products (UNIT=1) and AMX
-tiles (UNIT=2). Which targets take them, what they lower to, and the dot path's numerics
-against an f32 reference. The AMX path is checked at the IR level only: no AMX execution
-test yet, as this project has not run it on an AMX host."""
+"""The contraction family's bf16 pair paths: which targets take AVX512-BF16 dot products
+(UNIT=1) or AMX tiles (UNIT=2), what they lower to, and the dot path's numerics against an
+f32 reference. The AMX path's own tests are in test_amx_contraction_path.py."""
 
 from __future__ import annotations
 
@@ -12,8 +11,6 @@ import numpy as np
 import pytest
 
 from mlirtune.api import engine_for
-from mlirtune.engine import mlir_jit
-from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.ir.inspect import intrinsics_called, uses_amx_tiles
 from mlirtune.schedules.contraction.knob_values import UNIT_AMX, UNIT_DOT, UNIT_FMA
@@ -32,14 +29,13 @@ AMX = BF16_DOT | {"amx_bf16", "amx_tile"}
 PATHS = {
     "avx512": (BASE, UNIT_FMA),
     "avx512_bf16": (dataclasses.replace(BASE, flags=BF16_DOT), UNIT_DOT),
-    # AMX hosts also have AVX512-BF16; tiles are not selected (not yet run on such a host).
-    "amx": (dataclasses.replace(BASE, flags=AMX), UNIT_DOT),
+    # AMX hosts also have AVX512-BF16; tiles are taken where the OS grants them.
+    "amx": (dataclasses.replace(BASE, flags=AMX), UNIT_AMX),
     # A target lowered below AVX-512 has no 512-bit dot products, whatever the flags say.
     "avx2_bf16_flag": (dataclasses.replace(BASE, isa="avx2", flags=BF16_DOT), UNIT_FMA),
 }
 DOT_INTRINSIC = "llvm.x86.avx512bf16.dpbf16ps.512"
 TILE_PRODUCT = "llvm.x86.tdpbf16ps.internal"
-AMX_BLOCKS = {"MC": 32, "NC": 32, "KC": 64, "MR": 16, "NR": 16, "UNIT": UNIT_AMX}
 HOST_HAS_BF16_DOT = "avx512_bf16" in detect_features().flags
 needs_bf16_dot = pytest.mark.skipif(
     not HOST_HAS_BF16_DOT, reason="this host lacks avx512_bf16 (AVX512-BF16 dot products)"
@@ -106,42 +102,6 @@ def intrinsics(features: CpuFeatures, parameters: dict[str, int] | None = None) 
 def test_the_dot_path_lowers_to_avx512_bf16_dot_products_on_any_host():
     assert DOT_INTRINSIC in intrinsics(PATHS["avx512_bf16"][0])
     assert DOT_INTRINSIC not in intrinsics(BASE)
-
-
-@pytest.mark.jit
-def test_the_amx_path_lowers_to_tile_products_on_any_host():
-    found = intrinsics(dataclasses.replace(BASE, flags=AMX), AMX_BLOCKS)
-    assert TILE_PRODUCT in found and DOT_INTRINSIC not in found
-
-
-@pytest.mark.jit
-def test_an_amx_kernel_without_the_os_grant_is_refused_before_it_runs(monkeypatch):
-    monkeypatch.setattr(mlir_jit, "amx_refusal", lambda: "refused in this test")
-    engine = engine_for(HostCPU(), use_specs=False)
-    with pytest.raises(MlirtuneError, match="refused in this test: this kernel uses AMX") as e:
-        engine.compile(Matmul(M=64, N=64, K=64, dtype="bf16"), AMX_BLOCKS)
-    assert e.value.stage == "jit"
-
-
-def test_the_tuner_searches_amx_tiles_only_where_the_os_grants_them(monkeypatch):
-    op = matmul_op(256, 256, 256)
-    target = HostCPU(dataclasses.replace(BASE, flags=AMX))
-    config = {
-        **AMX_BLOCKS,
-        "MC": 64,
-        "NC": 256,
-        "KC": 256,
-        "PACK": 0,
-        "KU": 1,
-        "ORDER": 1,
-        "PREFETCH": 0,
-    }
-    monkeypatch.setattr(host_cpu, "amx_refusal", lambda: None)
-    assert CONTRACTION.violations(op, target, config) == []
-    assert "amx_needs_whole_tiles" in CONTRACTION.violations(op, target, {**config, "MR": 8})
-    monkeypatch.setattr(host_cpu, "amx_refusal", lambda: "refused for the tuner test")
-    with pytest.warns(UserWarning, match="refused for the tuner test; bf16 kernels do without"):
-        assert "amx_needs_amx_tiles" in CONTRACTION.violations(op, target, config)
 
 
 def outputs(workload, parameters, threads: int = 1) -> tuple[np.ndarray, bool]:

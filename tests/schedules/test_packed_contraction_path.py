@@ -12,13 +12,15 @@ from mlirtune.api import engine_for
 from mlirtune.engine import MlirJitEngine
 from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.interfaces.op import OpInfo
+from mlirtune.schedules.contraction.knob_values import UNIT_FMA
 from mlirtune.schedules.contraction.packed_host import prefetch_level
 from mlirtune.targets.host_cpu import HostCPU, detect_features
 from mlirtune.workloads import BatchMatmul, Matmul, Mlp
 
 pytestmark = pytest.mark.jit
 
-BLOCKS = {"MC": 32, "NC": 64, "KC": 32, "MR": 8, "NR": 32}
+# The FMA path (UNIT=0) on every host: bf16 matmuls would take dot products or AMX tiles.
+BLOCKS = {"MC": 32, "NC": 64, "KC": 32, "MR": 8, "NR": 32, "UNIT": UNIT_FMA}
 
 
 @pytest.fixture(scope="module")

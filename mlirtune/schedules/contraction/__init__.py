@@ -15,6 +15,7 @@ from mlir import ir
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, Domains, Knob, KnobVariables
 from mlirtune.schedules.contraction import host
+from mlirtune.schedules.contraction.amx_host import amx_columns, amx_rows
 from mlirtune.schedules.contraction.dot import dot_schedule
 from mlirtune.schedules.contraction.knob_values import (
     PACK_AB,
@@ -70,6 +71,18 @@ def _n_blocks(op: OpInfo, lanes: int) -> list[int]:
     ]
 
 
+def _m_rows(op: OpInfo, lanes: int) -> list[int]:
+    """MR candidates: the broadcast rows of the FMA and dot paths, and the rows of AMX
+    register tiles (two 16-row tiles of C, on bf16 matmuls)."""
+    return sorted({*register_rows("M")(op, lanes), *amx_rows(op)})
+
+
+def _n_columns(op: OpInfo, lanes: int) -> list[int]:
+    """NR candidates: rows of whole vector registers, and the columns of AMX register
+    tiles (three 16-column tiles of C, on bf16 matmuls)."""
+    return sorted({*vector_columns("N", NR_VECTORS)(op, lanes), *amx_columns(op)})
+
+
 def _units(op: OpInfo, lanes: int) -> tuple[int, ...]:
     """UNIT candidates: the pair paths on bf16 matmuls (dot products, AMX tiles) and int8
     ones (dot products), the row-dot path on one column."""
@@ -101,12 +114,12 @@ class Contraction(HostFamily):
         # From 64: every K tile loads and stores the accumulators, which would dominate
         # shorter ones; skinny products (host.SKINNY_ROWS) also take short K blocks.
         Knob("KC", "depth of the cache tile (K loop step)", 256, _k_blocks),
-        Knob("MR", "rows of the register tile (A broadcasts per K step)", 8, register_rows("M")),
+        Knob("MR", "rows of the register tile (A broadcasts per K step)", 8, _m_rows),
         Knob(
             "NR",
             "columns of the register tile (B vectors per K step)",
             32,
-            vector_columns("N", NR_VECTORS),
+            _n_columns,
         ),
         # Not selected: 1 leaves the micro-kernel's K-step loop rolled.
         Knob(

@@ -12,16 +12,16 @@ the x86vector patterns turn into a broadcast of A's pair and one dot product eac
 int8 matmuls take the same nest on int16 copies of their operands (widen.py), 8 columns
 per contraction: the descriptor step `pair-products` (ir/pair_products.py) turns each into
 one AVX2 `vpmaddwd` (8 pairs of int16 products, each pair summed into an int32 lane) and
-an add. Their B pack interleaves two rows of B at a time into the pairs, as one shuffle
-(`_b_pack_steps`).
+an add.
 
-The AMX path (UNIT=2, bf16) shares the packing and the cache tiles; its register tile is
-one 16 x 16 AMX tile of C, and its K step 16 pairs: one `tdpbf16ps` each.
+B's pack interleaves two rows of B at a time into the pairs, as one shuffle.
+
+The AMX path (UNIT=2, bf16) shares the packing and the cache tiles. Its register tile is
+up to 2 x 2 AMX tiles of C, 16 x 16 each, kept in tile registers across the K loop
+(ir/amx_accumulators.py), and its K step 16 pairs: one `tdpbf16ps` per C tile.
 """
 
 from __future__ import annotations
-
-import math
 
 from mlir import ir
 from mlir.dialects import transform
@@ -31,6 +31,7 @@ from mlir.dialects.transform import vector as tvector
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config
+from mlirtune.ir.amx_accumulators import ACCUMULATE_ATTRIBUTE, LOADED_START, ZERO_START
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.contraction.knob_values import UNIT_AMX
 from mlirtune.schedules.contraction.widen import vectorize_widening
@@ -41,8 +42,15 @@ DOT_PAIR = 2
 DOT_LANES = {"bf16": 16, "i8": 8}
 # An AMX bf16 tile product: C[16, 16] f32 += A[16 rows, 16 pairs] . B_vnni[16 pairs, 16].
 AMX_TILE, AMX_PAIRS = 16, 16
-# K pairs (rows of B_vnni) each vectorised bf16 packing copy moves.
-PACK_ROWS = 8
+# AMX has 8 tile registers: an MR x NR register tile takes (MR/16)(NR/16) of C, MR/16 of
+# A and NR/16 of B.
+AMX_REGISTERS = 8
+AMX_REGISTER_TILES = [
+    (AMX_TILE * rows, AMX_TILE * columns)
+    for rows in range(1, AMX_REGISTERS)
+    for columns in range(1, AMX_REGISTERS)
+    if rows * columns + rows + columns <= AMX_REGISTERS
+]
 
 
 def unpaired_layouts(op: OpInfo) -> list[str]:
@@ -80,10 +88,11 @@ def dot_unusable(op: OpInfo, parameters: Config) -> str | None:
         return f"dot_needs_k_pairs: K={k} and KC={p['KC']} must be even"
     if p["NR"] % lanes:
         return f"dot_needs_whole_vectors: NR={p['NR']} must be a multiple of {lanes}"
-    amx_tile = p["MR"] == p["NR"] == AMX_TILE and p["KC"] % (DOT_PAIR * AMX_PAIRS) == 0
+    amx_tile = (p["MR"], p["NR"]) in AMX_REGISTER_TILES and p["KC"] % (DOT_PAIR * AMX_PAIRS) == 0
     if p.get("UNIT") == UNIT_AMX and not amx_tile:
         return (
-            f"amx_needs_whole_tiles: UNIT={UNIT_AMX} takes MR = NR = {AMX_TILE} and KC a "
+            f"amx_needs_whole_tiles: UNIT={UNIT_AMX} takes MR and NR multiples of {AMX_TILE} "
+            f"whose C, A and B tiles fit the {AMX_REGISTERS} tile registers, and KC a "
             f"multiple of {DOT_PAIR * AMX_PAIRS} (got MR={p['MR']}, NR={p['NR']}, "
             f"KC={p['KC']})"
         )
@@ -161,23 +170,39 @@ def dot_schedule(op: OpInfo, parameters: Config) -> ir.Module:
             ).tiled_linalg_op
         amx = p.get("UNIT") == UNIT_AMX
         if amx:
-            # A 16 x 16 register tile, 16 pairs of K at a time: one VNNI vector.contract that
-            # convert-vector-to-amx (lower_cpu.yaml) turns into tile loads, a tile product
-            # and a tile store, C's tile loaded from and stored to memory.
-            s.tile(contraction, [0, 0, AMX_PAIRS, 0], step="tile_k_steps")
+            # 16 pairs of K at a time, the register tile's 16 x 16 C tiles unrolled: one VNNI
+            # vector.contract each, which convert-vector-to-amx (lower_cpu.yaml) turns into
+            # tile loads and a tile product. The K loop is marked so that its C tiles stay
+            # in tile registers across it (ir/amx_accumulators.py).
+            contraction, k_steps = s.tile(contraction, [0, 0, AMX_PAIRS, 0], step="tile_k_steps")
+            with s.at("mark_tile_accumulators"):
+                # Over all of K at once, the C tiles start from the fill's zeros: in
+                # registers, not loaded from memory.
+                start = ZERO_START if kc == op.dims["K"] else LOADED_START
+                param = transform.ParamConstantOp(
+                    transform.AnyParamType.get(), ir.StringAttr.get(start)
+                ).param
+                transform.AnnotateOp(k_steps[0], ACCUMULATE_ATTRIBUTE, param=param)
+            _unroll_amx_tiles(s, contraction, mr, nr, step="amx_tiles")
         else:
             contraction, _ = s.tile(contraction, [0, 0, 1, 0], step="k_step")
             # One dot product per row and vector of columns of the register tile, unrolled.
             _, vector_loops = s.tile(contraction, [1, lanes, 0, 0], step="dot_tile")
             s.unroll(vector_loops[1], nr // lanes, step="unroll_columns")
             s.unroll(vector_loops[0], mr, step="unroll_rows")
-        rows, columns, transposes = _b_pack_steps(op, nr)
-        b_pack, _ = s.tile(b_pack, [rows, columns], step="tile_b_pack")
+        # B's pack copies one pair of K rows across the register tile's NR columns at a
+        # time: its transpose interleaves the two rows, one shuffle (as i16 for bf16:
+        # ir/bf16_shuffles.py), which LLVM lowers to unpacks and lane permutes (AVX2: 2
+        # loads, 2 vpunpck, 2 vperm2i128 and 2 stores per pair of rows). Element by
+        # element, in [8, 16, 2] blocks, the copy took 40% of the int8 kernel's time (AVX2
+        # Zen 3: 512^3 55 -> 95 GOP/s, 2048^3 88 -> 98, 128x4096x4096 26 -> 78) and a third
+        # of the AMX path's (Xeon with AMX, 512^3 bf16: 580 -> 800 GFLOP/s).
+        b_pack, _ = s.tile(b_pack, [1, nr], step="tile_b_pack")
         function = s.match(s.root, ["func.func"], step="match_function")
         s.shrink_temporaries(function)  # a [K/2, NC, 2] buffer per block, not a slice of B's
         s.canonicalize_loops(function, step="fold_slices")
         with s.at("vectorize_b_pack"):
-            structured.VectorizeOp(b_pack, vector_sizes=[rows, columns, DOT_PAIR])
+            structured.VectorizeOp(b_pack, vector_sizes=[1, nr, DOT_PAIR])
         if not bf16:
             vectorize_widening(s)  # the int16 copies of the int8 operands (widen.py)
         s.vectorize_linalg(function)
@@ -198,23 +223,19 @@ def dot_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         s.apply_patterns(
             function,
             "lower_pack_transposes",
-            lambda: tvector.apply_patterns_vector_lower_transpose(lowering_strategy=transposes),
+            lambda: tvector.apply_patterns_vector_lower_transpose(
+                lowering_strategy=tvector.VectorTransposeLowering.Shuffle1D
+            ),
             *([tvector.apply_patterns_vector_lower_broadcast] if bf16 else []),
         )
     return s.module
 
 
-def _b_pack_steps(op: OpInfo, nr: int) -> tuple[int, int, tvector.VectorTransposeLowering | None]:
-    """Pairs of K rows and columns of B each vectorised copy into the VNNI layout moves,
-    and how its transpose is lowered. bf16: PACK_ROWS pairs by one vector's lanes, by the
-    patterns' default (element by element). int8 (as int16): one pair of rows across the
-    register tile's NR columns, whose transpose interleaves two vectors: one shuffle, which
-    LLVM lowers to unpacks and lane permutes (AVX2: 2 loads, 2 vpunpck, 2 vperm2i128 and 2
-    stores per pair of rows). Element by element, in [8, 8, 2] blocks, the copy took 40%
-    of the int8 kernel's time (AVX2 Zen 3, medians of one interleaved run: 512^3 55 -> 95
-    GOP/s, 1024^3 71 -> 114, 2048^3 88 -> 98, 128x4096x4096 26 -> 78). The bf16 copy is
-    unchanged: this project has not measured the other form on an AVX512-BF16 host."""
-    if op.element_type == "bf16":
-        rows = math.gcd(op.dims["K"] // DOT_PAIR, PACK_ROWS)
-        return rows, DOT_LANES["bf16"], None
-    return 1, nr, tvector.VectorTransposeLowering.Shuffle1D
+def _unroll_amx_tiles(s: ScheduleBuilder, contraction: ir.Value, mr: int, nr: int, step: str):
+    """Tile an MR x NR register tile's K step into 16 x 16 AMX tiles of C, unrolled."""
+    split = [extent for extent in (mr, nr) if extent > AMX_TILE]
+    sizes = [AMX_TILE if extent > AMX_TILE else 0 for extent in (mr, nr)]
+    _, loops = s.tile(contraction, [*sizes, 0, 0], step=step)
+    # The inner loop first: unrolling the outer one invalidates the inner one's handle.
+    for loop_handle, extent in reversed(list(zip(loops, split, strict=True))):
+        s.unroll(loop_handle, extent // AMX_TILE, step=f"unroll_{step}")

@@ -1,11 +1,7 @@
-"""The contraction family's pair paths on the host CPU (AVX512-BF16 dot products and AMX
-tiles for bf16, AVX2 vpmaddwd for int8): when the target takes them, their blocks and their
+"""The contraction family's dot-product paths on the host CPU (AVX512-BF16 for bf16, AVX2
+vpmaddwd for int8): when the target takes them, their blocks and the pair paths' shared
 constraints. The schedules are dot.py's; the cost is the FMA path's on the pair view
-(host.py).
-
-The selector takes dot products where the target has them. AMX tiles are searched by the
-tuner and taken on request (`UNIT=2`), not selected: this project has compiled them but not
-yet run them on an AMX host.
+(host.py). AMX tiles, the other pair path, have their own selector (amx_host.py).
 """
 
 from __future__ import annotations
@@ -18,8 +14,6 @@ from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, KnobVariables
 from mlirtune.schedules.contraction.blocking import blis_blocking, whole_block
 from mlirtune.schedules.contraction.dot import (
-    AMX_PAIRS,
-    AMX_TILE,
     DOT_LANES,
     DOT_PAIR,
     unpaired_layouts,
@@ -98,35 +92,22 @@ def dot_blocks(op: OpInfo, cpu: HostCPU) -> Config | None:
 
 
 def dot_constraints(op: OpInfo, cpu: HostCPU, knobs: KnobVariables) -> list[Constraint]:
-    """The pair paths' conditions (dot.dot_unusable), and the host features they need."""
+    """The pair paths' shared conditions (dot.dot_unusable), and the dot products' host
+    features (AMX's: amx_host.amx_constraints)."""
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
     mc, nc, kc, mr, nr, unit = (knobs[name] for name in ("MC", "NC", "KC", "MR", "NR", "UNIT"))
     # The pair paths' conditions hold for UNIT 1 and 2 only (0 is the FMA path, 3 the
     # row-dot path of rows.py).
     not_pairs = z3.And(unit != UNIT_DOT, unit != UNIT_AMX)
     off = f"UNIT not in ({UNIT_DOT}, {UNIT_AMX})"
-    bf16_matmul = op.kind == "matmul" and op.element_type == "bf16"
     lanes = DOT_LANES.get(op.element_type, DOT_LANES["bf16"])
     layout = unpaired_layouts(op)
-    amx_k = DOT_PAIR * AMX_PAIRS
     return [
         Constraint(
             "dot_needs_dot_products",
             f"UNIT != {UNIT_DOT} or a bf16 matmul on a host with avx512_bf16 (vdpbf16ps), "
             "or an i8 matmul on one with AVX2 (vpmaddwd)",
             z3.Or(unit != UNIT_DOT, z3.BoolVal(has_dot_products(op, cpu))),
-        ),
-        Constraint(
-            "amx_needs_amx_tiles",
-            f"UNIT != {UNIT_AMX} or a bf16 matmul on a host with AMX-BF16 whose OS grants "
-            "tile state",
-            z3.Or(unit != UNIT_AMX, z3.BoolVal(bf16_matmul and cpu.has_amx())),
-        ),
-        Constraint(
-            "amx_needs_whole_tiles",
-            f"UNIT != {UNIT_AMX} or (MR == NR == {AMX_TILE} and KC % {amx_k} == 0): one tile "
-            f"product is {AMX_TILE} x {AMX_TILE} by {AMX_PAIRS} pairs of K",
-            z3.Or(unit != UNIT_AMX, z3.And(mr == AMX_TILE, nr == AMX_TILE, kc % amx_k == 0)),
         ),
         Constraint(
             "dot_needs_plain_layout",

@@ -15,6 +15,7 @@ import z3
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, Domains, KnobVariables
+from mlirtune.schedules.contraction import amx_host
 from mlirtune.schedules.contraction.blocking import packed_blocks_in_caches, whole_block
 from mlirtune.schedules.contraction.dot import DOT_PAIR
 from mlirtune.schedules.contraction.dot_host import dot_blocks, dot_constraints, pair_view
@@ -65,10 +66,6 @@ BLOCK_CYCLES = 50.0
 # hardware prefetchers follow (measured 1.4x numpy for 1x11008x4096 f32, against 0.35x for
 # 2048-deep blocks of 64 columns).
 SKINNY_K_BLOCK = 8
-# Pair products per cycle of AMX tiles against dot products: a tile product (16 x 16 x 16
-# pairs, 4096 of them) in about 16 cycles, against two 16-lane vdpbf16ps a cycle (32). An
-# estimate from instruction rates, not measured by this project.
-AMX_SPEEDUP = 8.0
 # Unpacked B rows N elements apart, each a page or more: every row of a micro-panel is its
 # own TLB entry and they alias in L1, so streaming such a block costs about this many times
 # its bytes (measured: 2048^3 f32 runs at 0.32x numpy unpacked, 0.9x packed).
@@ -89,10 +86,12 @@ def contraction_sizes(op: OpInfo) -> tuple[int, int, int, int, int, int]:
 
 
 def select(op: OpInfo, cpu: HostCPU) -> Config:
-    """The row-dot path for a product of one column (`rows_select`), the dot-product path
-    where the host and shape allow it (`dot_blocks`), else the FMA path (`_fma_select`)."""
+    """The row-dot path for a product of one column (`rows_select`), AMX tiles or dot
+    products where the host and shape allow them (`amx_blocks`, `dot_blocks`), else the FMA
+    path (`_fma_select`)."""
     fma = {**_fma_select(op, cpu), "UNIT": UNIT_FMA}
-    return {"PREFETCH": 0, **(rows_select(op, cpu) or dot_blocks(op, cpu) or fma)}
+    paths = rows_select(op, cpu) or amx_host.amx_blocks(op, cpu) or dot_blocks(op, cpu)
+    return {"PREFETCH": 0, **(paths or fma)}
 
 
 def _fma_select(op: OpInfo, cpu: HostCPU) -> Config:
@@ -200,10 +199,10 @@ def constraints(
     # The row-dot path (UNIT=3) has no outer-product tile and no output block: its own
     # constraints (rows_host.py) replace those.
     outer = [
-        _unless_rows(c, unit)
+        _unless_unit(c, unit, UNIT_ROWS)
         for c in outer_product("MR", "NR", knobs, domains, lanes, f.vector_registers)
     ]
-    return [
+    shared = [
         whole_vectors("NR", n, knobs, lanes),
         *outer,
         Constraint("mr_within_mc", "MR <= MC: a register tile lies in its cache tile", mr <= mc),
@@ -306,16 +305,19 @@ def constraints(
             ),
         ),
         *dot_constraints(op, cpu, knobs),
+        *amx_host.amx_constraints(op, cpu, knobs),
         *rows_constraints(op, cpu, knobs, domains),
     ]
+    return [_unless_unit(c, unit, UNIT_AMX) if c.name in amx_host.AMX_WAIVES else c for c in shared]
 
 
-def _unless_rows(constraint: Constraint, unit: z3.ArithRef) -> Constraint:
-    """`constraint`, waived for the row-dot path (UNIT=3)."""
+def _unless_unit(constraint: Constraint, unit: z3.ArithRef, path: int) -> Constraint:
+    """`constraint`, waived for the UNIT `path` that has its own (the row-dot path, UNIT=3:
+    rows_host.py; AMX tiles, UNIT=2: amx_host.py)."""
     return Constraint(
         constraint.name,
-        f"UNIT == {UNIT_ROWS}, or {constraint.description}",
-        z3.Or(unit == UNIT_ROWS, constraint.expr),
+        f"UNIT == {path}, or {constraint.description}",
+        z3.Or(unit == path, constraint.expr),
     )
 
 
@@ -340,7 +342,7 @@ def cost(op: OpInfo, cpu: HostCPU, config: Config) -> float:
         # A dot product over a bf16 pair costs what an FMA over an f32 does, on B packed
         # once (into pairs) and read from there; an AMX tile product, AMX_SPEEDUP times less.
         pairs = {**config, "KC": config["KC"] // DOT_PAIR, "PACK": PACK_B, "UNIT": UNIT_FMA}
-        return cost(pair_view(op), cpu, pairs) / (AMX_SPEEDUP if unit == UNIT_AMX else 1)
+        return cost(pair_view(op), cpu, pairs) / (amx_host.AMX_SPEEDUP if unit == UNIT_AMX else 1)
     batch, m, n, k, size_in, size_out = contraction_sizes(op)
     lanes = cpu.lanes(op.element_type)
     mc, nc, kc = min(config["MC"], m), min(config["NC"], n), min(config["KC"], k)

@@ -1,0 +1,122 @@
+"""The contraction family's AMX path on the host CPU: when the target takes it, its blocks,
+its constraints. The schedule is dot.py's (UNIT=2); the cost is host.py's, on the pair view.
+
+The selector takes AMX tiles for a bf16 matmul where the CPU has AMX-BF16, Linux grants
+this process tile state, and the shape is whole tiles (M and N in 16s, K in 32s). Its
+blocks come from the micro-kernel's traffic, measured on a 2-core Intel Xeon with AMX
+(48 KiB L1d, 2 MiB L2), 2048^3 bf16, GFLOP/s:
+- One K block spanning all of K: the C tiles start as zero tiles and are stored once
+  (ir/amx_accumulators.py). With K blocks of 256 or 512 each block loads and stores every C
+  tile again, rows a row of C apart: 400-560 against 880.
+- A's block (MC x K) in a quarter of L2: MC 128 ran 880, 256 825, 512 610.
+- B's VNNI rows at most 1 KiB apart (NC <= 256 pairs of columns): a tile load reads 16 of
+  them, which at 2 KiB fall into two L1 sets (NC 512: 560-610 against 820-880 at 128-256).
+"""
+
+from __future__ import annotations
+
+import z3
+
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.schedule import Config, Constraint, KnobVariables
+from mlirtune.schedules.contraction.blocking import whole_block
+from mlirtune.schedules.contraction.dot import (
+    AMX_PAIRS,
+    AMX_REGISTER_TILES,
+    AMX_REGISTERS,
+    AMX_TILE,
+    DOT_PAIR,
+    unpaired_layouts,
+)
+from mlirtune.schedules.contraction.knob_values import PACK_NONE, UNIT_AMX
+from mlirtune.targets.host_cpu import HostCPU
+
+# K elements of one tile product (16 pairs), and the bytes of a bf16 element.
+AMX_K_STEP = DOT_PAIR * AMX_PAIRS
+BF16_BYTES = 2
+# Columns of B's VNNI block: its rows are NC pairs of 2 bytes apart, at most 1 KiB.
+AMX_B_COLUMNS = 256
+# Tile products per cycle against dot products, for the cost model: a tile product (16 x 16
+# by 16 pairs, 4096 pair products) in about 16 cycles, against two 16-lane vdpbf16ps a cycle
+# (32). Measured about 9x (512^3 bf16, Xeon with AMX: 980 against 104 GFLOP/s).
+AMX_SPEEDUP = 8.0
+# The vector micro-kernels' constraints (host.py) that the AMX path waives: its accumulators
+# and operands are in tile registers, and its A panel streams from L2 (the blocks above).
+AMX_WAIVES = {"register_budget", "min_accumulators", "a_panel_in_l1", "unrolled_body"}
+# Register tiles by preference: the most C tiles first (a K step's A and B tiles then serve
+# the most products), then the squarest.
+PREFERRED_TILES = sorted(
+    AMX_REGISTER_TILES, key=lambda tile: (-(tile[0] * tile[1]), abs(tile[0] - tile[1]))
+)
+
+
+def takes_amx(op: OpInfo, cpu: HostCPU) -> bool:
+    """Whether the target multiplies `op` in AMX tiles: a bf16 matmul with a plain layout on
+    a host with AMX-BF16 whose OS grants tile state."""
+    bf16_matmul = op.kind == "matmul" and op.element_type == "bf16"
+    return bf16_matmul and not unpaired_layouts(op) and cpu.has_amx()
+
+
+def amx_blocks(op: OpInfo, cpu: HostCPU) -> Config | None:
+    """The AMX path's blocks for `op` (see the module docstring), or None where the target
+    has no AMX tiles for it or the shape is not whole tiles."""
+    m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
+    if not takes_amx(op, cpu) or k % AMX_K_STEP:
+        return None
+    tile = next(((mr, nr) for mr, nr in PREFERRED_TILES if m % mr == 0 and n % nr == 0), None)
+    if tile is None:
+        return None
+    mr, nr = tile
+    quarter_l2 = cpu.features.l2_bytes // 4
+    # All of K while one register tile's A and B micro-panels fit a quarter of L2.
+    kc = whole_block(k, max(AMX_K_STEP, quarter_l2 // ((mr + nr) * BF16_BYTES)), AMX_K_STEP)
+    if kc is None:
+        return None
+    mc = whole_block(m, max(mr, quarter_l2 // (kc * BF16_BYTES)), mr)
+    nc = whole_block(n, max(nr, AMX_B_COLUMNS), nr, cpu.threads)
+    if mc is None or nc is None:
+        return None
+    return {"MC": mc, "NC": nc, "KC": kc, "MR": mr, "NR": nr, "PACK": PACK_NONE, "UNIT": UNIT_AMX}
+
+
+def amx_constraints(op: OpInfo, cpu: HostCPU, knobs: KnobVariables) -> list[Constraint]:
+    """The AMX path's conditions on the target and the register tile (dot.dot_unusable)."""
+    mr, nr, kc, unit = (knobs[name] for name in ("MR", "NR", "KC", "UNIT"))
+    return [
+        Constraint(
+            "amx_needs_amx_tiles",
+            f"UNIT != {UNIT_AMX} or a bf16 matmul on a host with AMX-BF16 whose OS grants "
+            "tile state",
+            z3.Or(unit != UNIT_AMX, z3.BoolVal(takes_amx(op, cpu))),
+        ),
+        Constraint(
+            "amx_needs_whole_tiles",
+            f"UNIT != {UNIT_AMX} or ((MR, NR) in {AMX_REGISTER_TILES} and KC % {AMX_K_STEP} "
+            f"== 0): one tile product is {AMX_TILE} x {AMX_TILE} by {AMX_PAIRS} pairs of K, "
+            f"and the register tile's C tiles and one K step's A and B tiles fit "
+            f"{AMX_REGISTERS} tile registers",
+            z3.Or(
+                unit != UNIT_AMX,
+                z3.And(
+                    z3.Or(*(z3.And(mr == r, nr == c) for r, c in AMX_REGISTER_TILES)),
+                    kc % AMX_K_STEP == 0,
+                ),
+            ),
+        ),
+    ]
+
+
+def amx_rows(op: OpInfo) -> list[int]:
+    """MR candidates of the AMX path on `op`: the register tiles' rows that divide M."""
+    return _extents(op, "M", 0)
+
+
+def amx_columns(op: OpInfo) -> list[int]:
+    """NR candidates of the AMX path on `op`: the register tiles' columns that divide N."""
+    return _extents(op, "N", 1)
+
+
+def _extents(op: OpInfo, dim: str, side: int) -> list[int]:
+    if op.kind != "matmul" or op.element_type != "bf16":
+        return []
+    return sorted({tile[side] for tile in AMX_REGISTER_TILES if op.dims[dim] % tile[side] == 0})

@@ -1,0 +1,170 @@
+"""The contraction family's AMX path (UNIT=2): which bf16 matmuls take it and with which
+blocks, what it lowers to on any host, and, on a host whose CPU and OS grant AMX tiles, its
+numerics against an f32 reference, with one or two threads."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+import pytest
+
+from mlirtune.api import engine_for
+from mlirtune.engine import mlir_jit
+from mlirtune.interfaces.errors import MlirtuneError
+from mlirtune.runtime.tile_state import amx_refusal
+from mlirtune.schedules.contraction.amx_host import AMX_B_COLUMNS
+from mlirtune.schedules.contraction.knob_values import UNIT_AMX, UNIT_DOT
+from mlirtune.targets import host_cpu
+from mlirtune.targets.host_cpu import HostCPU, detect_features
+from mlirtune.workloads import Matmul, Mlp
+from tests.schedules.test_dot_contraction_path import (
+    AMX,
+    BASE,
+    CONTRACTION,
+    DOT_INTRINSIC,
+    TILE_PRODUCT,
+    intrinsics,
+    matmul_op,
+    outputs,
+)
+
+AMX_HOST = dataclasses.replace(BASE, flags=AMX)
+AMX_BLOCKS = {"MC": 32, "NC": 32, "KC": 64, "MR": 16, "NR": 16, "UNIT": UNIT_AMX}
+
+
+def host_amx_refusal() -> str | None:
+    """Why this host cannot run AMX tiles (None: it can)."""
+    flags = detect_features().flags
+    missing = sorted({"amx_tile", "amx_bf16"} - flags)
+    if missing:
+        return f"this host lacks {', '.join(missing)} (AMX-BF16 tiles)"
+    return amx_refusal()
+
+
+needs_amx = pytest.mark.skipif(host_amx_refusal() is not None, reason=str(host_amx_refusal()))
+
+
+@pytest.fixture
+def granted(monkeypatch):
+    """Tile state granted, as an AMX host's OS would."""
+    monkeypatch.setattr(host_cpu, "amx_refusal", lambda: None)
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "k", "tile", "kc"),
+    [
+        (512, 512, 512, (32, 32), 512),
+        (2048, 2048, 2048, (32, 32), 2048),
+        (48, 80, 64, (48, 16), 64),  # 80 columns: no 32-column tiles
+        (16, 96, 96, (16, 48), 96),  # one row of tiles
+    ],
+)
+def test_amx_hosts_take_tiles_over_all_of_k(granted, m, n, k, tile, kc):
+    op = matmul_op(m, n, k)
+    target = HostCPU(AMX_HOST)
+    config = CONTRACTION.select(op, target)
+    assert (config["UNIT"], config["MR"], config["NR"], config["KC"]) == (UNIT_AMX, *tile, kc)
+    assert m % config["MC"] == n % config["NC"] == 0 and config["NC"] <= max(AMX_B_COLUMNS, 48)
+    assert not CONTRACTION.violations(op, target, {**config, "KU": 1, "ORDER": 1})
+
+
+def test_a_long_k_is_blocked_within_a_quarter_of_l2(granted):
+    # A and B micro-panels of a 32 x 32 tile: 128 bytes per K element.
+    target = HostCPU(AMX_HOST)
+    config = CONTRACTION.select(matmul_op(256, 11008, 8192), target)
+    bound = target.features.l2_bytes // 4 // 128
+    assert config["UNIT"] == UNIT_AMX and config["KC"] < 8192
+    assert 8192 % config["KC"] == 0 and config["KC"] <= bound and config["KC"] % 32 == 0
+    assert config["MC"] * config["KC"] * 2 <= target.features.l2_bytes // 4
+
+
+def test_two_threads_get_whole_column_blocks_each(granted):
+    config = CONTRACTION.select(matmul_op(512, 256, 512), HostCPU(AMX_HOST, threads=2))
+    assert config["UNIT"] == UNIT_AMX and (256 // config["NC"]) % 2 == 0
+
+
+@pytest.mark.parametrize(
+    "op",
+    [matmul_op(64, 64, 48), matmul_op(40, 64, 64)],
+    ids=["k-not-in-32s", "rows-not-in-16s"],
+)
+def test_shapes_of_partial_tiles_take_dot_products(granted, op):
+    assert CONTRACTION.select(op, HostCPU(AMX_HOST))["UNIT"] == UNIT_DOT
+
+
+def test_a_refused_grant_falls_back_to_dot_products_with_a_warning(monkeypatch):
+    monkeypatch.setattr(host_cpu, "amx_refusal", lambda: "refused for the selector test")
+    monkeypatch.setattr(host_cpu, "_warned", set(), raising=False)
+    with pytest.warns(UserWarning, match="refused for the selector test"):
+        config = CONTRACTION.select(matmul_op(512, 512, 512), HostCPU(AMX_HOST))
+    assert config["UNIT"] == UNIT_DOT
+
+
+def test_the_tuner_searches_amx_tiles_only_where_the_os_grants_them(monkeypatch):
+    op = matmul_op(256, 256, 256)
+    target = HostCPU(AMX_HOST)
+    config = {**AMX_BLOCKS, "MC": 64, "NC": 256, "KC": 256, "PACK": 0, "KU": 1, "ORDER": 1}
+    config = {**config, "PREFETCH": 0}
+    monkeypatch.setattr(host_cpu, "amx_refusal", lambda: None)
+    assert CONTRACTION.violations(op, target, config) == []
+    assert CONTRACTION.violations(op, target, {**config, "MR": 32, "NR": 32}) == []
+    assert "amx_needs_whole_tiles" in CONTRACTION.violations(op, target, {**config, "MR": 8})
+    # 64 x 32: eight C tiles and two A and two B tiles are more than 8 tile registers.
+    broken = CONTRACTION.violations(op, target, {**config, "MR": 64, "NR": 32})
+    assert "amx_needs_whole_tiles" in broken
+    monkeypatch.setattr(host_cpu, "amx_refusal", lambda: "refused for the tuner test")
+    with pytest.warns(UserWarning, match="refused for the tuner test; bf16 kernels do without"):
+        assert "amx_needs_amx_tiles" in CONTRACTION.violations(op, target, config)
+
+
+@pytest.mark.jit
+@pytest.mark.parametrize("tile", [(16, 16), (32, 32), (32, 16)])
+def test_the_amx_path_lowers_to_tile_products_on_any_host(tile):
+    blocks = {**AMX_BLOCKS, "MR": tile[0], "NR": tile[1], "MC": 64, "NC": 64}
+    found = intrinsics(AMX_HOST, blocks)
+    assert TILE_PRODUCT in found and DOT_INTRINSIC not in found
+
+
+@pytest.mark.jit
+def test_an_amx_kernel_without_the_os_grant_is_refused_before_it_runs(monkeypatch):
+    monkeypatch.setattr(mlir_jit, "amx_refusal", lambda: "refused in this test")
+    engine = engine_for(HostCPU(), use_specs=False)
+    with pytest.raises(MlirtuneError, match="refused in this test: this kernel uses AMX") as e:
+        engine.compile(Matmul(M=64, N=64, K=64, dtype="bf16"), AMX_BLOCKS)
+    assert e.value.stage == "jit"
+
+
+@pytest.mark.jit
+@needs_amx
+@pytest.mark.parametrize(
+    ("workload", "blocks"),
+    [
+        (Matmul(M=64, N=64, K=64, dtype="bf16"), (32, 32, 64, 32, 32)),  # zero-start tiles
+        (Matmul(M=96, N=64, K=160, dtype="bf16"), (96, 64, 160, 32, 32)),  # K not 2^n
+        (Matmul(M=64, N=96, K=128, dtype="bf16"), (64, 96, 64, 16, 48)),  # C tiles reloaded
+        (Matmul(M=48, N=32, K=32, dtype="bf16"), (48, 32, 32, 48, 16)),  # 3 x 1 tiles
+        (Mlp(M=32, N=64, K=64, dtype="bf16"), (32, 32, 64, 32, 32)),  # bias and ReLU fused
+    ],
+    ids=["square", "k-160", "two-k-blocks", "tall-tile", "mlp"],
+)
+def test_amx_kernels_match_the_f32_reference(workload, blocks):
+    names = ("MC", "NC", "KC", "MR", "NR")
+    parameters = {**dict(zip(names, blocks, strict=True)), "UNIT": UNIT_AMX}
+    result, verified = outputs(workload, parameters)
+    assert verified
+    # bf16 inputs, f32 products and sums: within f32 rounding of the float64 reference.
+    expected = workload.reference([x.copy() for x in workload.inputs])[0]
+    np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.jit
+@needs_amx
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs 2 cores")
+def test_threads_give_the_amx_path_the_same_results():
+    workload = Matmul(M=64, N=128, K=96, dtype="bf16")
+    parameters = {"MC": 64, "NC": 32, "KC": 96, "MR": 32, "NR": 32, "UNIT": UNIT_AMX}
+    one, _ = outputs(workload, parameters, threads=1)
+    two, verified = outputs(workload, parameters, threads=2)
+    assert verified and np.array_equal(one, two)
