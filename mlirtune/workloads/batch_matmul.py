@@ -61,7 +61,9 @@ class BatchMatmul(PayloadWorkload):
     def torch_baseline(self):
         import torch
 
-        a, b = (torch.from_numpy(x) for x in self.inputs)
+        from mlirtune.bench.baseline import torch_tensor
+
+        a, b = (torch_tensor(x) for x in self.inputs)
         return lambda: torch.bmm(a, b)
 
     def reference_scratch_bytes(self) -> int:

@@ -324,7 +324,9 @@ class ChannelNorm(PayloadWorkload):
     def torch_baseline(self) -> Callable[[], object]:
         import torch
 
-        x, *params = (torch.from_numpy(a) for a in self.inputs)
+        from mlirtune.bench.baseline import torch_tensor
+
+        x, *params = (torch_tensor(a) for a in self.inputs)
         x = x.reshape(self.dims)
         functional, eps = torch.nn.functional, self.eps
         if self.kind == "batch":

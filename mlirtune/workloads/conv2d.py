@@ -148,7 +148,9 @@ class Conv2d(PayloadWorkload):
         it on every call, up to 3x slower on ResNet-50's deep layers)."""
         import torch
 
-        image, kernel = (torch.from_numpy(x) for x in self.inputs)
+        from mlirtune.bench.baseline import torch_tensor
+
+        image, kernel = (torch_tensor(x) for x in self.inputs)
         if not self.nchw:
             image = image.permute(0, 3, 1, 2)
             kernel = kernel.permute(3, 2, 0, 1).contiguous(memory_format=torch.channels_last)

@@ -337,10 +337,11 @@ class ConvTranspose(PayloadWorkload):
     def torch_baseline(self) -> Callable[[], object]:
         """F.conv_transpose2d on the same bytes; conv_transpose1d when the H dim is a unit
         one (H = KH = 1, one output row)."""
-        import torch
         import torch.nn.functional as F
 
-        image, weight = (torch.from_numpy(x) for x in self.inputs)
+        from mlirtune.bench.baseline import torch_tensor
+
+        image, weight = (torch_tensor(x) for x in self.inputs)
         keys = ("stride", "padding", "extra", "dilation")
         settings = {key: tuple(getattr(a, key) for a in self.axes) for key in keys}
         settings["output_padding"] = settings.pop("extra")

@@ -137,12 +137,13 @@ class Depthwise(PayloadWorkload):
 
     def torch_baseline(self) -> Callable[[], object]:
         """F.conv2d with groups=C on the same bytes ([C, KH, KW] viewed as [C, 1, KH, KW])."""
-        import torch
         import torch.nn.functional as F
 
-        image = torch.from_numpy(self.inputs[0])
+        from mlirtune.bench.baseline import torch_tensor
+
+        image = torch_tensor(self.inputs[0])
         c, kh, kw = self.inputs[1].shape
-        weight = torch.from_numpy(self.inputs[1]).view(c, 1, kh, kw)
+        weight = torch_tensor(self.inputs[1]).view(c, 1, kh, kw)
         common = {"stride": self.stride, "padding": self.padding, "dilation": self.dilation}
         return lambda: F.conv2d(image, weight, groups=c, **common)
 

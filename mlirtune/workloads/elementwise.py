@@ -142,7 +142,9 @@ class Elementwise(PayloadWorkload):
     def torch_baseline(self):
         import torch
 
-        x, *others = (torch.from_numpy(a) for a in self._broadcastable(self.inputs))
+        from mlirtune.bench.baseline import torch_tensor
+
+        x, *others = (torch_tensor(a) for a in self._broadcastable(self.inputs))
         out = torch.empty_like(x)
         activations = {op: torch_function(ACTIVATIONS[op]) for op in self.ops if op in UNARY_OPS}
 

@@ -183,8 +183,10 @@ class Loss(PayloadWorkload):
     def torch_baseline(self) -> Callable[[], object]:
         import torch
 
+        from mlirtune.bench.baseline import torch_tensor
+
         functional = torch.nn.functional
-        x = [torch.from_numpy(a) for a in self.inputs]
+        x = [torch_tensor(a) for a in self.inputs]
         kind = self.kind
         if kind == "mse":
             return lambda: functional.mse_loss(x[0], x[1])

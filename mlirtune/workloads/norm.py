@@ -157,7 +157,9 @@ class Norm(PayloadWorkload):
     def torch_baseline(self):
         import torch
 
-        x, *params = (torch.from_numpy(a) for a in self.inputs)
+        from mlirtune.bench.baseline import torch_tensor
+
+        x, *params = (torch_tensor(a) for a in self.inputs)
         n = self.shape[1]
         functional = torch.nn.functional
         weight, bias = [*params, None, None][:2]

@@ -246,10 +246,11 @@ class Pool(PayloadWorkload):
         return lambda: self._pool_numpy(x)
 
     def torch_baseline(self) -> Callable[[], object]:
-        import torch
         import torch.nn.functional as F
 
-        x = torch.from_numpy(self.inputs[0])
+        from mlirtune.bench.baseline import torch_tensor
+
+        x = torch_tensor(self.inputs[0])
         rank = len(self.spatial)
         common = {"kernel_size": self.kernel, "stride": self.stride, "padding": self.padding}
         if self.options["kind"] == "max":

@@ -175,7 +175,9 @@ class Reduce(PayloadWorkload):
     def torch_baseline(self) -> Callable[[], object]:
         import torch
 
-        x = torch.from_numpy(self.inputs[0].reshape(self.dims))
+        from mlirtune.bench.baseline import torch_tensor
+
+        x = torch_tensor(self.inputs[0].reshape(self.dims))
         function = {"max": torch.amax, "min": torch.amin}.get(self.op, getattr(torch, self.op))
         axis = self.axis
         return lambda: function(x, dim=axis)

@@ -131,7 +131,9 @@ class Softmax(PayloadWorkload):
     def torch_baseline(self):
         import torch
 
-        x = torch.from_numpy(self.inputs[0])
+        from mlirtune.bench.baseline import torch_tensor
+
+        x = torch_tensor(self.inputs[0])
         if self.options["log"]:
             return lambda: torch.log_softmax(x, dim=1)
         return lambda: torch.softmax(x, dim=1)
