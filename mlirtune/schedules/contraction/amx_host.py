@@ -7,8 +7,9 @@ blocks come from the micro-kernel's traffic, measured on a 2-core Intel Xeon wit
 (48 KiB L1d, 2 MiB L2), 2048^3 bf16, GFLOP/s:
 - One K block spanning all of K: the C tiles start as zero tiles and are stored once
   (ir/amx_accumulators.py). With K blocks of 256 or 512 each block loads and stores every C
-  tile again, rows a row of C apart: 400-560 against 880.
-- A's block (MC x K) in a quarter of L2: MC 128 ran 880, 256 825, 512 610.
+  tile again, rows a row of C apart: 400-560 against 880 (MC 128 each).
+- A's block (MC x K) in an eighth of L2: MC 64 ran 990, 128 890, 256 825, 512 610 (512^3:
+  MC 256 940, 512 890; 128x4096x4096: MC 32 410, 64 380, 128 330).
 - B's VNNI rows at most 1 KiB apart (NC <= 256 pairs of columns): a tile load reads 16 of
   them, which at 2 KiB fall into two L1 sets (NC 512: 560-610 against 820-880 at 128-256).
 """
@@ -67,12 +68,12 @@ def amx_blocks(op: OpInfo, cpu: HostCPU) -> Config | None:
     if tile is None:
         return None
     mr, nr = tile
-    quarter_l2 = cpu.features.l2_bytes // 4
+    l2 = cpu.features.l2_bytes
     # All of K while one register tile's A and B micro-panels fit a quarter of L2.
-    kc = whole_block(k, max(AMX_K_STEP, quarter_l2 // ((mr + nr) * BF16_BYTES)), AMX_K_STEP)
+    kc = whole_block(k, max(AMX_K_STEP, l2 // 4 // ((mr + nr) * BF16_BYTES)), AMX_K_STEP)
     if kc is None:
         return None
-    mc = whole_block(m, max(mr, quarter_l2 // (kc * BF16_BYTES)), mr)
+    mc = whole_block(m, max(mr, l2 // 8 // (kc * BF16_BYTES)), mr)
     nc = whole_block(n, max(nr, AMX_B_COLUMNS), nr, cpu.threads)
     if mc is None or nc is None:
         return None
