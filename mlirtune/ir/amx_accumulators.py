@@ -42,7 +42,9 @@ ADDRESSING = {
 
 # What a marked loop's body may hold (with arith ops), once its accumulators are carried,
 # for its tile loads to be shared: nothing in it writes memory.
-READ_ONLY_BODY = ADDRESSING | {"amx.tile_load", "amx.tile_mulf", "scf.yield"}
+# Tile products: of bf16 (or f16) into f32, of int8 into int32.
+TILE_PRODUCTS = {"amx.tile_mulf", "amx.tile_muli"}
+READ_ONLY_BODY = ADDRESSING | TILE_PRODUCTS | {"amx.tile_load", "scf.yield"}
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,7 @@ def loop_accumulators(loop: ir.Operation) -> list[Accumulator]:
             continue
         *place, tile = store.operands
         product = tile.owner
-        if not isinstance(product, ir.OpView) or product.operation.name != "amx.tile_mulf":
+        if not isinstance(product, ir.OpView) or product.operation.name not in TILE_PRODUCTS:
             continue
         load = product.operation.operands[2].owner
         if (

@@ -203,16 +203,17 @@ class HostCPU(Target):
         for AVX2 or AVX-512."""
         return self.features.isa in ("avx2", "avx512")
 
-    def has_amx(self) -> bool:
-        """Whether kernels for this target may use AMX bf16 tiles: the CPU flags, on a
-        target lowered for AVX-512, and Linux's grant of tile state to this process (asked
-        once; a refusal warns, and bf16 kernels take dot products or FMA instead)."""
-        flags = {"amx_tile", "amx_bf16"}
+    def has_amx(self, unit: str = "amx_bf16") -> bool:
+        """Whether kernels for this target may use AMX tiles with the multiplier `unit`
+        (`amx_bf16`, `amx_int8`): the CPU flags, on a target lowered for AVX-512, and Linux's
+        grant of tile state to this process (asked once; a refusal warns, and the kernels
+        take dot products or FMA instead)."""
+        flags = {"amx_tile", unit}
         if self.features.isa != "avx512" or not flags <= self.features.flags:
             return False
         refusal = amx_refusal()
         if refusal:
-            _warn_once(f"{refusal}; bf16 kernels do without AMX tiles")
+            _warn_once(f"{refusal}; bf16 and int8 kernels do without AMX tiles")
         return refusal is None
 
     def accepts(self, slot: str, value: int | str) -> bool:

@@ -1,6 +1,6 @@
-"""The contraction family's AMX path (UNIT=2): which bf16 matmuls take it and with which
-blocks, what it lowers to on any host, and, on a host whose CPU and OS grant AMX tiles, its
-numerics against an f32 reference, with one or two threads."""
+"""The contraction family's AMX path (UNIT=2): which bf16 and int8 matmuls take it and with
+which blocks, what it lowers to on any host, and, on a host whose CPU and OS grant AMX
+tiles, its numerics (bf16 against an f32 reference, int8 exact), with one or two threads."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 from mlirtune.api import engine_for
 from mlirtune.engine import mlir_jit
 from mlirtune.interfaces.errors import MlirtuneError
+from mlirtune.ir.inspect import intrinsics_called
 from mlirtune.runtime.tile_state import amx_refusal
 from mlirtune.schedules.contraction.amx_host import AMX_B_COLUMNS
 from mlirtune.schedules.contraction.knob_values import UNIT_AMX, UNIT_DOT
@@ -30,20 +31,26 @@ from tests.schedules.test_dot_contraction_path import (
     outputs,
 )
 
-AMX_HOST = dataclasses.replace(BASE, flags=AMX)
+AMX_HOST = dataclasses.replace(BASE, flags=AMX | {"amx_int8"})
+INT8_PRODUCT = "llvm.x86.tdpbssd.internal"
 AMX_BLOCKS = {"MC": 32, "NC": 32, "KC": 64, "MR": 16, "NR": 16, "UNIT": UNIT_AMX}
 
 
-def host_amx_refusal() -> str | None:
-    """Why this host cannot run AMX tiles (None: it can)."""
-    flags = detect_features().flags
-    missing = sorted({"amx_tile", "amx_bf16"} - flags)
+def host_amx_refusal(unit: str) -> str | None:
+    """Why this host cannot run AMX tiles with the multiplier `unit` (None: it can)."""
+    missing = sorted({"amx_tile", unit} - detect_features().flags)
     if missing:
-        return f"this host lacks {', '.join(missing)} (AMX-BF16 tiles)"
+        return f"this host lacks {', '.join(missing)} (AMX tiles)"
     return amx_refusal()
 
 
-needs_amx = pytest.mark.skipif(host_amx_refusal() is not None, reason=str(host_amx_refusal()))
+def needs(unit: str) -> pytest.MarkDecorator:
+    return pytest.mark.skipif(
+        host_amx_refusal(unit) is not None, reason=str(host_amx_refusal(unit))
+    )
+
+
+needs_amx, needs_amx_int8 = needs("amx_bf16"), needs("amx_int8")
 
 
 @pytest.fixture
@@ -70,6 +77,19 @@ def test_amx_hosts_take_tiles_over_all_of_k(granted, m, n, k, tile, kc):
     assert not CONTRACTION.violations(op, target, {**config, "KU": 1, "ORDER": 1})
 
 
+@pytest.mark.parametrize(
+    ("m", "n", "k", "kc"), [(512, 512, 512, 512), (128, 4096, 4096, 4096), (64, 96, 192, 192)]
+)
+def test_amx_int8_hosts_take_tiles_for_int8_in_k_quads(granted, m, n, k, kc):
+    op = matmul_op(m, n, k, dtype="i8")
+    target = HostCPU(AMX_HOST)
+    config = CONTRACTION.select(op, target)
+    assert (config["UNIT"], config["KC"], config["KC"] % 64) == (UNIT_AMX, min(kc, 4096), 0)
+    assert not CONTRACTION.violations(op, target, {**config, "KU": 1, "ORDER": 1})
+    # Without AMX-INT8 (an AMX-BF16 flag set only), int8 takes dot products.
+    assert CONTRACTION.select(op, HostCPU(dataclasses.replace(BASE, flags=AMX)))["UNIT"] == 1
+
+
 def test_a_long_k_is_blocked_within_a_quarter_of_l2(granted):
     # A and B micro-panels of a 32 x 32 tile: 128 bytes per K element.
     target = HostCPU(AMX_HOST)
@@ -87,8 +107,8 @@ def test_two_threads_get_whole_column_blocks_each(granted):
 
 @pytest.mark.parametrize(
     "op",
-    [matmul_op(64, 64, 48), matmul_op(40, 64, 64)],
-    ids=["k-not-in-32s", "rows-not-in-16s"],
+    [matmul_op(64, 64, 48), matmul_op(40, 64, 64), matmul_op(64, 64, 96, dtype="i8")],
+    ids=["k-not-in-32s", "rows-not-in-16s", "int8-k-not-in-64s"],
 )
 def test_shapes_of_partial_tiles_take_dot_products(granted, op):
     assert CONTRACTION.select(op, HostCPU(AMX_HOST))["UNIT"] == UNIT_DOT
@@ -96,7 +116,6 @@ def test_shapes_of_partial_tiles_take_dot_products(granted, op):
 
 def test_a_refused_grant_falls_back_to_dot_products_with_a_warning(monkeypatch):
     monkeypatch.setattr(host_cpu, "amx_refusal", lambda: "refused for the selector test")
-    monkeypatch.setattr(host_cpu, "_warned", set(), raising=False)
     with pytest.warns(UserWarning, match="refused for the selector test"):
         config = CONTRACTION.select(matmul_op(512, 512, 512), HostCPU(AMX_HOST))
     assert config["UNIT"] == UNIT_DOT
@@ -115,7 +134,9 @@ def test_the_tuner_searches_amx_tiles_only_where_the_os_grants_them(monkeypatch)
     broken = CONTRACTION.violations(op, target, {**config, "MR": 64, "NR": 32})
     assert "amx_needs_whole_tiles" in broken
     monkeypatch.setattr(host_cpu, "amx_refusal", lambda: "refused for the tuner test")
-    with pytest.warns(UserWarning, match="refused for the tuner test; bf16 kernels do without"):
+    with pytest.warns(
+        UserWarning, match="refused for the tuner test; bf16 and int8 kernels do without"
+    ):
         assert "amx_needs_amx_tiles" in CONTRACTION.violations(op, target, config)
 
 
@@ -125,6 +146,14 @@ def test_the_amx_path_lowers_to_tile_products_on_any_host(tile):
     blocks = {**AMX_BLOCKS, "MR": tile[0], "NR": tile[1], "MC": 64, "NC": 64}
     found = intrinsics(AMX_HOST, blocks)
     assert TILE_PRODUCT in found and DOT_INTRINSIC not in found
+
+
+@pytest.mark.jit
+def test_the_int8_amx_path_lowers_to_int8_tile_products_on_any_host():
+    engine = engine_for(HostCPU(AMX_HOST), use_specs=False)
+    blocks = {**AMX_BLOCKS, "KC": 64}
+    module = engine.lower_payload(Matmul(M=64, N=64, K=128, dtype="i8"), blocks)
+    assert INT8_PRODUCT in intrinsics_called(module)
 
 
 @pytest.mark.jit
@@ -157,6 +186,27 @@ def test_amx_kernels_match_the_f32_reference(workload, blocks):
     # bf16 inputs, f32 products and sums: within f32 rounding of the float64 reference.
     expected = workload.reference([x.copy() for x in workload.inputs])[0]
     np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.jit
+@needs_amx_int8
+@pytest.mark.parametrize(
+    ("workload", "blocks"),
+    [
+        (Matmul(M=64, N=64, K=128, dtype="i8"), (64, 64, 128, 32, 32)),  # zero-start tiles
+        (Matmul(M=64, N=96, K=192, dtype="i8"), (64, 96, 64, 32, 32)),  # C tiles reloaded
+        (Matmul(M=48, N=32, K=64, dtype="i8"), (48, 32, 64, 48, 16)),  # 3 x 1 tiles
+        (Matmul(M=64, N=96, K=128, dtype="i8", transpose="b"), (64, 96, 128, 32, 32)),
+    ],
+    ids=["square", "three-k-blocks", "tall-tile", "b-n-by-k"],
+)
+def test_int8_amx_kernels_are_exact(workload, blocks):
+    names = ("MC", "NC", "KC", "MR", "NR")
+    parameters = {**dict(zip(names, blocks, strict=True)), "UNIT": UNIT_AMX}
+    result, verified = outputs(workload, parameters)
+    assert verified
+    expected = workload.reference([x.copy() for x in workload.inputs])[0]
+    assert np.array_equal(result, expected) and np.abs(expected).max() > 0
 
 
 @pytest.mark.jit

@@ -42,7 +42,7 @@ def int8_op(m: int, n: int, k: int, **layout: int) -> OpInfo:
 @pytest.mark.parametrize(
     ("features", "unit"),
     [(AVX2, UNIT_DOT), (BASE, UNIT_DOT), (dataclasses.replace(BASE, flags=AMX), UNIT_DOT)],
-    ids=["avx2", "avx512", "amx"],
+    ids=["avx2", "avx512", "amx-bf16-only"],  # AMX-INT8 hosts: test_amx_contraction_path.py
 )
 def test_int8_matmuls_take_dot_products_on_avx2_and_later(features: CpuFeatures, unit: int):
     target = HostCPU(features)
@@ -76,7 +76,7 @@ def test_constraints_keep_int8_off_hosts_and_units_without_its_products():
     assert "dot_needs_dot_products" in CONTRACTION.violations(op, HostCPU(SSE), config)
     amx = {**config, "MR": 16, "NR": 16, "UNIT": UNIT_AMX}
     broken = CONTRACTION.violations(op, HostCPU(dataclasses.replace(BASE, flags=AMX)), amx)
-    assert "amx_needs_amx_tiles" in broken  # AMX tiles take bf16 only, so far
+    assert "amx_needs_amx_tiles" in broken  # the host has AMX-BF16, not AMX-INT8
     assert "dot_needs_whole_vectors" in CONTRACTION.violations(
         op, HostCPU(AVX2), {**config, "NR": 12}
     )

@@ -84,9 +84,9 @@ def _n_columns(op: OpInfo, lanes: int) -> list[int]:
 
 
 def _units(op: OpInfo, lanes: int) -> tuple[int, ...]:
-    """UNIT candidates: the pair paths on bf16 matmuls (dot products, AMX tiles) and int8
-    ones (dot products), the row-dot path on one column."""
-    pairs = {"bf16": (UNIT_DOT, UNIT_AMX), "i8": (UNIT_DOT,)}.get(op.element_type, ())
+    """UNIT candidates: the pair paths on bf16 and int8 matmuls (dot products, AMX tiles),
+    the row-dot path on one column."""
+    pairs = {"bf16": (UNIT_DOT, UNIT_AMX), "i8": (UNIT_DOT, UNIT_AMX)}.get(op.element_type, ())
     pairs = pairs if op.kind == "matmul" else ()
     return (UNIT_FMA, *pairs, *((UNIT_ROWS,) if op.dims["N"] == 1 else ()))
 

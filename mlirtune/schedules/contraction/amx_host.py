@@ -18,23 +18,23 @@ from __future__ import annotations
 
 import z3
 
+from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, KnobVariables
 from mlirtune.schedules.contraction.blocking import whole_block
 from mlirtune.schedules.contraction.dot import (
-    AMX_PAIRS,
+    AMX_GROUPS,
     AMX_REGISTER_TILES,
     AMX_REGISTERS,
     AMX_TILE,
-    DOT_PAIR,
+    k_group,
     unpaired_layouts,
 )
 from mlirtune.schedules.contraction.knob_values import PACK_NONE, UNIT_AMX
 from mlirtune.targets.host_cpu import HostCPU
 
-# K elements of one tile product (16 pairs), and the bytes of a bf16 element.
-AMX_K_STEP = DOT_PAIR * AMX_PAIRS
-BF16_BYTES = 2
+# Element types AMX tiles multiply, each with the CPU flag it needs.
+AMX_TYPES = {"bf16": "amx_bf16", "i8": "amx_int8"}
 # Columns of B's VNNI block: its rows are NC pairs of 2 bytes apart, at most 1 KiB.
 AMX_B_COLUMNS = 256
 # Tile products per cycle against dot products, for the cost model: a tile product (16 x 16
@@ -52,28 +52,35 @@ PREFERRED_TILES = sorted(
 
 
 def takes_amx(op: OpInfo, cpu: HostCPU) -> bool:
-    """Whether the target multiplies `op` in AMX tiles: a bf16 matmul with a plain layout on
-    a host with AMX-BF16 whose OS grants tile state."""
-    bf16_matmul = op.kind == "matmul" and op.element_type == "bf16"
-    return bf16_matmul and not unpaired_layouts(op) and cpu.has_amx()
+    """Whether the target multiplies `op` in AMX tiles: a bf16 or int8 matmul with a plain
+    layout on a host with AMX for its type whose OS grants tile state."""
+    if op.kind != "matmul" or op.element_type not in AMX_TYPES or unpaired_layouts(op):
+        return False
+    return cpu.has_amx(AMX_TYPES[op.element_type])
+
+
+def amx_k_step(op: OpInfo) -> int:
+    """K elements of one tile product on `op`: 16 groups of 32 bits (32 bf16, 64 int8)."""
+    return AMX_GROUPS * k_group(op, {"UNIT": UNIT_AMX})
 
 
 def amx_blocks(op: OpInfo, cpu: HostCPU) -> Config | None:
     """The AMX path's blocks for `op` (see the module docstring), or None where the target
     has no AMX tiles for it or the shape is not whole tiles."""
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
-    if not takes_amx(op, cpu) or k % AMX_K_STEP:
+    step = amx_k_step(op)
+    if not takes_amx(op, cpu) or k % step:
         return None
     tile = next(((mr, nr) for mr, nr in PREFERRED_TILES if m % mr == 0 and n % nr == 0), None)
     if tile is None:
         return None
     mr, nr = tile
-    l2 = cpu.features.l2_bytes
+    l2, size = cpu.features.l2_bytes, element_bytes(op.element_type)
     # All of K while one register tile's A and B micro-panels fit a quarter of L2.
-    kc = whole_block(k, max(AMX_K_STEP, l2 // 4 // ((mr + nr) * BF16_BYTES)), AMX_K_STEP)
+    kc = whole_block(k, max(step, l2 // 4 // ((mr + nr) * size)), step)
     if kc is None:
         return None
-    mc = whole_block(m, max(mr, l2 // 8 // (kc * BF16_BYTES)), mr)
+    mc = whole_block(m, max(mr, l2 // 8 // (kc * size)), mr)
     nc = whole_block(n, max(nr, AMX_B_COLUMNS), nr, cpu.threads)
     if mc is None or nc is None:
         return None
@@ -83,24 +90,24 @@ def amx_blocks(op: OpInfo, cpu: HostCPU) -> Config | None:
 def amx_constraints(op: OpInfo, cpu: HostCPU, knobs: KnobVariables) -> list[Constraint]:
     """The AMX path's conditions on the target and the register tile (dot.dot_unusable)."""
     mr, nr, kc, unit = (knobs[name] for name in ("MR", "NR", "KC", "UNIT"))
+    step = amx_k_step(op)
     return [
         Constraint(
             "amx_needs_amx_tiles",
-            f"UNIT != {UNIT_AMX} or a bf16 matmul on a host with AMX-BF16 whose OS grants "
-            "tile state",
+            f"UNIT != {UNIT_AMX} or a bf16 (int8) matmul on a host with AMX-BF16 (AMX-INT8) "
+            "whose OS grants tile state",
             z3.Or(unit != UNIT_AMX, z3.BoolVal(takes_amx(op, cpu))),
         ),
         Constraint(
             "amx_needs_whole_tiles",
-            f"UNIT != {UNIT_AMX} or ((MR, NR) in {AMX_REGISTER_TILES} and KC % {AMX_K_STEP} "
-            f"== 0): one tile product is {AMX_TILE} x {AMX_TILE} by {AMX_PAIRS} pairs of K, "
-            f"and the register tile's C tiles and one K step's A and B tiles fit "
-            f"{AMX_REGISTERS} tile registers",
+            f"UNIT != {UNIT_AMX} or ((MR, NR) in {AMX_REGISTER_TILES} and KC % {step} == 0): "
+            f"one tile product is {AMX_TILE} x {AMX_TILE} by {step} of K, and the register "
+            f"tile's C tiles and one K step's A and B tiles fit {AMX_REGISTERS} tile registers",
             z3.Or(
                 unit != UNIT_AMX,
                 z3.And(
                     z3.Or(*(z3.And(mr == r, nr == c) for r, c in AMX_REGISTER_TILES)),
-                    kc % AMX_K_STEP == 0,
+                    kc % step == 0,
                 ),
             ),
         ),
@@ -118,6 +125,6 @@ def amx_columns(op: OpInfo) -> list[int]:
 
 
 def _extents(op: OpInfo, dim: str, side: int) -> list[int]:
-    if op.kind != "matmul" or op.element_type != "bf16":
+    if op.kind != "matmul" or op.element_type not in AMX_TYPES:
         return []
     return sorted({tile[side] for tile in AMX_REGISTER_TILES if op.dims[dim] % tile[side] == 0})

@@ -40,8 +40,10 @@ from mlirtune.schedules.contraction.widen import vectorize_widening
 # vdpbf16ps (a 512-bit register), the int32 lanes of one vpmaddwd (a 256-bit one).
 DOT_PAIR = 2
 DOT_LANES = {"bf16": 16, "i8": 8}
-# An AMX bf16 tile product: C[16, 16] f32 += A[16 rows, 16 pairs] . B_vnni[16 pairs, 16].
-AMX_TILE, AMX_PAIRS = 16, 16
+# An AMX tile product: C[16, 16] += A[16 rows, 16 groups] . B_vnni[16 groups, 16], a group
+# being 32 bits of K: a pair of bf16 (tdpbf16ps, f32 sums) or a quad of int8 (tdpbssd, int32).
+AMX_TILE, AMX_GROUPS = 16, 16
+AMX_QUAD = 4
 # AMX has 8 tile registers: an MR x NR register tile takes (MR/16)(NR/16) of C, MR/16 of
 # A and NR/16 of B.
 AMX_REGISTERS = 8
@@ -64,6 +66,13 @@ def unpaired_layouts(op: OpInfo) -> list[str]:
     return [name for name in kept if op.attributes.get(f"transpose_{name.lower()}")]
 
 
+def k_group(op: OpInfo, parameters: Config) -> int:
+    """K values `parameters` pack into one 32-bit group of `op`: four int8 on AMX tiles, else
+    a pair (bf16, or int8 widened to int16)."""
+    amx_int8 = parameters.get("UNIT") == UNIT_AMX and op.element_type == "i8"
+    return AMX_QUAD if amx_int8 else DOT_PAIR
+
+
 def dot_unusable(op: OpInfo, parameters: Config) -> str | None:
     """Why `parameters` cannot take their pair path (dot products or AMX tiles) on `op`
     (None: they can). The same conditions are the family's `dot_*` and `amx_*` constraints."""
@@ -74,8 +83,6 @@ def dot_unusable(op: OpInfo, parameters: Config) -> str | None:
             f"dot_needs_pair_types: UNIT={p.get('UNIT')} takes bf16 or i8 matmul roots, not "
             f"{op.kind} of {op.element_type}"
         )
-    if p.get("UNIT") == UNIT_AMX and op.element_type != "bf16":
-        return f"amx_needs_bf16: UNIT={UNIT_AMX} takes bf16 matmuls, not {op.element_type}"
     lanes = DOT_LANES[op.element_type]
     refused = unpaired_layouts(op)
     if refused:
@@ -84,16 +91,17 @@ def dot_unusable(op: OpInfo, parameters: Config) -> str | None:
             f"B [K, N] (or an int8 B [N, K]) only, not {op.element_type} operands stored "
             f"transposed ({', '.join(refused)})"
         )
-    if k % DOT_PAIR or p["KC"] % DOT_PAIR:
-        return f"dot_needs_k_pairs: K={k} and KC={p['KC']} must be even"
+    group = k_group(op, p)
+    if k % group or p["KC"] % group:
+        return f"dot_needs_k_pairs: K={k} and KC={p['KC']} must be multiples of {group}"
     if p["NR"] % lanes:
         return f"dot_needs_whole_vectors: NR={p['NR']} must be a multiple of {lanes}"
-    amx_tile = (p["MR"], p["NR"]) in AMX_REGISTER_TILES and p["KC"] % (DOT_PAIR * AMX_PAIRS) == 0
+    amx_tile = (p["MR"], p["NR"]) in AMX_REGISTER_TILES and p["KC"] % (group * AMX_GROUPS) == 0
     if p.get("UNIT") == UNIT_AMX and not amx_tile:
         return (
             f"amx_needs_whole_tiles: UNIT={UNIT_AMX} takes MR and NR multiples of {AMX_TILE} "
             f"whose C, A and B tiles fit the {AMX_REGISTERS} tile registers, and KC a "
-            f"multiple of {DOT_PAIR * AMX_PAIRS} (got MR={p['MR']}, NR={p['NR']}, "
+            f"multiple of {group * AMX_GROUPS} (got MR={p['MR']}, NR={p['NR']}, "
             f"KC={p['KC']})"
         )
     if m % p["MC"] or n % p["NC"] or k % p["KC"] or p["MC"] % p["MR"] or p["NC"] % p["NR"]:
@@ -113,7 +121,7 @@ def dot_schedule(op: OpInfo, parameters: Config) -> ir.Module:
     if problem:
         raise UsageError(f"schedule contraction: {problem}", stage="schedule")
     mc, nc, kc, mr, nr = p["MC"], p["NC"], p["KC"], p["MR"], p["NR"]
-    lanes, bf16 = DOT_LANES[op.element_type], op.element_type == "bf16"
+    lanes, bf16, group = DOT_LANES[op.element_type], op.element_type == "bf16", k_group(op, p)
     any_op = transform.AnyOpType.get()
     with ScheduleBuilder("contraction_dot") as s:
         contraction = s.match_root(s.root, op.kind, step="match_contraction")
@@ -122,7 +130,7 @@ def dot_schedule(op: OpInfo, parameters: Config) -> ir.Module:
                 transform.OperationType.get("linalg.generic"),
                 contraction,
                 [],
-                static_packed_sizes=[0, 0, DOT_PAIR],
+                static_packed_sizes=[0, 0, group],
             ).packed_op
         # A's pack only splits its rows' K into pairs: lowered, it is a reshape.
         packs = s.match(s.root, ["linalg.pack"], step="match_packs")
@@ -162,7 +170,7 @@ def dot_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         s.tile(epilogue, [mr, nr], step="register_tile_epilogue")
         iterators = ["parallel", "parallel", "reduction", "reduction"]
         contraction = s.match_generic(s.root, iterators, step="match_pairs_contraction")
-        contraction, _ = s.tile(contraction, [0, 0, kc // DOT_PAIR, 0], step="cache_tile_k")
+        contraction, _ = s.tile(contraction, [0, 0, kc // group, 0], step="cache_tile_k")
         contraction, _ = s.tile(contraction, [mc, 0, 0, 0], step="cache_tile_m")
         with s.at("register_tile"):  # NR loop outer, MR loop inner
             contraction = structured.TileUsingForOp(
@@ -174,7 +182,7 @@ def dot_schedule(op: OpInfo, parameters: Config) -> ir.Module:
             # vector.contract each, which convert-vector-to-amx (lower_cpu.yaml) turns into
             # tile loads and a tile product. The K loop is marked so that its C tiles stay
             # in tile registers across it (ir/amx_accumulators.py).
-            contraction, k_steps = s.tile(contraction, [0, 0, AMX_PAIRS, 0], step="tile_k_steps")
+            contraction, k_steps = s.tile(contraction, [0, 0, AMX_GROUPS, 0], step="tile_k_steps")
             with s.at("mark_tile_accumulators"):
                 # Over all of K at once, the C tiles start from the fill's zeros: in
                 # registers, not loaded from memory.
@@ -202,10 +210,16 @@ def dot_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         s.shrink_temporaries(function)  # a [K/2, NC, 2] buffer per block, not a slice of B's
         s.canonicalize_loops(function, step="fold_slices")
         with s.at("vectorize_b_pack"):
-            structured.VectorizeOp(b_pack, vector_sizes=[1, nr, DOT_PAIR])
-        if not bf16:
+            structured.VectorizeOp(b_pack, vector_sizes=[1, nr, group])
+        if not bf16 and not amx:
             vectorize_widening(s)  # the int16 copies of the int8 operands (widen.py)
         s.vectorize_linalg(function)
+        if amx and not bf16:
+            # The int8 products' sign extensions folded into the contractions: AMX takes
+            # int8 operands and int32 sums (tdpbssd).
+            s.apply_patterns(
+                function, "fold_extensions", tvector.apply_patterns_vector_fold_arith_extension
+            )
         if not amx:
             if bf16:  # int8 pairs: the pair-products step, after bufferization
                 with s.at("dot_products"):
