@@ -1,10 +1,10 @@
 """The contraction family's AMX path on the host CPU: when the target takes it, its blocks,
 its constraints. The schedule is dot.py's (UNIT=2); the cost is host.py's, on the pair view.
 
-The selector takes AMX tiles for a bf16 matmul where the CPU has AMX-BF16, Linux grants
-this process tile state, and the shape is whole tiles (M and N in 16s, K in 32s). Its
-blocks come from the micro-kernel's traffic, measured on a 2-core Intel Xeon with AMX
-(48 KiB L1d, 2 MiB L2), 2048^3 bf16, GFLOP/s:
+The selector takes AMX tiles for a bf16 (int8) matmul where the CPU has AMX-BF16
+(AMX-INT8), Linux grants this process tile state, and the shape is whole tiles (M and N in
+16s, K in 32s, or 64s for int8). Its blocks come from the micro-kernel's traffic, measured
+on a 2-core Intel Xeon with AMX (48 KiB L1d, 2 MiB L2), 2048^3 bf16, GFLOP/s:
 - One K block spanning all of K: the C tiles start as zero tiles and are stored once
   (ir/amx_accumulators.py). With K blocks of 256 or 512 each block loads and stores every C
   tile again, rows a row of C apart: 400-560 against 880 (MC 128 each).

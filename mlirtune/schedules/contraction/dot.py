@@ -1,4 +1,4 @@
-"""The contraction family's paths on pairs of K: dot products of bf16 or int8 pairs, AMX tiles.
+"""The contraction family's paths on groups of K: dot products of bf16 or int8 pairs, AMX tiles.
 
 One `vdpbf16ps` multiplies 16 pairs of bf16 values and adds each pair's two products to
 one f32 lane: C[m, n:n+16] += A[m, k] * B[k, n:n+16] + A[m, k+1] * B[k+1, n:n+16], with
@@ -16,9 +16,11 @@ an add.
 
 B's pack interleaves two rows of B at a time into the pairs, as one shuffle.
 
-The AMX path (UNIT=2, bf16) shares the packing and the cache tiles. Its register tile is
-up to 2 x 2 AMX tiles of C, 16 x 16 each, kept in tile registers across the K loop
-(ir/amx_accumulators.py), and its K step 16 pairs: one `tdpbf16ps` per C tile.
+The AMX path (UNIT=2) shares the packing and the cache tiles, with K in groups of 32 bits:
+pairs of bf16, quads of int8 (taken as they are, not widened). Its register tile is up to
+2 x 2 AMX tiles of C, 16 x 16 each, kept in tile registers across the K loop
+(ir/amx_accumulators.py), and its K step 16 groups: one `tdpbf16ps` (or `tdpbssd`) per C
+tile.
 """
 
 from __future__ import annotations
