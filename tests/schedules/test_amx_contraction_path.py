@@ -29,6 +29,7 @@ from tests.schedules.test_dot_contraction_path import (
     intrinsics,
     matmul_op,
     outputs,
+    verified_outputs,
 )
 
 AMX_HOST = dataclasses.replace(BASE, flags=AMX | {"amx_int8"})
@@ -179,12 +180,8 @@ def test_an_amx_kernel_without_the_os_grant_is_refused_before_it_runs(monkeypatc
     ids=["square", "k-160", "two-k-blocks", "tall-tile", "mlp"],
 )
 def test_amx_kernels_match_the_f32_reference(workload, blocks):
-    names = ("MC", "NC", "KC", "MR", "NR")
-    parameters = {**dict(zip(names, blocks, strict=True)), "UNIT": UNIT_AMX}
-    result, verified = outputs(workload, parameters)
-    assert verified
+    result, expected = verified_outputs(workload, blocks, UNIT_AMX)
     # bf16 inputs, f32 products and sums: within f32 rounding of the float64 reference.
-    expected = workload.reference([x.copy() for x in workload.inputs])[0]
     np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-4)
 
 
@@ -201,11 +198,7 @@ def test_amx_kernels_match_the_f32_reference(workload, blocks):
     ids=["square", "three-k-blocks", "tall-tile", "b-n-by-k"],
 )
 def test_int8_amx_kernels_are_exact(workload, blocks):
-    names = ("MC", "NC", "KC", "MR", "NR")
-    parameters = {**dict(zip(names, blocks, strict=True)), "UNIT": UNIT_AMX}
-    result, verified = outputs(workload, parameters)
-    assert verified
-    expected = workload.reference([x.copy() for x in workload.inputs])[0]
+    result, expected = verified_outputs(workload, blocks, UNIT_AMX)
     assert np.array_equal(result, expected) and np.abs(expected).max() > 0
 
 

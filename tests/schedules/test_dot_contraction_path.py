@@ -113,6 +113,15 @@ def outputs(workload, parameters, threads: int = 1) -> tuple[np.ndarray, bool]:
         return engine.runtime.to_host(buffers[-1]).copy(), result.verification.ok
 
 
+def verified_outputs(workload, blocks, unit: int) -> tuple[np.ndarray, np.ndarray]:
+    """The kernel's output with blocks (MC, NC, KC, MR, NR) on the path `unit`, which its
+    own verification passed, and the float64 reference."""
+    parameters = {**dict(zip(("MC", "NC", "KC", "MR", "NR"), blocks, strict=True)), "UNIT": unit}
+    result, verified = outputs(workload, parameters)
+    assert verified
+    return result, workload.reference([x.copy() for x in workload.inputs])[0]
+
+
 @pytest.mark.jit
 @needs_bf16_dot
 @pytest.mark.parametrize(
@@ -125,12 +134,8 @@ def outputs(workload, parameters, threads: int = 1) -> tuple[np.ndarray, bool]:
     ids=["blocks", "odd-rows", "mlp"],
 )
 def test_dot_kernels_match_the_f32_reference(workload, blocks):
-    names = ("MC", "NC", "KC", "MR", "NR")
-    parameters = {**dict(zip(names, blocks, strict=True)), "UNIT": UNIT_DOT}
-    result, verified = outputs(workload, parameters)
-    assert verified
+    result, expected = verified_outputs(workload, blocks, UNIT_DOT)
     # bf16 inputs, f32 products and sums: within f32 rounding of the float64 reference.
-    expected = workload.reference([x.copy() for x in workload.inputs])[0]
     np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-4)
 
 
