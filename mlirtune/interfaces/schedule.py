@@ -84,8 +84,10 @@ class ScheduleFamily(ABC):
         """The transform module (`__transform_main`) scheduling the root op `op`."""
 
     @abstractmethod
-    def select(self, op: OpInfo, target: Target) -> Config:
-        """The analytic choice of the selected knobs for `op` on `target`."""
+    def select(self, op: OpInfo, target: Target, fixed: Config | None = None) -> Config:
+        """The analytic choice of the selected knobs for `op` on `target`. `fixed`: knob
+        values the caller sets (e.g. --param); where the selector chooses between paths (a
+        micro-kernel, say), it takes the one they name and chooses the rest for it."""
 
     @abstractmethod
     def lanes(self, op: OpInfo, target: Target) -> int:

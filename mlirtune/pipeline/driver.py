@@ -35,19 +35,24 @@ from mlirtune.schedules.registry import family_named
 # Elements of the largest vector a scheduled dispatch may hold (a 64 x 64 register block).
 LARGEST_VECTOR = 4096
 
-Flow = Callable[[Descriptor, Target, list[OpInfo]], dict[str, int]]
+Flow = Callable[[Descriptor, Target, list[OpInfo], dict[str, Any]], dict[str, int]]
 
 
-def select_flow(descriptor: Descriptor, target: Target, roots: list[OpInfo]) -> dict[str, int]:
-    """Ask every library schedule stage's family to select its knobs for `target` and map
-    the chosen values onto the slots those knobs are bound to."""
+def select_flow(
+    descriptor: Descriptor, target: Target, roots: list[OpInfo], explicit: dict[str, Any]
+) -> dict[str, int]:
+    """Ask every library schedule stage's family to select its knobs for `target`, around
+    the `explicit` slot values its knobs are bound to, and map the chosen values onto the
+    slots those knobs are bound to."""
     chosen: dict[str, int] = {}
     for stage in descriptor.stages:
         if stage.kind != "schedule" or stage.name.endswith(".mlir"):
             continue
         family = _library_family(stage)
         op = root_for(family.root_kinds, roots, stage)
-        chosen.update(_bound(stage, family.select(op, target)))
+        slots = {key: value[1:] for key, value in stage.arguments.items() if _is_slot(value)}
+        fixed = {key: explicit[slot] for key, slot in slots.items() if slot in explicit}
+        chosen.update(_bound(stage, family.select(op, target, fixed)))
     return chosen
 
 
@@ -70,8 +75,13 @@ def _bound(stage: Stage, knob_values: dict[str, int]) -> dict[str, int]:
     return {
         value[1:]: knob_values[key]
         for key, value in stage.arguments.items()
-        if isinstance(value, str) and value.startswith("$") and key in knob_values
+        if _is_slot(value) and key in knob_values
     }
+
+
+def _is_slot(value: object) -> bool:
+    """Whether a stage argument is bound to a pipeline slot (`$NAME`)."""
+    return isinstance(value, str) and value.startswith("$")
 
 
 FLOWS: dict[str, Flow] = {"select": select_flow}
@@ -116,7 +126,8 @@ def resolve_values(
         # A tuned config is one point of the space, measured with its other knobs at their
         # defaults: the selector does not fill the knobs it leaves out (e.g. a knob added
         # to the family after the entry was tuned).
-        layers.append(("selector", FLOWS[descriptor.flow](descriptor, target, roots)))
+        selected = FLOWS[descriptor.flow](descriptor, target, roots, explicit or {})
+        layers.append(("selector", selected))
     layers += [("tuned", tuned or {}), ("explicit", explicit or {})]
     chosen = {**(tuned or {}), **(explicit or {})}
     kept = {k for k, v in chosen.items() if k in owned and target.accepts(k, v)}

@@ -74,8 +74,12 @@ class HostFamily(LibraryFamily):
     def lanes(self, op: OpInfo, target: Target) -> int:
         return self.cpu(target, "space").lanes(op.element_type)
 
-    def choose(self, op: OpInfo, target: Target) -> Config:
-        return self.select_on(op, self.cpu(target, "select"))
+    def choose(self, op: OpInfo, target: Target, fixed: Config) -> Config:
+        return self.select_around(op, self.cpu(target, "select"), fixed)
+
+    def select_around(self, op: OpInfo, cpu: HostCPU, fixed: Config) -> Config:
+        """`select_on`, for families whose selector has one path; others take `fixed`'s."""
+        return self.select_on(op, cpu)
 
     def constraints(
         self, op: OpInfo, target: Target, knobs: KnobVariables, domains: Domains

@@ -59,15 +59,16 @@ class LibraryFamily(ScheduleFamily):
 
     # --- selection -----------------------------------------------------------------------
 
-    def select(self, op: OpInfo, target: Target) -> Config:
-        chosen = self.choose(op, target)
+    def select(self, op: OpInfo, target: Target, fixed: Config | None = None) -> Config:
+        chosen = self.choose(op, target, fixed or {})
         assert set(chosen) == set(self.selected()), (self.name, chosen)
         return chosen
 
     @abstractmethod
-    def choose(self, op: OpInfo, target: Target) -> Config:
-        """The selector's values of the selected knobs, in knob order; UsageError(stage=
-        "select") for a target of a kind the family has no selector for."""
+    def choose(self, op: OpInfo, target: Target, fixed: Config) -> Config:
+        """The selector's values of the selected knobs, in knob order, around the `fixed`
+        ones (see ScheduleFamily.select); UsageError(stage="select") for a target of a kind
+        the family has no selector for."""
 
     def covers(self, target: Target) -> bool:
         """Whether the family has a selector and a model for `target`'s kind."""

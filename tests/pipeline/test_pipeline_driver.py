@@ -29,7 +29,7 @@ class StubTarget(Target):
 def stub_selector(monkeypatch):
     """The contraction family's selector, on any target: a fixed choice of some knobs."""
 
-    def select(self, op: OpInfo, target: Target) -> dict[str, int]:
+    def select(self, op: OpInfo, target: Target, fixed: dict | None = None) -> dict[str, int]:
         return {"MR": 4, "NR": 16, "KC": 32}
 
     monkeypatch.setattr(Contraction, "select", select)

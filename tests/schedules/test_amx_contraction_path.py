@@ -16,7 +16,7 @@ from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.ir.inspect import intrinsics_called
 from mlirtune.runtime.tile_state import amx_refusal
 from mlirtune.schedules.contraction.amx_host import AMX_B_COLUMNS
-from mlirtune.schedules.contraction.knob_values import UNIT_AMX, UNIT_DOT
+from mlirtune.schedules.contraction.knob_values import UNIT_AMX, UNIT_DOT, UNIT_FMA
 from mlirtune.targets import host_cpu
 from mlirtune.targets.host_cpu import HostCPU, detect_features
 from mlirtune.workloads import Matmul, Mlp
@@ -99,6 +99,23 @@ def test_a_long_k_is_blocked_within_a_quarter_of_l2(granted):
     assert config["UNIT"] == UNIT_AMX and config["KC"] < 8192
     assert 8192 % config["KC"] == 0 and config["KC"] <= bound and config["KC"] % 32 == 0
     assert config["MC"] * config["KC"] * 2 <= target.features.l2_bytes // 8
+
+
+def test_a_fixed_unit_gets_its_own_paths_blocks(granted):
+    """--param UNIT=0 on an AMX host: the FMA path's blocks, not the AMX tiles' (32 x 32)."""
+    op, target = matmul_op(512, 512, 512), HostCPU(AMX_HOST)
+    for unit in (UNIT_FMA, UNIT_DOT):
+        config = CONTRACTION.select(op, target, {"UNIT": unit})
+        assert config["UNIT"] == unit and config["MR"] < 32
+        assert not CONTRACTION.violations(op, target, {**config, "KU": 1, "ORDER": 1})
+    assert CONTRACTION.select(op, target, {"UNIT": UNIT_AMX}) == CONTRACTION.select(op, target)
+
+
+def test_a_unit_given_as_a_parameter_reaches_the_selector(granted):
+    engine = engine_for(HostCPU(AMX_HOST), use_specs=False)
+    plan = engine.plan(Matmul(M=512, N=512, K=512, dtype="bf16"), {"UNIT": UNIT_FMA})
+    assert plan.values["UNIT"] == UNIT_FMA and plan.values["MR"] < 32
+    assert plan.sources["MR"] == "selector" and plan.sources["UNIT"] == "explicit"
 
 
 def test_two_threads_get_whole_column_blocks_each(granted):

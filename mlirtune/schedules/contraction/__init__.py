@@ -189,6 +189,11 @@ class Contraction(HostFamily):
     def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
         return host.select(op, cpu)
 
+    def select_around(self, op: OpInfo, cpu: HostCPU, fixed: Config) -> Config:
+        """The blocks of the micro-kernel path a fixed UNIT names (e.g. --param UNIT=0 on an
+        AMX host: the FMA path's blocks, not the AMX tiles' with UNIT=0)."""
+        return host.select(op, cpu, fixed.get("UNIT"))
+
     def constraints_on(
         self, op: OpInfo, cpu: HostCPU, knobs: KnobVariables, domains: Domains
     ) -> list[Constraint]:

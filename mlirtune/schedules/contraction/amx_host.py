@@ -7,11 +7,11 @@ The selector takes AMX tiles for a bf16 (int8) matmul where the CPU has AMX-BF16
 on a 2-core Intel Xeon with AMX (48 KiB L1d, 2 MiB L2), 2048^3 bf16, GFLOP/s:
 - One K block spanning all of K: the C tiles start as zero tiles and are stored once
   (ir/amx_accumulators.py). With K blocks of 256 or 512 each block loads and stores every C
-  tile again, rows a row of C apart: 400-560 against 880 (MC 128 each).
+  tile again, rows a row of C apart: 680 and 740 against 930 (MC 128, NC 256 each).
 - A's block (MC x K) in an eighth of L2: MC 64 ran 990, 128 890, 256 825, 512 610 (512^3:
   MC 256 940, 512 890; 128x4096x4096: MC 32 410, 64 380, 128 330).
 - B's VNNI rows at most 1 KiB apart (NC <= 256 pairs of columns): a tile load reads 16 of
-  them, which at 2 KiB fall into two L1 sets (NC 512: 560-610 against 820-880 at 128-256).
+  them, which at 2 KiB fall into two L1 sets (NC 512: 550 against 890 at 256, MC 128).
 """
 
 from __future__ import annotations

@@ -180,7 +180,7 @@ def dot_schedule(op: OpInfo, parameters: Config) -> ir.Module:
             ).tiled_linalg_op
         amx = p.get("UNIT") == UNIT_AMX
         if amx:
-            # 16 pairs of K at a time, the register tile's 16 x 16 C tiles unrolled: one VNNI
+            # 16 groups of K at a time, the register tile's 16 x 16 C tiles unrolled: one VNNI
             # vector.contract each, which convert-vector-to-amx (lower_cpu.yaml) turns into
             # tile loads and a tile product. The K loop is marked so that its C tiles stay
             # in tile registers across it (ir/amx_accumulators.py).

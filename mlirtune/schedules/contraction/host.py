@@ -85,13 +85,15 @@ def contraction_sizes(op: OpInfo) -> tuple[int, int, int, int, int, int]:
     )
 
 
-def select(op: OpInfo, cpu: HostCPU) -> Config:
+def select(op: OpInfo, cpu: HostCPU, unit: int | None = None) -> Config:
     """The row-dot path for a product of one column (`rows_select`), AMX tiles or dot
     products where the host and shape allow them (`amx_blocks`, `dot_blocks`), else the FMA
-    path (`_fma_select`)."""
+    path (`_fma_select`); with `unit`, that path's blocks (the FMA path's where it has none)."""
     fma = {**_fma_select(op, cpu), "UNIT": UNIT_FMA}
-    paths = rows_select(op, cpu) or amx_host.amx_blocks(op, cpu) or dot_blocks(op, cpu)
-    return {"PREFETCH": 0, **(paths or fma)}
+    paths = {UNIT_ROWS: rows_select, UNIT_AMX: amx_host.amx_blocks, UNIT_DOT: dot_blocks}
+    order = [unit] if unit is not None else [UNIT_ROWS, UNIT_AMX, UNIT_DOT]
+    chosen = next((c for u in order if u in paths and (c := paths[u](op, cpu))), fma)
+    return {"PREFETCH": 0, **chosen}
 
 
 def _fma_select(op: OpInfo, cpu: HostCPU) -> Config:

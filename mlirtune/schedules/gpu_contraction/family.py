@@ -140,7 +140,7 @@ class GpuContraction(LibraryFamily):
     def gpu(self, target: Target, stage: str) -> NvidiaGPU:
         return self.require(target, NvidiaGPU, stage)
 
-    def choose(self, op: OpInfo, target: Target) -> Config:
+    def choose(self, op: OpInfo, target: Target, fixed: Config) -> Config:
         """LARGE_TILES where they divide M and N and still give each of the target's SMs
         BLOCKS_PER_SM blocks; else the largest divisors of M and N up to the block defaults,
         then of the block tiles up to the thread defaults, so that every tile is full (no
