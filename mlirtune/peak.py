@@ -4,16 +4,16 @@ bandwidth, each measured once with a JIT micro-benchmark and cached per CPU.
 The nominal peak (lanes x 2 x FMA pipes x clock) is wrong wherever a core splits wide FMAs
 or runs at another clock, so "% of peak" is reported against a measurement instead: the
 `fma_peak` workload (`bf16_dot_peak` for bf16 on AVX512-BF16, `int8_dot_peak` for int8 on
-AVX2 and later), timed like any kernel.
+AVX2 and later, `amx_peak` for either on AMX), timed like any kernel.
 Memory-bound kernels are held against the bandwidth one core reads an array past the
 last-level cache at: the `stream_read` workload. All are kept in
 `$XDG_CACHE_HOME/mlirtune/peaks.json` (else ~/.cache), one flat object of positive numbers:
 the FMA peak under `cache_key` (the target's fingerprint digest and this boot of the
-machine), the dot products' and the bandwidth under that key + BF16_DOT_SUFFIX,
-INT8_DOT_SUFFIX and BANDWIDTH_SUFFIX. An entry that is unreadable or not a positive finite
-number is measured again, and so is one from another boot: one CPU model runs at other
-clocks on other machines (a VM measured 216 GFLOP/s on one boot, 192 on the next), and a
-stale figure misstates every "% of peak".
+machine), the dot products', the AMX tiles' and the bandwidth under that key +
+BF16_DOT_SUFFIX, INT8_DOT_SUFFIX, AMX_SUFFIXES and BANDWIDTH_SUFFIX. An entry that is
+unreadable or not a positive finite number is measured again, and so is one from another
+boot: one CPU model runs at other clocks on other machines (a VM measured 216 GFLOP/s on
+one boot, 192 on the next), and a stale figure misstates every "% of peak".
 """
 
 from __future__ import annotations
@@ -30,13 +30,15 @@ from mlirtune.interfaces.bench import BenchOptions
 from mlirtune.interfaces.workload import Complexity
 from mlirtune.targets.host_cpu import COMPUTE_BITS, HostCPU
 from mlirtune.toolchain import digest
-from mlirtune.workloads.fma_peak import CHAINS, Bf16DotPeak, FmaPeak, Int8DotPeak
+from mlirtune.workloads.fma_peak import CHAINS, AmxPeak, Bf16DotPeak, FmaPeak, Int8DotPeak
 from mlirtune.workloads.stream_read import StreamRead
 
 PEAK_OPTIONS = BenchOptions(max_time_s=0.3)
 BANDWIDTH_SUFFIX = "/stream_read_gbs"
 BF16_DOT_SUFFIX = "/bf16_dot_gflops"
 INT8_DOT_SUFFIX = "/int8_dot_gops"
+# The AMX tile products' peaks per operand type, with the CPU flag each needs.
+AMX_SUFFIXES = {"bf16": ("/amx_bf16_gflops", "amx_bf16"), "i8": ("/amx_int8_gops", "amx_int8")}
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 MIN_STREAM_BYTES = 256 << 20
 
@@ -69,6 +71,12 @@ def measure_int8_dot_peak(target: HostCPU) -> float:
     return _best_gflops(target, Int8DotPeak(chains=fma_chains(target)))
 
 
+def measure_amx_peak(target: HostCPU, dtype: str) -> float:
+    """GFLOP/s (GOP/s for int8) of independent AMX tile-product chains of `dtype` on one
+    core of `target` (this host, whose CPU and OS grant AMX tiles), from the fastest sample."""
+    return _best_gflops(target, AmxPeak(dtype=dtype))
+
+
 def measured_peak_gflops(target: HostCPU, dtype: str = "f32") -> float:
     """The measured per-core peak for `dtype`, from the cache or measured now and cached:
     the FMA's (f64 has half the lanes of f32; bf16 and f16 compute in f32, int8 in int32
@@ -77,17 +85,21 @@ def measured_peak_gflops(target: HostCPU, dtype: str = "f32") -> float:
     products'. Their rate is measured too, not derived from the FMA's: bf16's is twice
     the FMA's FLOPs on a Zen 4 core (216 against 118 GFLOP/s), half of them on an Intel
     Xeon (88 against 175); int8's 1.8 times them on an AMD Zen 3 (182 GOP/s against 101
-    GFLOP/s)."""
+    GFLOP/s). Where the target has AMX tiles for `dtype` (HostCPU.has_amx), their peak
+    too: 3740 GFLOP/s for bf16 and 7500 GOP/s for int8 on one core of a Xeon with AMX."""
     core = _one_core(target)
     f32 = _cached(cache_key(core), lambda: measure_f32_peak(core))
     peak = f32 * 32 / COMPUTE_BITS.get(dtype, 32)
     if dtype == "bf16" and target.has_bf16_dot():
         dot = _cached(cache_key(core) + BF16_DOT_SUFFIX, lambda: measure_bf16_dot_peak(core))
+        peak = max(peak, dot)
     elif dtype == "i8" and target.has_int8_dot():
         dot = _cached(cache_key(core) + INT8_DOT_SUFFIX, lambda: measure_int8_dot_peak(core))
-    else:
-        return peak
-    return max(peak, dot)
+        peak = max(peak, dot)
+    if dtype in AMX_SUFFIXES and target.has_amx(AMX_SUFFIXES[dtype][1]):
+        suffix = AMX_SUFFIXES[dtype][0]
+        peak = max(peak, _cached(cache_key(core) + suffix, lambda: measure_amx_peak(core, dtype)))
+    return peak
 
 
 def _best_gflops(target: HostCPU, workload: FmaPeak) -> float:

@@ -12,9 +12,19 @@ from mlirtune import peak
 from mlirtune.api import engine_for
 from mlirtune.ir.inspect import intrinsics_called
 from mlirtune.ir.pair_products import PAIR_LANES, PMADDWD
+from mlirtune.targets import host_cpu
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.toolchain import digest
-from mlirtune.workloads.fma_peak import CHAINS, DOT_LANES, STEPS, Bf16DotPeak, FmaPeak, Int8DotPeak
+from mlirtune.workloads.fma_peak import (
+    AMX_CHAINS,
+    CHAINS,
+    DOT_LANES,
+    STEPS,
+    AmxPeak,
+    Bf16DotPeak,
+    FmaPeak,
+    Int8DotPeak,
+)
 from tests.targets.test_targets_host import AVX512
 
 
@@ -30,6 +40,7 @@ def measurements(monkeypatch):
     monkeypatch.setattr(peak, "measure_f32_peak", measure)
     monkeypatch.setattr(peak, "measure_bf16_dot_peak", lambda target: calls.append(target) or 60.0)
     monkeypatch.setattr(peak, "measure_int8_dot_peak", lambda target: calls.append(target) or 70.0)
+    monkeypatch.setattr(peak, "measure_amx_peak", lambda target, _: calls.append(target) or 80.0)
     return calls
 
 
@@ -38,17 +49,20 @@ def test_measured_once_per_cpu_then_cached(peaks_file, measurements):
     assert peak.measured_peak_gflops(target, "f32") == 100.0
     assert peak.measured_peak_gflops(target, "f64") == 50.0  # half the lanes
     # bf16 computes in f32 (the FMA's 100), or in dot products where the target has them
-    # (here measured at 60: the faster of the two is the peak)
+    # (here measured at 60) or AMX tiles (80): the fastest of them is the peak
     assert peak.measured_peak_gflops(target, "bf16") == 100.0
-    assert len(measurements) == 1 + target.has_bf16_dot()
+    extra = target.has_bf16_dot() + target.has_amx()
+    assert len(measurements) == 1 + extra
     expected = {peak.cache_key(target): 100.0}
     if target.has_bf16_dot():
         expected[peak.cache_key(target) + peak.BF16_DOT_SUFFIX] = 60.0
+    if target.has_amx():
+        expected[peak.cache_key(target) + peak.AMX_SUFFIXES["bf16"][0]] = 80.0
     assert json.loads(peaks_file.read_text()) == expected
     other = HostCPU(l2_bytes=2 * target.features.l2_bytes)  # another CPU, another fingerprint
     peak.measured_peak_gflops(other)
-    assert len(measurements) == 2 + target.has_bf16_dot()
-    assert len(json.loads(peaks_file.read_text())) == 2 + target.has_bf16_dot()
+    assert len(measurements) == 2 + extra
+    assert len(json.loads(peaks_file.read_text())) == 2 + extra
 
 
 def test_a_multi_thread_target_reads_the_one_core_figure(peaks_file, measurements):
@@ -147,6 +161,39 @@ def test_faster_int8_dot_products_are_the_int8_peak(peaks_file, monkeypatch):
     assert peak.measured_peak_gflops(HostCPU(isa="sse"), "i8") == 100.0
     cached = json.loads(peaks_file.read_text())
     assert cached[peak.cache_key(avx2) + peak.INT8_DOT_SUFFIX] == 160.0
+
+
+def test_amx_tiles_set_the_bf16_and_int8_peaks_where_granted(peaks_file, monkeypatch):
+    """AMX tile products outrun every vector unit (3740 GFLOP/s bf16 on one Xeon core): on a
+    target with AMX whose OS grants it, they are the bf16 and int8 peaks, cached apart; a
+    refused grant leaves the vector peaks."""
+    monkeypatch.setattr(peak, "measure_f32_peak", lambda target: 100.0)
+    monkeypatch.setattr(peak, "measure_bf16_dot_peak", lambda target: 60.0)
+    monkeypatch.setattr(peak, "measure_int8_dot_peak", lambda target: 70.0)
+    amx_rates = {"bf16": 3000.0, "i8": 6000.0}
+    monkeypatch.setattr(peak, "measure_amx_peak", lambda target, dtype: amx_rates[dtype])
+    flags = AVX512.flags | {"avx512_bf16", "amx_tile", "amx_bf16", "amx_int8"}
+    amx = HostCPU(dataclasses.replace(AVX512, flags=flags))
+    monkeypatch.setattr(host_cpu, "amx_refusal", lambda: None)
+    assert peak.measured_peak_gflops(amx, "bf16") == 3000.0
+    assert peak.measured_peak_gflops(amx, "i8") == 6000.0
+    assert peak.measured_peak_gflops(amx, "f32") == 100.0
+    cached = json.loads(peaks_file.read_text())
+    assert cached[peak.cache_key(amx) + peak.AMX_SUFFIXES["i8"][0]] == 6000.0
+    monkeypatch.setattr(host_cpu, "amx_refusal", lambda: "refused for the peak test")
+    with pytest.warns(UserWarning, match="refused for the peak test"):
+        assert peak.measured_peak_gflops(amx, "bf16") == 100.0
+
+
+@pytest.mark.jit
+@pytest.mark.parametrize(("dtype", "unit"), [("bf16", "amx_bf16"), ("i8", "amx_int8")])
+def test_the_amx_micro_benchmark_verifies_where_the_host_grants_amx(dtype, unit):
+    workload = AmxPeak(dtype=dtype)
+    k = 32 if dtype == "bf16" else 64
+    assert workload.get_complexity().flops == 2 * 16 * 16 * k * STEPS * AMX_CHAINS
+    if not HostCPU().has_amx(unit):
+        pytest.skip(f"needs {unit} tiles, which this host lacks or its OS refuses")
+    assert engine_for(HostCPU(), use_specs=False).execute(workload).verification.ok
 
 
 def test_slower_int8_dot_products_leave_the_fma_peak(peaks_file, measurements):

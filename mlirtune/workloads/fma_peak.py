@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 from mlir import ir
-from mlir.dialects import arith, scf, vector
+from mlir.dialects import arith, bufferization, memref, scf, vector
 
 from mlirtune.interfaces.dtype import dtype_named
 from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
@@ -30,6 +30,8 @@ STEPS = 4096
 B_VALUE, C_VALUE, LIMIT = 0.5, 1.0, 2.0  # acc -> acc * 0.5 + 1 converges to 2, exactly
 # One vdpbf16ps: 16 f32 lanes, each summing the products of a pair of bf16 values.
 DOT_LANES, DOT_PAIRS = 16, 32
+# AMX: 16 x 16 tiles of C; six accumulator tiles beside A's and B's fill the 8 registers.
+AMX_TILE, AMX_CHAINS = 16, 6
 
 
 class FmaPeak(PayloadWorkload):
@@ -227,3 +229,95 @@ class Int8DotPeak(FmaPeak):
             bytes_read=2 * 2 + 4 * PAIR_LANES,
             bytes_written=0,
         )
+
+
+class AmxPeak(FmaPeak):
+    """The AMX form: AMX_CHAINS tiles of C, 16 x 16 each, each updated by one tile product
+    per step (`tdpbf16ps` of 16 x 32 bf16 tiles, or `tdpbssd` of 16 x 64 int8 ones) from
+    the same A and B tiles, loaded once. The 8 tile registers hold the six accumulators
+    beside A and B. With A = B = 1 each step adds K (32 or 64) to every element, so each ends
+    at exactly K * STEPS."""
+
+    name = "amx_peak"
+    description = "independent AMX tile-product chains in tile registers (needs AMX)"
+    parameters = (Param("dtype", str, "bf16", "operand type: bf16 (f32 sums) or i8 (int32)"),)
+
+    def _types(self) -> tuple[str, str, int]:
+        """Operand type, accumulator type and K elements per tile product."""
+        if self.options["dtype"] == "i8":
+            return "i8", "i32", 64
+        return "bf16", "f32", 32
+
+    def arguments(self) -> list[ArgSpec]:
+        operand_name, sums_name, k = self._types()
+        operand, sums = dtype_named(operand_name), dtype_named(sums_name)
+        return [
+            ArgSpec("a", (AMX_TILE, k), operand),
+            ArgSpec("b", (AMX_TILE, k), operand),
+            ArgSpec("out", (AMX_CHAINS * AMX_TILE, AMX_TILE), sums, is_output=True),
+        ]
+
+    def make_inputs(self) -> list[np.ndarray]:
+        k, numpy = self._types()[2], dtype_named(self._types()[0]).numpy
+        return [np.ones((AMX_TILE, k), numpy)] * 2
+
+    def payload_module(self) -> ir.Module:
+        operand_name, sums_name, k = self._types()
+        product = "amx.tile_muli" if operand_name == "i8" else "amx.tile_mulf"
+
+        def body(inputs: list[ir.Value], inits: list[ir.Value]) -> list[ir.Value]:
+            index = ir.IndexType.get()
+            operand, sums = (dtype_named(name).mlir() for name in (operand_name, sums_name))
+            operand_tile = ir.Type.parse(f"!amx.tile<{AMX_TILE}x{k}x{operand}>")
+            sums_tile = ir.Type.parse(f"!amx.tile<{AMX_TILE}x{AMX_TILE}x{sums}>")
+            zero = arith.constant(index, 0)
+            a, b = (
+                ir.Operation.create(
+                    "amx.tile_load",
+                    results=[operand_tile],
+                    operands=[view.owner.operands[0], zero, zero],  # the argument's memref
+                    attributes={"operandSegmentSizes": _segments(1, 2, 0)},  # no stride
+                ).result
+                for view in inputs
+            )
+            start = ir.Operation.create("amx.tile_zero", results=[sums_tile]).result
+            loop = scf.ForOp(
+                zero, arith.constant(index, STEPS), arith.constant(index, 1), [start] * AMX_CHAINS
+            )
+            with ir.InsertionPoint(loop.body):
+                scf.YieldOp(
+                    [
+                        ir.Operation.create(
+                            product, results=[sums_tile], operands=[a, b, acc]
+                        ).result
+                        for acc in loop.inner_iter_args
+                    ]
+                )
+            out_type = ir.MemRefType.get([AMX_CHAINS * AMX_TILE, AMX_TILE], sums)
+            out = memref.alloc(out_type, [], [])
+            for chain, tile in enumerate(loop.results):
+                row = arith.constant(index, chain * AMX_TILE)
+                ir.Operation.create(
+                    "amx.tile_store",
+                    operands=[out, row, zero, tile],
+                    attributes={"operandSegmentSizes": _segments(1, 2, 1, 0)},
+                )
+            tensor = ir.RankedTensorType.get([AMX_CHAINS * AMX_TILE, AMX_TILE], sums)
+            return [bufferization.to_tensor(tensor, out, restrict=True)]
+
+        return build_payload(self.arguments(), body)
+
+    def reference(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        _, sums, k = self._types()
+        shape = (AMX_CHAINS * AMX_TILE, AMX_TILE)
+        return [np.full(shape, k * STEPS, dtype_named(sums).numpy)]
+
+    def get_complexity(self) -> Complexity:
+        k = self._types()[2]
+        flops = 2 * AMX_TILE * AMX_TILE * k * STEPS * AMX_CHAINS
+        return Complexity(flops=flops, bytes_read=2 * AMX_TILE * k * 2, bytes_written=0)
+
+
+def _segments(*sizes: int) -> ir.DenseI32ArrayAttr:
+    """An op's operandSegmentSizes: how many operands each of its operand groups has."""
+    return ir.DenseI32ArrayAttr.get(list(sizes))
