@@ -91,6 +91,14 @@ def test_amx_int8_hosts_take_tiles_for_int8_in_k_quads(granted, m, n, k, kc):
     assert CONTRACTION.select(op, HostCPU(dataclasses.replace(BASE, flags=AMX)))["UNIT"] == 1
 
 
+def test_a_linear_layers_weight_takes_tiles_and_a_stored_k_by_m_does_not(granted):
+    target = HostCPU(AMX_HOST)
+    weight = dataclasses.replace(matmul_op(256, 1024, 512), attributes={"transpose_b": 1})
+    assert CONTRACTION.select(weight, target)["UNIT"] == UNIT_AMX
+    a_km = dataclasses.replace(matmul_op(256, 1024, 512), attributes={"transpose_a": 1})
+    assert CONTRACTION.select(a_km, target)["UNIT"] == UNIT_FMA
+
+
 def test_a_long_k_is_blocked_within_a_quarter_of_l2(granted):
     # A and B micro-panels of a 32 x 32 tile: 128 bytes per K element.
     target = HostCPU(AMX_HOST)
@@ -193,8 +201,9 @@ def test_an_amx_kernel_without_the_os_grant_is_refused_before_it_runs(monkeypatc
         (Matmul(M=64, N=96, K=128, dtype="bf16"), (64, 96, 64, 16, 48)),  # C tiles reloaded
         (Matmul(M=48, N=32, K=32, dtype="bf16"), (48, 32, 32, 48, 16)),  # 3 x 1 tiles
         (Mlp(M=32, N=64, K=64, dtype="bf16"), (32, 32, 64, 32, 32)),  # bias and ReLU fused
+        (Matmul(M=64, N=96, K=128, dtype="bf16", transpose="b"), (64, 96, 128, 32, 32)),
     ],
-    ids=["square", "k-160", "two-k-blocks", "tall-tile", "mlp"],
+    ids=["square", "k-160", "two-k-blocks", "tall-tile", "mlp", "b-n-by-k"],
 )
 def test_amx_kernels_match_the_f32_reference(workload, blocks):
     result, expected = verified_outputs(workload, blocks, UNIT_AMX)

@@ -9,6 +9,7 @@ from mlir import ir
 
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.ir.context import new_context
+from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads import Matmul
 
 TRANSPOSES = ("none", "a", "b", "ab")
@@ -43,21 +44,34 @@ def test_packed_path_absorbs_the_transpose(engine, transpose, pack):
 
 
 @pytest.mark.jit
-@pytest.mark.parametrize("transpose", ["a", "b", "ab"])
-def test_bf16_transposed_takes_the_fma_path(engine, transpose):
+@pytest.mark.parametrize("transpose", ["a", "ab"])
+def test_bf16_with_a_transposed_takes_the_fma_path(engine, transpose):
     workload = Matmul(M=16, N=32, K=16, dtype="bf16", transpose=transpose, mask="lower")
     result = engine.execute(workload)
     assert result.verification.ok, result.verification.summary()
     assert result.parameters["UNIT"] == 0
 
 
-def test_bf16_dot_path_refuses_transposed_operands():
+@pytest.mark.jit
+@pytest.mark.parametrize("unit", [0, 1, 2])
+def test_bf16_with_b_stored_n_by_k_runs_on_every_path_the_host_has(engine, unit):
+    """A Linear layer's weight: the pair paths pack its K pairs transposed."""
+    cpu = HostCPU()
+    usable = {0: True, 1: cpu.has_bf16_dot(), 2: cpu.has_amx()}
+    if not usable[unit]:
+        pytest.skip(f"this host lacks UNIT={unit}'s instructions (or its OS refuses AMX)")
+    workload = Matmul(M=64, N=96, K=64, dtype="bf16", transpose="b")
+    result = engine.execute(workload, {"UNIT": unit})
+    assert result.verification.ok, result.verification.summary()
+
+
+def test_bf16_pair_paths_refuse_a_stored_k_by_m():
     with (
         new_context(),
         ir.Location.unknown(),
         pytest.raises(UsageError, match="dot_needs_plain_layout"),
     ):
-        Matmul(M=16, N=32, K=16, dtype="bf16", transpose="b").schedule_module({"UNIT": 1})
+        Matmul(M=16, N=32, K=16, dtype="bf16", transpose="a").schedule_module({"UNIT": 1})
 
 
 def test_layouts_and_root():

@@ -113,7 +113,7 @@ def dot_constraints(op: OpInfo, cpu: HostCPU, knobs: KnobVariables) -> list[Cons
             "dot_needs_plain_layout",
             f"{off} or no operand stored transposed that the pair paths cannot pack (here: "
             f"{', '.join(layout) or 'none'}): they pack K pairs of A [M, K] and B [K, N], "
-            "and of an int8 B [N, K]",
+            "and of B [N, K]",
             z3.Or(not_pairs, z3.BoolVal(not layout)),
         ),
         Constraint(
