@@ -36,12 +36,13 @@ from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads import Conv2d, Elementwise, Matmul, Softmax
 
 LOW_PRECISION_SHAPES = {
-    f"{dtype} {label}": Matmul(M=m, N=n, K=k, dtype=dtype)
+    f"{dtype} {label}": Matmul(M=m, N=n, K=k, dtype=dtype, transpose=layout)
     for dtype in ("bf16", "i8")
-    for label, (m, n, k) in {
-        "512^3": (512, 512, 512),
-        "2048^3": (2048, 2048, 2048),
-        "128x4096x4096": (128, 4096, 4096),
+    for label, (m, n, k, layout) in {
+        "512^3": (512, 512, 512, "none"),
+        "2048^3": (2048, 2048, 2048, "none"),
+        "128x4096x4096": (128, 4096, 4096, "none"),
+        "Linear 512x4096x4096": (512, 4096, 4096, "b"),  # a weight stored [N, K]
     }.items()
 }
 UNIT_PATHS = {UNIT_FMA: "fma", UNIT_DOT: "dot", UNIT_AMX: "amx"}
