@@ -37,8 +37,8 @@ PEAK_OPTIONS = BenchOptions(max_time_s=0.3)
 BANDWIDTH_SUFFIX = "/stream_read_gbs"
 BF16_DOT_SUFFIX = "/bf16_dot_gflops"
 INT8_DOT_SUFFIX = "/int8_dot_gops"
-# The AMX tile products' peaks per operand type, with the CPU flag each needs.
-AMX_SUFFIXES = {"bf16": ("/amx_bf16_gflops", "amx_bf16"), "i8": ("/amx_int8_gops", "amx_int8")}
+# The AMX tile products' peaks, per operand type (HostCPU.has_amx).
+AMX_SUFFIXES = {"bf16": "/amx_bf16_gflops", "i8": "/amx_int8_gops"}
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 MIN_STREAM_BYTES = 256 << 20
 
@@ -96,8 +96,8 @@ def measured_peak_gflops(target: HostCPU, dtype: str = "f32") -> float:
     elif dtype == "i8" and target.has_int8_dot():
         dot = _cached(cache_key(core) + INT8_DOT_SUFFIX, lambda: measure_int8_dot_peak(core))
         peak = max(peak, dot)
-    if dtype in AMX_SUFFIXES and target.has_amx(AMX_SUFFIXES[dtype][1]):
-        suffix = AMX_SUFFIXES[dtype][0]
+    if dtype in AMX_SUFFIXES and target.has_amx(dtype):
+        suffix = AMX_SUFFIXES[dtype]
         peak = max(peak, _cached(cache_key(core) + suffix, lambda: measure_amx_peak(core, dtype)))
     return peak
 

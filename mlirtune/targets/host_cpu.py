@@ -58,6 +58,8 @@ CPU_CLASSES: tuple[tuple[str, int, tuple[range, ...] | None, str], ...] = (
 )
 VENDOR_NAMES = {AMD: "amd", INTEL: "intel"}  # in the generic "<vendor>-f<family>-m<model>"
 
+# Operand types AMX tiles multiply, each with the CPU flag of its tile product.
+AMX_UNITS = {"bf16": "amx_bf16", "i8": "amx_int8"}
 # Bits of the type arithmetic runs in: bf16 (and f16) products are computed in f32.
 COMPUTE_BITS = {"f64": 64, "f32": 32, "bf16": 32, "f16": 32}
 # The widest vectors an element type's kernels use, where narrower than the registers: int8
@@ -203,12 +205,14 @@ class HostCPU(Target):
         for AVX2 or AVX-512."""
         return self.features.isa in ("avx2", "avx512")
 
-    def has_amx(self, unit: str = "amx_bf16") -> bool:
-        """Whether kernels for this target may use AMX tiles with the multiplier `unit`
-        (`amx_bf16`, `amx_int8`): the CPU flags, on a target lowered for AVX-512, and Linux's
-        grant of tile state to this process (asked once; a refusal warns, and the kernels
-        take dot products or FMA instead)."""
-        flags = {"amx_tile", unit}
+    def has_amx(self, dtype: str = "bf16") -> bool:
+        """Whether kernels for this target may multiply `dtype` operands in AMX tiles (one
+        of AMX_UNITS): the CPU flags, on a target lowered for AVX-512, and Linux's grant of
+        tile state to this process (asked once; a refusal warns, and the kernels take dot
+        products or FMA instead)."""
+        if dtype not in AMX_UNITS:
+            return False
+        flags = {"amx_tile", AMX_UNITS[dtype]}
         if self.features.isa != "avx512" or not flags <= self.features.flags:
             return False
         refusal = amx_refusal()

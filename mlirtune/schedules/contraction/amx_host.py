@@ -31,10 +31,8 @@ from mlirtune.schedules.contraction.dot import (
     unpaired_layouts,
 )
 from mlirtune.schedules.contraction.knob_values import PACK_NONE, UNIT_AMX
-from mlirtune.targets.host_cpu import HostCPU
+from mlirtune.targets.host_cpu import AMX_UNITS, HostCPU
 
-# Element types AMX tiles multiply, each with the CPU flag it needs.
-AMX_TYPES = {"bf16": "amx_bf16", "i8": "amx_int8"}
 # Columns of B's VNNI block: its rows are NC pairs of 2 bytes apart, at most 1 KiB.
 AMX_B_COLUMNS = 256
 # Tile products per cycle against dot products, for the cost model: a tile product (16 x 16
@@ -54,9 +52,9 @@ PREFERRED_TILES = sorted(
 def takes_amx(op: OpInfo, cpu: HostCPU) -> bool:
     """Whether the target multiplies `op` in AMX tiles: a bf16 or int8 matmul with a plain
     layout on a host with AMX for its type whose OS grants tile state."""
-    if op.kind != "matmul" or op.element_type not in AMX_TYPES or unpaired_layouts(op):
+    if op.kind != "matmul" or unpaired_layouts(op):
         return False
-    return cpu.has_amx(AMX_TYPES[op.element_type])
+    return cpu.has_amx(op.element_type)
 
 
 def amx_k_step(op: OpInfo) -> int:
@@ -125,6 +123,6 @@ def amx_columns(op: OpInfo) -> list[int]:
 
 
 def _extents(op: OpInfo, dim: str, side: int) -> list[int]:
-    if op.kind != "matmul" or op.element_type not in AMX_TYPES:
+    if op.kind != "matmul" or op.element_type not in AMX_UNITS:
         return []
     return sorted({tile[side] for tile in AMX_REGISTER_TILES if op.dims[dim] % tile[side] == 0})
