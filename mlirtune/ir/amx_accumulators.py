@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import scf
 
+from mlirtune.ir.inspect import op_attributes
 from mlirtune.ir.prefetch import loop_body, marked_loop_values
 
 ACCUMULATE_ATTRIBUTE = "mlirtune.amx_accumulate"
@@ -126,13 +127,9 @@ def _same_value(first: ir.Value, second: ir.Value) -> bool:
         a.name == b.name
         and a.name in ADDRESSING
         and len(a.results) == 1
-        and _attributes(a) == _attributes(b)
+        and op_attributes(a) == op_attributes(b)
         and _same_places(list(a.operands), list(b.operands))
     )
-
-
-def _attributes(op: ir.Operation) -> dict[str, ir.Attribute]:
-    return {name: op.attributes[name] for name in op.attributes}
 
 
 def _single_use(value: ir.Value) -> bool:
@@ -185,8 +182,8 @@ def _carry(loop: ir.Operation, accumulators: list[Accumulator]) -> ir.Operation:
     tiles = [chain.load.result for chain in accumulators]
     with loop.location, ir.InsertionPoint(loop):
         new_loop = scf.ForOp(lower, upper, step, [*inits, *tiles])
-    for name in loop.attributes:  # e.g. unrolling hints
-        new_loop.operation.attributes[name] = loop.attributes[name]
+    for name, attribute in op_attributes(loop).items():  # e.g. unrolling hints
+        new_loop.operation.attributes[name] = attribute
     new_body = new_loop.body
     carried = list(new_body.arguments)[1 + len(inits) :]
     for old_arg, new_arg in zip(old_body.arguments, new_body.arguments, strict=False):

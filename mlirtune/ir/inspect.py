@@ -55,6 +55,11 @@ def intrinsics_called(module: ir.Module) -> set[str]:
     return found
 
 
+def op_attributes(op: ir.Operation) -> dict[str, ir.Attribute]:
+    """`op`'s attributes by name (iterating them gives only the names)."""
+    return {name: op.attributes[name] for name in op.attributes}
+
+
 def op_counts(module: ir.Module) -> Counter[str]:
     """How many ops of each name `module` holds, nested ones included."""
     counts: Counter[str] = Counter()

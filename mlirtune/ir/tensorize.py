@@ -17,6 +17,7 @@ from mlir.dialects import bufferization
 
 from mlirtune.interfaces.lowering import MemrefRoot
 from mlirtune.ir.context import describe_location
+from mlirtune.ir.inspect import op_attributes
 from mlirtune.ir.roots import ROOT_ATTRIBUTE
 
 # Ops that already view a buffer as a tensor (or write one into it): a second restrict view
@@ -131,7 +132,7 @@ def _rebuild_on_tensors(op: ir.Operation) -> None:
             views[value] = bufferization.to_tensor(
                 tensor, value, restrict=True, writable=value in inits
             )
-        attributes = {name: op.attributes[name] for name in op.attributes}
+        attributes = op_attributes(op)
         rebuilt = ir.Operation.create(
             op.name,
             results=[views[v].type for v in inits],
