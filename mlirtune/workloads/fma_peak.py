@@ -14,7 +14,7 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import arith, bufferization, memref, scf, vector
 
-from mlirtune.interfaces.dtype import dtype_named
+from mlirtune.interfaces.dtype import dtype_named, element_bytes
 from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
 from mlirtune.ir.maps import projection_map
 from mlirtune.ir.pair_products import PAIR_LANES
@@ -313,9 +313,10 @@ class AmxPeak(FmaPeak):
         return [np.full(shape, k * STEPS, dtype_named(sums).numpy)]
 
     def get_complexity(self) -> Complexity:
-        k = self._types()[2]
+        operand, _, k = self._types()
         flops = 2 * AMX_TILE * AMX_TILE * k * STEPS * AMX_CHAINS
-        return Complexity(flops=flops, bytes_read=2 * AMX_TILE * k * 2, bytes_written=0)
+        tiles_read = 2 * AMX_TILE * k * element_bytes(operand)  # A and B, loaded once
+        return Complexity(flops=flops, bytes_read=tiles_read, bytes_written=0)
 
 
 def _segments(*sizes: int) -> ir.DenseI32ArrayAttr:

@@ -46,9 +46,8 @@ def host_amx_refusal(unit: str) -> str | None:
 
 
 def needs(unit: str) -> pytest.MarkDecorator:
-    return pytest.mark.skipif(
-        host_amx_refusal(unit) is not None, reason=str(host_amx_refusal(unit))
-    )
+    refusal = host_amx_refusal(unit)
+    return pytest.mark.skipif(refusal is not None, reason=str(refusal))
 
 
 needs_amx, needs_amx_int8 = needs("amx_bf16"), needs("amx_int8")
