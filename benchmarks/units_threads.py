@@ -2,7 +2,7 @@
 against numpy with as many BLAS threads, measured side by side in one run.
 
     python benchmarks/units_threads.py [--threads 2] [--rounds 3] [--max-time 1.0]
-        [--parts low-precision threads families]
+        [--parts low-precision threads families] [--without-amx]
 
 First the bf16 and int8 matmuls on one thread, against PyTorch's CPU matmul (oneDNN, which
 uses AMX or AVX512-BF16 where the host has them; `torch._int_mm` for int8 x int8 -> int32)
@@ -17,6 +17,12 @@ median of its per-round medians.
 Prints our scaling (one-thread time / N-thread time) and the N-thread ratio to numpy. Then
 the other host families (convolution, softmax, element-wise), whose numpy forms are not
 multi-threaded: our scaling only.
+
+`--without-amx` measures, on a host with AMX, what a host with AVX512-BF16 but no AMX (an
+AMD Zen 4) would run: our target drops the AMX flags, so the selector takes the dot-product
+path, and PyTorch's oneDNN is capped at AVX512-BF16 (`ONEDNN_MAX_CPU_ISA`), so it takes its
+own AVX512-BF16 kernels. It is an emulation of such a host, not one: the cores' dot-product
+throughput is this CPU's.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from mlirtune.api import engine_for
 from mlirtune.bench.baseline import measure_numpy, measure_torch, torch_available
 from mlirtune.interfaces.bench import BenchOptions
 from mlirtune.schedules.contraction.knob_values import UNIT_AMX, UNIT_DOT, UNIT_FMA
-from mlirtune.targets.host_cpu import HostCPU
+from mlirtune.targets.host_cpu import HostCPU, detect_features
 from mlirtune.workloads import Conv2d, Elementwise, Matmul, Softmax
 
 LOW_PRECISION_SHAPES = {
@@ -76,10 +82,22 @@ def main() -> None:
         "nor AMX, PyTorch's bf16 and int8 take minutes per call at 2048^3, so "
         "'--parts threads families' leaves out the low-precision table",
     )
+    parser.add_argument(
+        "--without-amx",
+        action="store_true",
+        help="both sides as on a host with AVX512-BF16 and no AMX: our target without the "
+        "AMX flags, PyTorch's oneDNN capped at AVX512_CORE_BF16",
+    )
     args = parser.parse_args()
     options = BenchOptions(max_time_s=args.max_time)
     n = args.threads
-    engines = {threads: engine_for(HostCPU(threads=threads)) for threads in (1, n)}
+    flags = detect_features().flags
+    if args.without_amx:
+        # Read by oneDNN when PyTorch first runs a kernel, which is after this.
+        os.environ["ONEDNN_MAX_CPU_ISA"] = "AVX512_CORE_BF16"
+        flags = frozenset(flag for flag in flags if not flag.startswith("amx"))
+        print("without AMX: our target's flags and PyTorch's oneDNN both stop at AVX512-BF16")
+    engines = {threads: engine_for(HostCPU(threads=threads, flags=flags)) for threads in (1, n)}
     if "low-precision" in args.parts:
         low_precision_against_torch(engines[1], options, args.rounds)
     if "threads" in args.parts:
