@@ -30,12 +30,13 @@ STAGE = "share-workgroup-tiles"
 # Set by the schedule on copies whose rows it knows start 16-byte aligned: elements per
 # 16-byte vector (the copy then moves whole vectors).
 LANES_ATTRIBUTE = "mlirtune.copy_lanes"
+LDMATRIX_ROW_BYTES = 16  # what one lane's address gives an ldmatrix: a row of 8 halves
 
 
 def share_workgroup_tiles(module: ir.Module) -> None:
     for launch in ops_named(module.operation, "gpu.launch"):
         _attribute_workgroup_allocs(launch)
-        copies = [c for c in ops_named(launch, "memref.copy") if _in_workgroup(c.operands[1])]
+        copies = [c for c in ops_named(launch, "memref.copy") if in_workgroup(c.operands[1])]
         for copy in copies:
             _distribute(copy, _static_threads(launch))
         if copies:
@@ -49,7 +50,7 @@ def _static_threads(launch: ir.Operation) -> int | None:
     return None if None in sizes else math.prod(sizes)
 
 
-def _in_workgroup(value: ir.Value) -> bool:
+def in_workgroup(value: ir.Value) -> bool:
     memory_space = ir.MemRefType(value.type).memory_space
     workgroup = ir.Attribute.parse("#gpu.address_space<workgroup>")
     return memory_space is not None and memory_space == workgroup
@@ -66,7 +67,7 @@ def _attribute_workgroup_allocs(launch: ir.Operation) -> None:
             owner = operand.owner
             owner = owner.operation if isinstance(owner, ir.OpView) else owner
             is_alloc = isinstance(owner, ir.Operation) and owner.name == "memref.alloc"
-            if is_alloc and _in_workgroup(operand) and owner not in allocs:
+            if is_alloc and in_workgroup(operand) and owner not in allocs:
                 allocs.append(owner)
         return ir.WalkResult.ADVANCE
 
@@ -79,11 +80,37 @@ def _attribute_workgroup_allocs(launch: ir.Operation) -> None:
     for alloc in allocs:
         if list(alloc.operands):
             raise MlirtuneError("a workgroup tile of dynamic size cannot be shared", stage=STAGE)
-        argument = body.add_argument(alloc.results[0].type, alloc.location)
+        tile = ir.MemRefType(alloc.results[0].type)
+        pad = _ldmatrix_padding(alloc.results[0])
+        shape = [*tile.shape[:-1], tile.shape[-1] + pad]
+        argument = body.add_argument(
+            ir.MemRefType.get(shape, tile.element_type, memory_space=tile.memory_space),
+            alloc.location,
+        )
+        if pad:  # the tile is a view of the first columns of the padded rows
+            with ir.InsertionPoint.at_block_begin(body), alloc.location:
+                argument = memref.subview(argument, [0] * tile.rank, tile.shape, [1] * tile.rank)
         alloc.results[0].replace_all_uses_with(argument)
         alloc.erase()
     i64 = ir.IntegerType.get_signless(64)
     launch.attributes[WORKGROUP_ATTRIBUTIONS] = ir.IntegerAttr.get(i64, count + len(allocs))
+
+
+def _ldmatrix_padding(tile: ir.Value) -> int:
+    """Elements to pad each row of a tile that `nvgpu.ldmatrix` reads: an ldmatrix reads
+    eight 16-byte rows at once, which fall in distinct banks only where the row stride is
+    an odd number of 16-byte chunks (e.g. a 256-byte row would put all eight in the same
+    banks, an 8-way conflict). 0 for tiles no ldmatrix reads, and for odd strides."""
+    if not any(use.owner.name == "nvgpu.ldmatrix" for use in tile.uses):
+        return 0
+    tile_type = ir.MemRefType(tile.type)
+    return ldmatrix_row_padding(tile_type.shape[-1], tile_type.element_type.width // 8)
+
+
+def ldmatrix_row_padding(row: int, element_bytes: int) -> int:
+    """Elements that pad a row of `row` elements read by ldmatrix (see above)."""
+    chunks, rest = divmod(row * element_bytes, LDMATRIX_ROW_BYTES)
+    return LDMATRIX_ROW_BYTES // element_bytes if not rest and chunks % 2 == 0 else 0
 
 
 def _distribute(copy: ir.Operation, threads: int | None) -> None:

@@ -48,6 +48,7 @@ class GpuFacts:
     ghz: float = 1.41
     fma_warps_per_cycle: float = 2.0  # FP32 FMA warp instructions an SM issues per cycle
     load_warps_per_cycle: float = 1.0  # 32-bit load warp instructions per cycle (L1 hit)
+    mma_per_cycle: float = 0.5  # bf16 mma.sync.m16n8k16 (2048 FMAs) an SM issues per cycle
     dram_bytes_per_s: float = 1.5e12
     l2_bytes_per_s: float = 4.0e12
     threads_per_sm: int = 2048

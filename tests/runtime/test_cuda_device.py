@@ -26,17 +26,21 @@ from mlirtune.runtime.cuda import CudaDevice, CudaError, cuda_devices, device_co
 from mlirtune.runtime.gpu_run import load_data, run_program, save_data
 
 PROGRAM = Path(__file__).parent / "data" / "matmul_64x48x32.json"
+# bf16 into f32 on tensor cores (mma.sync, sm_80 and newer): 2 x 2 warps of 32 x 32.
+MMA_PROGRAM = Path(__file__).parent / "data" / "matmul_bf16_128x128x128_mma.json"
 NO_GPU = f"needs an NVIDIA GPU: {cuda.cuda_unavailable() or 'the driver sees none'}"
 needs_gpu = pytest.mark.skipif(device_count() == 0, reason=NO_GPU)
 without_gpu = pytest.mark.skipif(device_count() > 0, reason="this host has a GPU")
 
 
 def matmul_data(program: GpuProgram, seed: int = 1) -> dict[str, np.ndarray]:
-    """Seeded A and B for the program's matmul, and their product in float64 as C."""
+    """Seeded A and B (in the program's input type) for its matmul, and their product in
+    float64 as C (f32)."""
     a, b, c = program.arguments
     rng = np.random.default_rng(seed)
-    arrays = {x.name: rng.uniform(-1, 1, x.shape).astype(np.float32) for x in (a, b)}
-    arrays[c.name] = (arrays[a.name].astype(np.float64) @ arrays[b.name]).astype(np.float32)
+    arrays = {x.name: rng.uniform(-1, 1, x.shape).astype(x.numpy_dtype) for x in (a, b)}
+    product = arrays[a.name].astype(np.float64) @ arrays[b.name].astype(np.float64)
+    arrays[c.name] = product.astype(np.float32)
     return arrays
 
 
@@ -153,6 +157,17 @@ def test_the_program_verifies_and_times(device, placement):
     run = run_program(device, program, matmul_data(program), placement=placement)
     assert run.verification.ok, run.verification.summary()
     assert len(run.seconds) >= 3 and (run.seconds > 0).all()
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_the_tensor_core_program_verifies(device):
+    program = GpuProgram.load(MMA_PROGRAM)
+    major, _ = device.compute_capability
+    if major < 8:
+        pytest.skip(f"bf16 mma.sync needs sm_80 or newer, this GPU is {device.chip}")
+    run = run_program(device, program, matmul_data(program))
+    assert run.verification.ok, run.verification.summary()
 
 
 @pytest.mark.gpu

@@ -4,7 +4,7 @@ NvidiaGPU holds facts; PtxEngine lowers through the packaged `nvidia/` descripto
 `gpu_contraction` schedule family, then nvidia/lower_gpu.yaml) into a GpuProgram, which
 tests/runtime/test_cuda_device.py runs where there is a GPU. Tests that produce PTX need
 LLVM's NVPTX backend in the MLIR wheel; where it is missing they skip with that reason,
-which the `nvptx` fixture finds out once.
+which the `nvptx` fixture (conftest.py) finds out once.
 """
 
 import re
@@ -23,7 +23,6 @@ from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.target import Target
 from mlirtune.ir.gpu import read_launches
 from mlirtune.pipeline import DescriptorError, load_descriptor
-from mlirtune.pipeline.lookup import PACKAGED
 from mlirtune.runtime import Placement
 from mlirtune.runtime.cuda import device_count
 from mlirtune.schedules.registry import family_named
@@ -31,29 +30,13 @@ from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.targets.nvidia_gpu import GpuFacts, NvidiaGPU
 from mlirtune.verify import absolute_tolerance
 from mlirtune.workloads import Matmul, Mlp, Softmax
+from tests.targets.conftest import NVIDIA, origin_of
 
 FMA = re.compile(r"^\s*(fma|mad)\.rn\.f32\b", re.MULTILINE)
-NVIDIA = PACKAGED / "nvidia"
 COMMITTED_PROGRAM = Path(__file__).parent.parent / "runtime" / "data" / "matmul_64x48x32.json"
+# The tensor-core knobs where the selector takes FMAs (mma = 0; warp tiles at their defaults).
+FMAS = {"mma": 0, "warp_m": 64, "warp_n": 64}
 MATMUL_100 = OpInfo("matmul", {"M": 100, "N": 256, "K": 64}, ("f32", "f32", "f32"))
-
-
-def origin_of(pass_prefix: str) -> str:
-    """The origin (file:line: stage N) of the lower_gpu.yaml pass starting `pass_prefix`."""
-    stages = load_descriptor(NVIDIA / "lower_gpu.yaml").stages
-    return next(s.origin for s in stages if s.name.startswith(pass_prefix))
-
-
-@pytest.fixture(scope="module")
-def nvptx() -> None:
-    """Skip when the wheel's LLVM lacks the NVPTX backend (serialization says so)."""
-    try:
-        PtxEngine().compile_to_ptx(Matmul(M=8, N=8, K=8))
-    except MlirtuneError as error:
-        serialize = (origin_of("gpu-module-to-binary"), "gpu-serialize")
-        if error.stage in serialize and "NVPTX" in str(error):
-            pytest.skip(f"NVPTX backend not built into this MLIR wheel: {error}")
-        raise
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +135,8 @@ def test_partial_tiles_stage_shared_steps_as_scalar_loops(nvptx):
         ({"block_m": 0}, "parameter block_m=0 must be a positive integer"),
         ({"block_k": 64}, "constraint k_steps"),
         ({"block_k": -1}, "parameter block_k=-1 must be an integer >= 0"),
-        ({"warp_m": 2}, "unknown parameter"),
+        ({"warp_k": 2}, "unknown parameter"),
+        ({"mma": 1}, r"mma=1: inputs f32 into f32 \(needs bf16 into f32\)"),
         ({"chip": "sm_90"}, "set by the target"),  # the target's, not a schedule parameter
     ],
 )
@@ -194,6 +178,7 @@ def test_gpu_contraction_selector():
         "thread_m": 2,
         "thread_n": 4,
         "block_k": 32,
+        **FMAS,
     }
     # The largest step that leaves more than one: none for K = 8.
     shallow = OpInfo("matmul", {"M": 64, "N": 64, "K": 20}, ("f32", "f32", "f32"))
@@ -209,9 +194,7 @@ def test_gpu_contraction_selector():
     h200 = NvidiaGPU("sm_90", facts=GpuFacts(sms=132))
     square = OpInfo("matmul", {"M": 4096, "N": 4096, "K": 4096}, ("f32", "f32", "f32"))
     large = {"block_m": 128, "block_n": 64, "thread_m": 8, "thread_n": 4, "block_k": 64}
-    assert family.select(square, h200) == large
-    bf16 = OpInfo("matmul", {"M": 4096, "N": 4096, "K": 4096}, ("bf16", "bf16", "f32"))
-    assert family.select(bf16, h200) == {**large, "block_k": 32}
+    assert family.select(square, h200) == {**large, **FMAS}
     smaller = OpInfo("matmul", {"M": 1024, "N": 1024, "K": 1024}, ("f32", "f32", "f32"))
     assert family.select(smaller, h200)["block_m"] == 64
     # Dims without small divisors would need more threads than a block has: default tiles.
@@ -222,6 +205,7 @@ def test_gpu_contraction_selector():
         "thread_m": 4,
         "thread_n": 4,
         "block_k": 64,
+        **FMAS,
     }
     with pytest.raises(UsageError):
         family.select(MATMUL_100, HostCPU())
@@ -236,18 +220,18 @@ def test_gpu_contraction_constraints_and_cost():
     family, target = family_named("gpu_contraction"), NvidiaGPU()
     chosen = family.select(MATMUL_100, target)
     assert family.violations(MATMUL_100, target, chosen) == []
-    too_many = {"block_m": 64, "block_n": 64, "thread_m": 1, "thread_n": 1, "block_k": 32}
+    too_many = {**chosen, "block_m": 64, "block_n": 64, "thread_m": 1, "thread_n": 1}
     assert family.violations(MATMUL_100, target, too_many) == ["threads_per_block"]
-    outside = {"block_m": 4, "block_n": 64, "thread_m": 8, "thread_n": 4, "block_k": 32}
+    outside = {**chosen, "block_m": 4, "block_n": 64, "thread_m": 8, "thread_n": 4}
     assert "thread_m_within_block_m" in family.violations(MATMUL_100, target, outside)
     assert 0 < family.cost(MATMUL_100, target, chosen) < family.cost(MATMUL_100, target, outside)
     # (128 + 128) * 64 * 4 bytes is past a block's 48 KiB; one step of all of K is no step.
-    big = {"block_m": 128, "block_n": 128, "thread_m": 8, "thread_n": 8, "block_k": 64}
+    big = {**chosen, "block_m": 128, "block_n": 128, "thread_m": 8, "thread_n": 8, "block_k": 64}
     large = OpInfo("matmul", {"M": 4096, "N": 4096, "K": 4096}, ("f32", "f32", "f32"))
     assert family.violations(large, target, big) == ["shared_memory"]
     assert family.violations(MATMUL_100, target, {**chosen, "block_k": 64}) == ["k_steps"]
     # Shared K steps cost less than every thread reading global memory.
-    tiles = {"block_m": 64, "block_n": 64, "thread_m": 4, "thread_n": 4}
+    tiles = {**FMAS, "block_m": 64, "block_n": 64, "thread_m": 4, "thread_n": 4}
     steps = [family.cost(large, target, {**tiles, "block_k": bk}) for bk in (0, 8, 32)]
     assert steps == sorted(steps, reverse=True)
 
@@ -264,11 +248,13 @@ def test_engine_for_lowers_through_the_nvidia_matmul_descriptor():
         "thread_m": 2,
         "thread_n": 4,
         "block_k": 32,
+        **FMAS,
         "chip": "sm_86",
         "features": "+ptx76",
     }
     assert lowering.sources == {
         **dict.fromkeys(("block_m", "block_n", "thread_m", "thread_n", "block_k"), "selector"),
+        **dict.fromkeys(FMAS, "selector"),
         "chip": "target",
         "features": "target",
     }

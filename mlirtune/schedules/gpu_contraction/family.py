@@ -21,6 +21,13 @@ from mlirtune.interfaces.schedule import (
 )
 from mlirtune.interfaces.target import Target
 from mlirtune.schedules.family import LibraryFamily
+from mlirtune.schedules.gpu_contraction.mma import (
+    chip_has_mma,
+    mma_compute_seconds,
+    mma_constraints,
+    mma_tile_problem,
+    mma_unsupported,
+)
 from mlirtune.schedules.gpu_contraction.tiles import (
     block_dims,
     copy_lanes,
@@ -43,6 +50,17 @@ THREAD_CAP = 4
 LARGE_TILES = {"block_m": 128, "block_n": 64, "thread_m": 8, "thread_n": 4}
 BLOCKS_PER_SM = 2  # the fewest blocks of large tiles per SM
 STEPS = (64, 32, 16, 8)  # the selector's block_k, largest first
+# The selector's tensor-core tiles (mma = 1), in order of preference: 4 warps of 64 x 64
+# in K steps of 64, then of 32 (K not a multiple of 64), then 4 warps of 32 x 32 for ops
+# too small to give every SM a block of the others. Measured on an H200 at 4096^3 (bf16
+# into f32, TFLOP/s, cuBLAS 701): 128x128 in warps of 64x64: 278 in steps of 64, 212 in
+# steps of 32; warps of 32x64 and 64x32 (steps of 64): 259 and 143; 128x256 and 256x128
+# (steps of 32): 189 and 180; 64x64 in warps of 32x32 (steps of 64): 159.
+MMA_TILES = (
+    {"block_m": 128, "block_n": 128, "warp_m": 64, "warp_n": 64, "block_k": 64},
+    {"block_m": 128, "block_n": 128, "warp_m": 64, "warp_n": 64, "block_k": 32},
+    {"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "block_k": 32},
+)
 
 
 def block_k_default(op: OpInfo) -> int:
@@ -102,6 +120,17 @@ class GpuContraction(LibraryFamily):
             choices(0, 8, 16, 32, 64),
             minimum=0,
         ),
+        Knob(
+            "mma",
+            "1: tensor cores (bf16 mma.sync, a warp per warp_m x warp_n tile); 0: FMAs",
+            0,
+            choices(0, 1),
+            minimum=0,
+        ),
+        Knob("warp_m", "rows of C per warp (mma = 1; a multiple of 16)", 64, choices(16, 32, 64)),
+        Knob(
+            "warp_n", "columns of C per warp (mma = 1; a multiple of 8)", 64, choices(8, 16, 32, 64)
+        ),
     )
 
     # --- parameters and the transform ------------------------------------------------------
@@ -123,10 +152,15 @@ class GpuContraction(LibraryFamily):
                 "shared tiles are staged per step of a K loop); use block_k=0",
                 stage="schedule",
             )
+        if tiles["mma"]:
+            problem = mma_unsupported(op) or mma_tile_problem(op, tiles)
+            if problem:
+                raise UsageError(f"mma=1: {problem}", stage="schedule")
         if shared_bytes(op, tiles) > SHARED_BYTES:
             raise UsageError(
                 f"shared tiles of {shared_bytes(op, tiles)} bytes exceed {SHARED_BYTES} "
-                "(constraint shared_memory: (block_m + block_n) * block_k * element size)",
+                "(constraint shared_memory: (block_m + block_n) * block_k * element size, "
+                "rows padded with mma = 1)",
                 stage="schedule",
             )
         return tiles
@@ -141,21 +175,35 @@ class GpuContraction(LibraryFamily):
         return self.require(target, NvidiaGPU, stage)
 
     def choose(self, op: OpInfo, target: Target, fixed: Config) -> Config:
-        """LARGE_TILES where they divide M and N and still give each of the target's SMs
-        BLOCKS_PER_SM blocks; else the largest divisors of M and N up to the block defaults,
-        then of the block tiles up to the thread defaults, so that every tile is full (no
-        idle threads), or the default tiles with partial ones at the edges where full tiles
-        would take more threads than a block may have (M or N with no small divisors). K
-        goes through shared memory in the largest steps up to the default block_k that
-        leave more than one step."""
+        """Tensor cores where the chip, the op and whole tiles allow (the first of
+        MMA_TILES that divides the op and, but for the last, gives every SM a block);
+        else FMAs in LARGE_TILES where they divide M and N and still give each of the
+        target's SMs BLOCKS_PER_SM blocks; else the largest divisors of M and N up to the
+        block defaults, then of the block tiles up to the thread defaults, so that every
+        tile is full (no idle threads), or the default tiles with partial ones at the edges
+        where full tiles would take more threads than a block may have (M or N with no
+        small divisors). K goes through shared memory in the largest steps up to the
+        default block_k that leave more than one step."""
         gpu = self.gpu(target, "select")
+        tiles = self._fma_tiles(op, gpu)
+        if chip_has_mma(gpu.chip) and not mma_unsupported(op):
+            for index, mma in enumerate(MMA_TILES):
+                candidate = {**tiles, **mma, "mma": 1}
+                blocks = (op.dims["M"] // mma["block_m"]) * (op.dims["N"] // mma["block_n"])
+                enough = blocks >= gpu.facts.sms or index == len(MMA_TILES) - 1
+                if enough and not mma_tile_problem(op, candidate):
+                    return candidate
+        return tiles
+
+    def _fma_tiles(self, op: OpInfo, gpu: NvidiaGPU) -> Config:
         caps = self.defaults(op)
         m, n = op.dims["M"], op.dims["N"]
         block_k = next((bk for bk in STEPS if bk <= caps["block_k"] and bk < op.dims["K"]), 0)
         large_m, large_n = LARGE_TILES["block_m"], LARGE_TILES["block_n"]
         whole = m % large_m == 0 and n % large_n == 0
+        mma = {"mma": 0, "warp_m": caps["warp_m"], "warp_n": caps["warp_n"]}
         if whole and (m // large_m) * (n // large_n) >= BLOCKS_PER_SM * gpu.facts.sms:
-            return {**LARGE_TILES, "block_k": block_k}
+            return {**LARGE_TILES, "block_k": block_k, **mma}
         block_m = largest_divisor(m, caps["block_m"])
         block_n = largest_divisor(n, caps["block_n"])
         tiles = {
@@ -164,6 +212,7 @@ class GpuContraction(LibraryFamily):
             "thread_m": largest_divisor(block_m, caps["thread_m"]),
             "thread_n": largest_divisor(block_n, caps["thread_n"]),
             "block_k": block_k,
+            **mma,
         }
         x, y, _ = block_dims(tiles)
         if x * y > NvidiaGPU.max_threads_per_block:
@@ -179,12 +228,17 @@ class GpuContraction(LibraryFamily):
         self, op: OpInfo, target: Target, knobs: KnobVariables, domains: Domains
     ) -> list[Constraint]:
         gpu = self.gpu(target, "space")
-        bm, bn, tm, tn, bk = (
-            knobs[k] for k in ("block_m", "block_n", "thread_m", "thread_n", "block_k")
+        bm, bn, tm, tn, bk, mma = (
+            knobs[k] for k in ("block_m", "block_n", "thread_m", "thread_n", "block_k", "mma")
         )
         limit = gpu.max_threads_per_block
         size = element_bytes(op.element_type)
+
+        def padded(row: z3.ArithRef) -> z3.ArithRef:  # ldmatrix_row_padding, in z3
+            return row + z3.If(z3.And(mma == 1, (row * size) % 32 == 0), 16 // size, 0)
+
         return [
+            *mma_constraints(op, gpu, knobs),
             Constraint(
                 "positive_tiles",
                 "every tile is a positive integer: a block and a thread own whole outputs",
@@ -198,14 +252,15 @@ class GpuContraction(LibraryFamily):
             Constraint(
                 "shared_memory",
                 f"(block_m + block_n) * block_k * {size} <= {SHARED_BYTES}: a K step's "
-                "tiles of A and B fit the static shared memory of a block",
-                (bm + bn) * bk * size <= SHARED_BYTES,
+                "tiles of A and B fit the static shared memory of a block (with mma = 1, "
+                "rows padded against bank conflicts)",
+                (bm * padded(bk) + bk * padded(bn)) * size <= SHARED_BYTES,
             ),
             Constraint(
                 "threads_per_block",
-                f"ceil(block_n/thread_n)*ceil(block_m/thread_m) <= {limit}: the CUDA limit "
-                "on threads per block (the launch would fail)",
-                ((bn + tn - 1) / tn) * ((bm + tm - 1) / tm) <= limit,
+                f"mma = 1 or ceil(block_n/thread_n)*ceil(block_m/thread_m) <= {limit}: the "
+                "CUDA limit on threads per block (the launch would fail)",
+                z3.Or(mma == 1, ((bn + tn - 1) / tn) * ((bm + tm - 1) / tm) <= limit),
             ),
             Constraint(
                 "thread_m_within_block_m",
@@ -231,7 +286,7 @@ class GpuContraction(LibraryFamily):
         L2 serves each block's panels once. Partial tiles cost full ones, since their
         threads still run; blocks are spread evenly over the SMs; an SM with fewer than
         LATENCY_WARPS resident warps is slowed in proportion; A and B are read once from
-        DRAM; C is written once."""
+        DRAM; C is written once. Tensor cores (mma = 1) issue as mma_compute_seconds says."""
         facts = self.gpu(target, "space").facts
         m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
         bm, bn = min(config["block_m"], m), min(config["block_n"], n)
@@ -266,6 +321,8 @@ class GpuContraction(LibraryFamily):
         )
         stretch = max(1.0, LATENCY_WARPS / (resident * warps))
         compute = blocks_per_sm * warps * k * per_step * stretch / (facts.ghz * 1e9)
+        if config["mma"]:  # tensor cores: whole shared tiles, no thread tiles
+            compute = mma_compute_seconds(op, facts, config)
         dram = ((m + n) * k * size_in + m * n * size_out) / facts.dram_bytes_per_s
         l2 = l2_elements * size_in / facts.l2_bytes_per_s
         return max(compute, dram, l2) + LAUNCH_S

@@ -6,6 +6,8 @@ from __future__ import annotations
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config
+from mlirtune.ir.workgroup import ldmatrix_row_padding
+from mlirtune.targets.nvidia_gpu import NvidiaGPU
 
 
 def whole_tiles(op: OpInfo, tiles: Config) -> bool:
@@ -34,13 +36,26 @@ def copy_lanes(op: OpInfo, tiles: Config) -> int:
 
 
 def shared_bytes(op: OpInfo, tiles: Config) -> int:
-    """Shared memory one K step's tiles of A and B take (none with block_k = 0)."""
-    area = (tiles["block_m"] + tiles["block_n"]) * tiles["block_k"]
-    return area * element_bytes(op.element_type)
+    """Shared memory one K step's tiles of A and B take (none with block_k = 0), their
+    rows padded where tensor cores read them (mma = 1, see ldmatrix_row_padding)."""
+    size = element_bytes(op.element_type)
+    bm, bn, bk = tiles["block_m"], tiles["block_n"], tiles["block_k"]
+    if tiles.get("mma"):
+        return size * (
+            bm * (bk + ldmatrix_row_padding(bk, size)) + bk * (bn + ldmatrix_row_padding(bn, size))
+        )
+    return size * (bm + bn) * bk
 
 
 def block_dims(tiles: Config) -> list[int]:
-    """Threads per block (x over N, y over M, z = 1): one thread per thread tile."""
+    """Threads per block (x over N, y over M, z = 1): one thread per thread tile, or with
+    tensor cores one warp per warp tile (x counts threads: 32 per warp)."""
+    if tiles.get("mma"):
+        return [
+            NvidiaGPU.warp_size * (tiles["block_n"] // tiles["warp_n"]),
+            tiles["block_m"] // tiles["warp_m"],
+            1,
+        ]
     return [
         -(-tiles["block_n"] // tiles["thread_n"]),
         -(-tiles["block_m"] // tiles["thread_m"]),

@@ -15,7 +15,9 @@ from mlir.dialects.transform import vector as tvector
 from mlirtune.interfaces.schedule import Config
 from mlirtune.ir.workgroup import LANES_ATTRIBUTE
 from mlirtune.schedules.builder import ScheduleBuilder
+from mlirtune.schedules.gpu_contraction.mma import accumulate_in_fragments, tile_warps
 from mlirtune.schedules.gpu_contraction.tiles import block_dims
+from mlirtune.targets.nvidia_gpu import NvidiaGPU
 
 
 def gpu_schedule(tiles: Config, whole_tiles: bool, copy_lanes: int) -> ir.Module:
@@ -76,21 +78,32 @@ def gpu_schedule(tiles: Config, whole_tiles: bool, copy_lanes: int) -> ir.Module
                     lanes = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), copy_lanes)
                     param = tr.ParamConstantOp(tr.AnyParamType.get(), lanes).param
                     tr.AnnotateOp(copies, LANES_ATTRIBUTE, param=param)
-        # Every op gets the same grid of threads: each thread owns the same outputs in each.
+        # Every op gets the same grid of threads: each thread owns the same outputs in each
+        # (with tensor cores, the warps own the matmul's, so barriers order the three).
         tile_x, tile_y, _ = block_dims(tiles)
-        for name, op in (
+        thread_ops = [
             ("fill", s.match(launch, ["linalg.fill"], "match_launch_fill")),
             ("matmul", matmul),
             ("epilogue", s.match(launch, ["linalg.generic"], "match_launch_epilogue")),
-        ):
-            with s.at(f"tile_threads_{name}"):
-                structured.TileUsingForallOp(
-                    op, num_threads=[tile_y, tile_x], mapping=_mapping("thread")
-                )
+        ]
+        if tiles["mma"]:
+            tile_warps(s, thread_ops, tiles)
+        else:
+            for name, op in thread_ops:
+                with s.at(f"tile_threads_{name}"):
+                    structured.TileUsingForallOp(
+                        op, num_threads=[tile_y, tile_x], mapping=_mapping("thread")
+                    )
         with s.at("map_threads"):
             launch = tgpu.MapNestedForallToThreads(
-                launch, block_dims=block_dims(tiles), sync_after_distribute=False
+                launch,
+                block_dims=block_dims(tiles),
+                warp_size=NvidiaGPU.warp_size,
+                sync_after_distribute=bool(tiles["mma"]),
             ).result
+        if tiles["mma"]:
+            accumulate_in_fragments(s, bufferized)
+            return s.module
         # A one-row thread tile keeps the scalar path: lowering its vectors with a unit
         # dimension does not settle (the pattern driver ran out of memory).
         if tiles["block_k"] and whole_tiles and tiles["thread_m"] > 1:

@@ -1,0 +1,150 @@
+"""Tensor cores on NVIDIA GPUs (gpu_contraction with mma = 1): the PTX, the selector, the
+tile rules and their z3 form. No GPU is needed; tests/runtime/test_cuda_device.py runs the
+committed tensor-core program where there is one."""
+
+import itertools
+import re
+from pathlib import Path
+
+import pytest
+
+from mlirtune.engine.ptx import PtxEngine
+from mlirtune.interfaces.errors import UsageError
+from mlirtune.interfaces.gpu_program import GpuProgram
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.schedules.registry import family_named
+from mlirtune.targets.nvidia_gpu import GpuFacts, NvidiaGPU
+from mlirtune.workloads import Matmul, Mlp
+
+MMA = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+COMMITTED_MMA_PROGRAM = (
+    Path(__file__).parent.parent / "runtime" / "data" / "matmul_bf16_128x128x128_mma.json"
+)
+BF16 = ("bf16", "bf16", "f32")
+H200 = NvidiaGPU("sm_90", facts=GpuFacts(sms=132))
+# 2 x 2 warps of 32 x 32, K steps of 32: small enough to read, every rule exercised.
+SMALL = {"mma": 1, "block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "block_k": 32}
+
+
+def bf16_matmul(m: int, n: int, k: int) -> OpInfo:
+    return OpInfo("matmul", {"M": m, "N": n, "K": k}, BF16)
+
+
+@pytest.fixture(scope="module")
+def small_ptx(nvptx) -> str:
+    return PtxEngine(NvidiaGPU("sm_90")).compile_to_ptx(
+        Matmul(M=128, N=128, K=128, dtype="bf16"), SMALL
+    )
+
+
+def test_warp_tiles_run_as_mma_sync_fed_by_ldmatrix(small_ptx):
+    # A warp tile of 32 x 32 is 2 x 4 instructions per 16 of K.
+    assert len(re.findall(re.escape(MMA), small_ptx)) >= 2 * 4
+    assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in small_ptx  # A
+    assert "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16" in small_ptx  # B, K-major rows
+    assert "fma.rn.f32" not in small_ptx
+
+
+def test_accumulators_start_from_zero_and_c_is_only_stored(small_ptx):
+    """The fill of C is dropped (the accumulators start as zeros in registers), C is never
+    read, and each lane stores its two rows of each 16 x 8 accumulator once."""
+    assert not re.search(r"\bld\.global\.(?!nc)", small_ptx)
+    stores = re.findall(r"\bst\.global\.v2\.b32\b", small_ptx)
+    assert len(stores) == 2 * (32 // 16) * (32 // 8)
+    assert not re.search(r"\bst\.global\.(?!v2\.b32)", small_ptx)
+
+
+def test_shared_rows_that_ldmatrix_reads_are_padded(small_ptx):
+    """Rows of 64 and 128 bytes would put ldmatrix's eight rows in 2 or 4 banks; 8 more
+    bf16 make each stride an odd number of 16-byte chunks."""
+    shared = re.findall(r"^\s*\.shared\s.*\[(\d+)\];", small_ptx, re.MULTILINE)
+    a, b = 64 * (32 + 8) * 2, 32 * (64 + 8) * 2
+    assert sorted(map(int, shared)) == sorted([a, b])
+
+
+def test_the_selector_takes_tensor_cores_where_the_op_and_chip_allow():
+    family = family_named("gpu_contraction")
+    chosen = family.select(bf16_matmul(4096, 4096, 4096), H200)
+    assert {k: chosen[k] for k in SMALL} == {
+        "mma": 1,
+        "block_m": 128,
+        "block_n": 128,
+        "warp_m": 64,
+        "warp_n": 64,
+        "block_k": 64,
+    }
+    assert family.violations(bf16_matmul(4096, 4096, 4096), H200, chosen) == []
+    # K not a multiple of 64: steps of 32. Too few 128 x 128 blocks for the SMs: 64 x 64.
+    assert family.select(bf16_matmul(4096, 4096, 96), H200)["block_k"] == 32
+    assert family.select(bf16_matmul(512, 384, 1024), H200)["block_m"] == 64
+    # FMAs: f32, a chip before sm_80, tiles that cannot be whole, or an epilogue.
+    f32 = OpInfo("matmul", {"M": 4096, "N": 4096, "K": 4096}, ("f32",) * 3)
+    odd = bf16_matmul(1000, 999, 1001)
+    turing = NvidiaGPU("sm_75")
+    mlp = OpInfo("matmul", {"M": 4096, "N": 4096, "K": 4096}, BF16, attributes={"epilogue": 1})
+    for op, target in ((f32, H200), (bf16_matmul(4096, 4096, 4096), turing), (odd, H200)):
+        assert family.select(op, target)["mma"] == 0
+    assert family.select(mlp, H200)["mma"] == 0
+
+
+@pytest.mark.parametrize(
+    ("workload", "tiles", "message"),
+    [
+        (Matmul(M=64, N=64, K=64), {}, r"inputs f32 into f32 \(needs bf16 into f32\)"),
+        (Mlp(M=64, N=64, K=64, dtype="bf16"), {}, "the matmul has epilogue"),
+        (Matmul(M=64, N=64, K=64, dtype="bf16"), {"warp_m": 24}, "constraint mma_tiles"),
+        (Matmul(M=64, N=64, K=64, dtype="bf16"), {"block_k": 8}, "block_k % 16"),
+        (Matmul(M=96, N=64, K=64, dtype="bf16"), {}, "whole block tiles"),
+    ],
+)
+def test_tile_rules_are_usage_errors(workload, tiles, message):
+    with pytest.raises(UsageError, match=message):
+        PtxEngine(NvidiaGPU("sm_90")).compile_to_ptx(workload, {**SMALL, **tiles})
+
+
+def test_z3_rules_match_the_checks_brute_force():
+    """Every tensor-core config of a grid: the constraints hold exactly where the family's
+    parameter checks accept it (both sides see the same rules)."""
+    family, op = family_named("gpu_contraction"), bf16_matmul(256, 192, 128)
+    accepted = refused = 0
+    grid = itertools.product((32, 64, 128), (32, 64, 128), (16, 32, 64), (16, 32, 64), (8, 32))
+    for bm, bn, bk, wm, wn in grid:
+        config = {**SMALL, "block_m": bm, "block_n": bn, "block_k": bk}
+        config |= {"warp_m": wm, "warp_n": wn, "thread_m": 4, "thread_n": 4}
+        try:
+            family.parameters(op, config)
+            ok = True
+        except UsageError:
+            ok = False
+        domains = {v for v in family.violations(op, H200, config) if v.endswith("_domain")}
+        if domains:
+            continue
+        assert (family.violations(op, H200, config) == []) == ok, config
+        accepted, refused = accepted + ok, refused + (not ok)
+    assert accepted > 10 and refused > 10
+
+
+def test_no_tensor_cores_before_sm_80_in_the_space():
+    family, op = family_named("gpu_contraction"), bf16_matmul(256, 256, 256)
+    config = {**family.select(op, H200)}
+    assert config["mma"] == 1
+    assert family.violations(op, NvidiaGPU("sm_75"), config) == ["mma_path"]
+
+
+def test_cost_model_prefers_deeper_steps_and_larger_warp_tiles():
+    family, op = family_named("gpu_contraction"), bf16_matmul(4096, 4096, 4096)
+    facts = NvidiaGPU("sm_90", facts=GpuFacts(sms=132, l2_bytes_per_s=12e12))
+    base = {**family.select(op, H200)}
+    deep, shallow = base, {**base, "block_k": 32}
+    small = {**base, "block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32}
+    costs = [family.cost(op, facts, c) for c in (deep, shallow, small)]
+    assert costs == sorted(costs)
+
+
+def test_committed_tensor_core_program_is_a_fresh_compile(nvptx):
+    """The program the runtime's GPU tests verify is what the compiler makes now."""
+    fresh = PtxEngine().compile(Matmul(M=128, N=128, K=128, dtype="bf16"), SMALL)
+    assert fresh == GpuProgram.load(COMMITTED_MMA_PROGRAM), (
+        f"regenerate {COMMITTED_MMA_PROGRAM} with PtxEngine().compile(Matmul(M=128, N=128, "
+        "K=128, dtype='bf16'), SMALL).save(path)"
+    )
