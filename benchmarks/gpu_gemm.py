@@ -4,8 +4,9 @@
     python benchmarks/gpu_gemm.py run DIR                     # where the GPU is
 
 `export` compiles each GEMM with the selector's tiles and with a few other tile configs
-(`gpu_contraction` knobs), saving GpuPrograms; small shapes get their inputs and expected
-outputs beside them. `run` needs only numpy, cuda-bindings and PyTorch: it verifies the
+(`gpu_contraction` knobs: thread tiles for f32, tensor-core warp tiles for bf16, and the
+FMA path's tiles for bf16 beside them), saving GpuPrograms; small shapes get their inputs
+and expected outputs beside them. `run` needs only numpy, cuda-bindings and PyTorch: it verifies the
 small programs against their data and the large ones against cuBLAS's result, times every
 program with the mlirtune harness (CUDA events around graphs of calls, every argument on
 the device) and cuBLAS the same way (a captured CUDA graph of the same call count), and
@@ -33,6 +34,13 @@ VERIFY = [  # (name, workload options, tiles): saved with inputs and expected ou
     ("f32_odd_global", {"M": 333, "N": 301, "K": 257}, {"block_k": 0}),
     ("f32_matvec_1x1024x1024", {"M": 1, "N": 1024, "K": 1024}, {}),
     ("bf16_256", {"M": 256, "N": 256, "K": 256, "dtype": "bf16"}, {}),
+    ("bf16_256_fma", {"M": 256, "N": 256, "K": 256, "dtype": "bf16"}, {"mma": 0}),
+    ("bf16_512x384x1024", {"M": 512, "N": 384, "K": 1024, "dtype": "bf16"}, {}),
+    (
+        "bf16_mma_128x128_w64x64_k64",
+        {"M": 512, "N": 256, "K": 512, "dtype": "bf16"},
+        {"mma": 1, "block_m": 128, "block_n": 128, "warp_m": 64, "warp_n": 64, "block_k": 64},
+    ),
     ("mlp_512x1024x256", {"M": 512, "N": 1024, "K": 256, "mlp": True}, {}),
 ]
 LARGE = [  # (name, options): the selector's tiles and every config of TILES x BLOCK_K
@@ -48,6 +56,18 @@ TILES = [  # block_m, block_n, thread_m, thread_n
     (128, 128, 4, 4),
 ]
 BLOCK_K = (16, 32, 64)
+FMA_BF16 = {"block_m": 128, "block_n": 64, "thread_m": 8, "thread_n": 4, "block_k": 32}
+MMA = [  # tensor-core configs of bf16 GEMMs: block_m, block_n, warp_m, warp_n, block_k
+    (128, 128, 64, 64, 64),
+    (128, 128, 64, 32, 64),
+    (128, 128, 32, 64, 64),
+    (128, 128, 64, 64, 32),
+    (128, 64, 64, 32, 64),
+    (64, 128, 32, 64, 64),
+    (64, 64, 32, 32, 64),
+    (128, 256, 64, 64, 32),
+    (256, 128, 64, 64, 32),
+]
 
 
 def export(directory: Path, chip: str) -> None:
@@ -73,14 +93,29 @@ def export(directory: Path, chip: str) -> None:
     for name, options in LARGE:
         w = workload(options)
         engine.compile(w).save(directory / f"large_{name}_selector.json")
-        for (bm, bn, tm, tn), bk in itertools.product(TILES, BLOCK_K):
-            config = {"block_m": bm, "block_n": bn, "thread_m": tm, "thread_n": tn, "block_k": bk}
-            path = directory / f"large_{name}_{bm}x{bn}_{tm}x{tn}_k{bk}.json"
+        configs = [
+            (
+                f"{bm}x{bn}_{tm}x{tn}_k{bk}",
+                {"block_m": bm, "block_n": bn, "thread_m": tm, "thread_n": tn, "block_k": bk},
+            )
+            for (bm, bn, tm, tn), bk in itertools.product(TILES, BLOCK_K)
+        ]
+        if options.get("dtype") == "bf16":  # tensor cores, and FMAs in the selector's tiles
+            configs = [
+                (
+                    f"mma_{bm}x{bn}_w{wm}x{wn}_k{bk}",
+                    {"mma": 1, "block_m": bm, "block_n": bn, "warp_m": wm, "warp_n": wn}
+                    | {"block_k": bk},
+                )
+                for bm, bn, wm, wn, bk in MMA
+            ] + [("fma_128x64_8x4_k32", {"mma": 0, **FMA_BF16})]
+        for label, config in configs:
+            path = directory / f"large_{name}_{label}.json"
             try:
                 engine.compile(w, config).save(path)
             except UsageError as error:  # outside the family's constraints
                 print("skipped", path.stem, error)
-        print("exported", name, "with", len(TILES) * len(BLOCK_K), "configs")
+        print("exported", name, "with", len(configs), "configs")
 
 
 def run(directory: Path, max_time: float) -> int:
