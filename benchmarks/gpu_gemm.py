@@ -41,6 +41,12 @@ VERIFY = [  # (name, workload options, tiles): saved with inputs and expected ou
         {"M": 512, "N": 256, "K": 512, "dtype": "bf16"},
         {"mma": 1, "block_m": 128, "block_n": 128, "warp_m": 64, "warp_n": 64, "block_k": 64},
     ),
+    (
+        "bf16_mma_64x128_w32x64_k32_stages2",
+        {"M": 256, "N": 384, "K": 1024, "dtype": "bf16"},
+        {"mma": 1, "block_m": 64, "block_n": 128, "warp_m": 32, "warp_n": 64, "block_k": 32}
+        | {"stages": 2},
+    ),
     ("mlp_512x1024x256", {"M": 512, "N": 1024, "K": 256, "mlp": True}, {}),
 ]
 LARGE = [  # (name, options): the selector's tiles and every config of TILES x BLOCK_K
@@ -57,16 +63,17 @@ TILES = [  # block_m, block_n, thread_m, thread_n
 ]
 BLOCK_K = (16, 32, 64)
 FMA_BF16 = {"block_m": 128, "block_n": 64, "thread_m": 8, "thread_n": 4, "block_k": 32}
-MMA = [  # tensor-core configs of bf16 GEMMs: block_m, block_n, warp_m, warp_n, block_k
-    (128, 128, 64, 64, 64),
-    (128, 128, 64, 32, 64),
-    (128, 128, 32, 64, 64),
-    (128, 128, 64, 64, 32),
-    (128, 64, 64, 32, 64),
-    (64, 128, 32, 64, 64),
-    (64, 64, 32, 32, 64),
-    (128, 256, 64, 64, 32),
-    (256, 128, 64, 64, 32),
+MMA = [  # tensor-core configs of bf16 GEMMs: block_m, block_n, warp_m, warp_n, block_k, stages
+    (128, 128, 64, 64, 64, 1),
+    (128, 128, 32, 64, 64, 1),
+    (128, 128, 64, 64, 32, 1),
+    (128, 128, 64, 64, 32, 2),
+    (128, 128, 32, 64, 32, 2),
+    (128, 128, 64, 32, 32, 2),
+    (128, 64, 64, 32, 32, 2),
+    (64, 128, 32, 64, 32, 2),
+    (64, 64, 32, 32, 32, 2),
+    (128, 256, 64, 64, 32, 1),
 ]
 
 
@@ -103,11 +110,11 @@ def export(directory: Path, chip: str) -> None:
         if options.get("dtype") == "bf16":  # tensor cores, and FMAs in the selector's tiles
             configs = [
                 (
-                    f"mma_{bm}x{bn}_w{wm}x{wn}_k{bk}",
+                    f"mma_{bm}x{bn}_w{wm}x{wn}_k{bk}_s{stages}",
                     {"mma": 1, "block_m": bm, "block_n": bn, "warp_m": wm, "warp_n": wn}
-                    | {"block_k": bk},
+                    | {"block_k": bk, "stages": stages},
                 )
-                for bm, bn, wm, wn, bk in MMA
+                for bm, bn, wm, wn, bk, stages in MMA
             ] + [("fma_128x64_8x4_k32", {"mma": 0, **FMA_BF16})]
         for label, config in configs:
             path = directory / f"large_{name}_{label}.json"

@@ -26,6 +26,7 @@ from mlirtune.ir.pair_products import pair_products
 from mlirtune.ir.prefetch import prefetch_next_tile
 from mlirtune.ir.prefetch_ahead import prefetch_panel_ahead
 from mlirtune.ir.prefetch_panel import prefetch_next_panel
+from mlirtune.ir.stages import pipeline_shared_copies
 from mlirtune.ir.warp_mma import lower_warp_mma
 from mlirtune.ir.workgroup import share_workgroup_tiles
 from mlirtune.schedules.contraction.widen import widen_narrow_operands
@@ -38,6 +39,7 @@ STEPS: dict[str, Step] = {
     "record-gpu-launches": record_launches,
     "share-workgroup-tiles": share_workgroup_tiles,
     "lower-warp-mma": lower_warp_mma,
+    "pipeline-shared-copies": pipeline_shared_copies,
     "flatten-narrow-transfers": flatten_narrow_transfers,
     "flatten-conv-rows": flatten_conv_rows,
     "expand-math": expand_math,

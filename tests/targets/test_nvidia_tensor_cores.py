@@ -1,6 +1,7 @@
-"""Tensor cores on NVIDIA GPUs (gpu_contraction with mma = 1): the PTX, the selector, the
-tile rules and their z3 form. No GPU is needed; tests/runtime/test_cuda_device.py runs the
-committed tensor-core program where there is one."""
+"""Tensor cores on NVIDIA GPUs (gpu_contraction with mma = 1, and stages = 2 for
+double-buffered K steps): the PTX, the selector, the tile rules and their z3 form. No GPU
+is needed; tests/runtime/test_cuda_device.py runs the committed tensor-core program where
+there is one."""
 
 import itertools
 import re
@@ -23,7 +24,9 @@ COMMITTED_MMA_PROGRAM = (
 BF16 = ("bf16", "bf16", "f32")
 H200 = NvidiaGPU("sm_90", facts=GpuFacts(sms=132))
 # 2 x 2 warps of 32 x 32, K steps of 32: small enough to read, every rule exercised.
-SMALL = {"mma": 1, "block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "block_k": 32}
+SMALL = {"mma": 1, "block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32}
+SMALL |= {"block_k": 32, "stages": 1}
+STAGED = {**SMALL, "stages": 2}
 
 
 def bf16_matmul(m: int, n: int, k: int) -> OpInfo:
@@ -65,17 +68,21 @@ def test_shared_rows_that_ldmatrix_reads_are_padded(small_ptx):
 def test_the_selector_takes_tensor_cores_where_the_op_and_chip_allow():
     family = family_named("gpu_contraction")
     chosen = family.select(bf16_matmul(4096, 4096, 4096), H200)
-    assert {k: chosen[k] for k in SMALL} == {
+    assert {k: chosen[k] for k in STAGED} == {
         "mma": 1,
         "block_m": 128,
         "block_n": 128,
         "warp_m": 64,
         "warp_n": 64,
-        "block_k": 64,
+        "block_k": 32,
+        "stages": 2,
     }
     assert family.violations(bf16_matmul(4096, 4096, 4096), H200, chosen) == []
-    # K not a multiple of 64: steps of 32. Too few 128 x 128 blocks for the SMs: 64 x 64.
-    assert family.select(bf16_matmul(4096, 4096, 96), H200)["block_k"] == 32
+    # K no multiple of 32 (or one step of 32): single steps of 16. Too few 128 x 128 blocks
+    # for the SMs: 64 x 64.
+    for k in (48, 32):
+        shallow = family.select(bf16_matmul(4096, 4096, k), H200)
+        assert (shallow["block_k"], shallow["stages"]) == (16, 1)
     assert family.select(bf16_matmul(512, 384, 1024), H200)["block_m"] == 64
     # FMAs: f32, a chip before sm_80, tiles that cannot be whole, or an epilogue.
     f32 = OpInfo("matmul", {"M": 4096, "N": 4096, "K": 4096}, ("f32",) * 3)
@@ -95,11 +102,13 @@ def test_the_selector_takes_tensor_cores_where_the_op_and_chip_allow():
         (Matmul(M=64, N=64, K=64, dtype="bf16"), {"warp_m": 24}, "constraint mma_tiles"),
         (Matmul(M=64, N=64, K=64, dtype="bf16"), {"block_k": 8}, "block_k % 16"),
         (Matmul(M=96, N=64, K=64, dtype="bf16"), {}, "whole block tiles"),
+        (Matmul(M=64, N=64, K=64), {"mma": 0}, "stages=2 needs mma=1"),
+        (Matmul(M=64, N=64, K=64, dtype="bf16"), {"block_k": 16}, "block_k >= 32"),
     ],
 )
 def test_tile_rules_are_usage_errors(workload, tiles, message):
     with pytest.raises(UsageError, match=message):
-        PtxEngine(NvidiaGPU("sm_90")).compile_to_ptx(workload, {**SMALL, **tiles})
+        PtxEngine(NvidiaGPU("sm_90")).compile_to_ptx(workload, {**STAGED, **tiles})
 
 
 def test_z3_rules_match_the_checks_brute_force():
@@ -107,9 +116,11 @@ def test_z3_rules_match_the_checks_brute_force():
     parameter checks accept it (both sides see the same rules)."""
     family, op = family_named("gpu_contraction"), bf16_matmul(256, 192, 128)
     accepted = refused = 0
-    grid = itertools.product((32, 64, 128), (32, 64, 128), (16, 32, 64), (16, 32, 64), (8, 32))
-    for bm, bn, bk, wm, wn in grid:
-        config = {**SMALL, "block_m": bm, "block_n": bn, "block_k": bk}
+    grid = itertools.product(
+        (32, 64, 128), (32, 64, 128), (16, 32, 64), (16, 32, 64), (8, 32), (1, 2)
+    )
+    for bm, bn, bk, wm, wn, stages in grid:
+        config = {**SMALL, "block_m": bm, "block_n": bn, "block_k": bk, "stages": stages}
         config |= {"warp_m": wm, "warp_n": wn, "thread_m": 4, "thread_n": 4}
         try:
             family.parameters(op, config)
@@ -131,20 +142,40 @@ def test_no_tensor_cores_before_sm_80_in_the_space():
     assert family.violations(op, NvidiaGPU("sm_75"), config) == ["mma_path"]
 
 
-def test_cost_model_prefers_deeper_steps_and_larger_warp_tiles():
+def test_cost_model_prefers_double_buffers_and_larger_warp_tiles():
     family, op = family_named("gpu_contraction"), bf16_matmul(4096, 4096, 4096)
     facts = NvidiaGPU("sm_90", facts=GpuFacts(sms=132, l2_bytes_per_s=12e12))
-    base = {**family.select(op, H200)}
-    deep, shallow = base, {**base, "block_k": 32}
-    small = {**base, "block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32}
-    costs = [family.cost(op, facts, c) for c in (deep, shallow, small)]
+    staged = {**family.select(op, H200)}
+    single = {**staged, "stages": 1}
+    small = {**staged, "block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32}
+    costs = [family.cost(op, facts, c) for c in (staged, single, small)]
     assert costs == sorted(costs)
 
 
 def test_committed_tensor_core_program_is_a_fresh_compile(nvptx):
     """The program the runtime's GPU tests verify is what the compiler makes now."""
-    fresh = PtxEngine().compile(Matmul(M=128, N=128, K=128, dtype="bf16"), SMALL)
+    fresh = PtxEngine().compile(Matmul(M=128, N=128, K=128, dtype="bf16"), STAGED)
     assert fresh == GpuProgram.load(COMMITTED_MMA_PROGRAM), (
         f"regenerate {COMMITTED_MMA_PROGRAM} with PtxEngine().compile(Matmul(M=128, N=128, "
-        "K=128, dtype='bf16'), SMALL).save(path)"
+        "K=128, dtype='bf16'), STAGED).save(path)"
     )
+
+
+@pytest.fixture(scope="module")
+def staged_ptx(nvptx) -> str:
+    return PtxEngine(NvidiaGPU("sm_90")).compile_to_ptx(
+        Matmul(M=128, N=128, K=128, dtype="bf16"), STAGED
+    )
+
+
+def test_double_buffers_are_filled_by_cp_async(staged_ptx):
+    """Two buffers per shared tile, filled 16 bytes at a time by cp.async; each step waits
+    for the group before it, the newest one still in flight."""
+    shared = re.findall(r"^\s*\.shared\s.*\[(\d+)\];", staged_ptx, re.MULTILINE)
+    a, b = 64 * (32 + 8) * 2, 32 * (64 + 8) * 2
+    assert sorted(map(int, shared)) == sorted([2 * a, 2 * b])
+    assert "cp.async.cg.shared.global" in staged_ptx and ", 16;" in staged_ptx
+    assert re.search(r"cp\.async\.wait_group\s+1;", staged_ptx)
+    assert "cp.async.commit_group" in staged_ptx
+    assert not re.search(r"\bld\.global\.", staged_ptx)  # every read of A and B is cp.async
+    assert MMA in staged_ptx

@@ -35,7 +35,7 @@ from tests.targets.conftest import NVIDIA, origin_of
 FMA = re.compile(r"^\s*(fma|mad)\.rn\.f32\b", re.MULTILINE)
 COMMITTED_PROGRAM = Path(__file__).parent.parent / "runtime" / "data" / "matmul_64x48x32.json"
 # The tensor-core knobs where the selector takes FMAs (mma = 0; warp tiles at their defaults).
-FMAS = {"mma": 0, "warp_m": 64, "warp_n": 64}
+FMAS = {"mma": 0, "stages": 1, "warp_m": 64, "warp_n": 64}
 MATMUL_100 = OpInfo("matmul", {"M": 100, "N": 256, "K": 64}, ("f32", "f32", "f32"))
 
 

@@ -50,16 +50,21 @@ THREAD_CAP = 4
 LARGE_TILES = {"block_m": 128, "block_n": 64, "thread_m": 8, "thread_n": 4}
 BLOCKS_PER_SM = 2  # the fewest blocks of large tiles per SM
 STEPS = (64, 32, 16, 8)  # the selector's block_k, largest first
+# The fewest K per step for two stages: the step-pipelining wraps the loop over the step's
+# 16-wide mma K steps, which a single step would not have.
+STAGED_K = 32
 # The selector's tensor-core tiles (mma = 1), in order of preference: 4 warps of 64 x 64
-# in K steps of 64, then of 32 (K not a multiple of 64), then 4 warps of 32 x 32 for ops
-# too small to give every SM a block of the others. Measured on an H200 at 4096^3 (bf16
-# into f32, TFLOP/s, cuBLAS 701): 128x128 in warps of 64x64: 278 in steps of 64, 212 in
-# steps of 32; warps of 32x64 and 64x32 (steps of 64): 259 and 143; 128x256 and 256x128
-# (steps of 32): 189 and 180; 64x64 in warps of 32x32 (steps of 64): 159.
+# in double-buffered K steps of 32; 4 warps of 32 x 32 for ops too small to give every SM
+# a block of those; single K steps of 16 where K is no multiple of 32. Measured on an H200
+# at 4096^3 (bf16 into f32, TFLOP/s, cuBLAS 810 in that run): 128x128 in warps of 64x64:
+# 296 double-buffered in steps of 32, 279 single in steps of 64, 214 single in steps of 32;
+# double-buffered warps of 32x64 and 64x32: 268 and 267; 64x128 and 128x64: 241 and 213;
+# 64x64 in warps of 32x32: 168; 128x256 (single, steps of 32): 190.
 MMA_TILES = (
-    {"block_m": 128, "block_n": 128, "warp_m": 64, "warp_n": 64, "block_k": 64},
-    {"block_m": 128, "block_n": 128, "warp_m": 64, "warp_n": 64, "block_k": 32},
-    {"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "block_k": 32},
+    {"block_m": 128, "block_n": 128, "warp_m": 64, "warp_n": 64, "block_k": 32, "stages": 2},
+    {"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "block_k": 32, "stages": 2},
+    {"block_m": 128, "block_n": 128, "warp_m": 64, "warp_n": 64, "block_k": 16, "stages": 1},
+    {"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "block_k": 16, "stages": 1},
 )
 
 
@@ -127,6 +132,13 @@ class GpuContraction(LibraryFamily):
             choices(0, 1),
             minimum=0,
         ),
+        Knob(
+            "stages",
+            "buffers per shared tile: 2 overlaps each K step's copies (cp.async) with the "
+            "math of the step before (mma = 1)",
+            1,
+            choices(1, 2),
+        ),
         Knob("warp_m", "rows of C per warp (mma = 1; a multiple of 16)", 64, choices(16, 32, 64)),
         Knob(
             "warp_n", "columns of C per warp (mma = 1; a multiple of 8)", 64, choices(8, 16, 32, 64)
@@ -156,11 +168,17 @@ class GpuContraction(LibraryFamily):
             problem = mma_unsupported(op) or mma_tile_problem(op, tiles)
             if problem:
                 raise UsageError(f"mma=1: {problem}", stage="schedule")
+        if tiles["stages"] > 1 and not (tiles["mma"] and tiles["block_k"] >= STAGED_K):
+            raise UsageError(
+                f"stages={tiles['stages']} needs mma=1 and block_k >= {STAGED_K} "
+                "(constraint stages)",
+                stage="schedule",
+            )
         if shared_bytes(op, tiles) > SHARED_BYTES:
             raise UsageError(
                 f"shared tiles of {shared_bytes(op, tiles)} bytes exceed {SHARED_BYTES} "
-                "(constraint shared_memory: (block_m + block_n) * block_k * element size, "
-                "rows padded with mma = 1)",
+                "(constraint shared_memory: (block_m + block_n) * block_k * element size "
+                "* stages, rows padded with mma = 1)",
                 stage="schedule",
             )
         return tiles
@@ -175,8 +193,9 @@ class GpuContraction(LibraryFamily):
         return self.require(target, NvidiaGPU, stage)
 
     def choose(self, op: OpInfo, target: Target, fixed: Config) -> Config:
-        """Tensor cores where the chip, the op and whole tiles allow (the first of
-        MMA_TILES that divides the op and, but for the last, gives every SM a block);
+        """Tensor cores where the chip, the op, whole tiles and the `fixed` values allow
+        (the first of MMA_TILES that, with the fixed values, keeps every constraint and
+        gives every SM a block, else the one of them that makes the most blocks);
         else FMAs in LARGE_TILES where they divide M and N and still give each of the
         target's SMs BLOCKS_PER_SM blocks; else the largest divisors of M and N up to the
         block defaults, then of the block tiles up to the thread defaults, so that every
@@ -186,14 +205,18 @@ class GpuContraction(LibraryFamily):
         default block_k that leave more than one step."""
         gpu = self.gpu(target, "select")
         tiles = self._fma_tiles(op, gpu)
-        if chip_has_mma(gpu.chip) and not mma_unsupported(op):
-            for index, mma in enumerate(MMA_TILES):
-                candidate = {**tiles, **mma, "mma": 1}
-                blocks = (op.dims["M"] // mma["block_m"]) * (op.dims["N"] // mma["block_n"])
-                enough = blocks >= gpu.facts.sms or index == len(MMA_TILES) - 1
-                if enough and not mma_tile_problem(op, candidate):
-                    return candidate
-        return tiles
+        if not chip_has_mma(gpu.chip) or mma_unsupported(op) or fixed.get("mma") == 0:
+            return tiles
+        fits = [{**tiles, **mma, "mma": 1, **fixed} for mma in MMA_TILES]
+        fits = [c for c in fits if not self.violations(op, gpu, c)]
+        if not fits:
+            return tiles
+        busy = [c for c in fits if self._blocks(op, c) >= gpu.facts.sms]
+        return busy[0] if busy else max(fits, key=lambda c: self._blocks(op, c))
+
+    @staticmethod
+    def _blocks(op: OpInfo, tiles: Config) -> int:
+        return (op.dims["M"] // tiles["block_m"]) * (op.dims["N"] // tiles["block_n"])
 
     def _fma_tiles(self, op: OpInfo, gpu: NvidiaGPU) -> Config:
         caps = self.defaults(op)
@@ -201,7 +224,7 @@ class GpuContraction(LibraryFamily):
         block_k = next((bk for bk in STEPS if bk <= caps["block_k"] and bk < op.dims["K"]), 0)
         large_m, large_n = LARGE_TILES["block_m"], LARGE_TILES["block_n"]
         whole = m % large_m == 0 and n % large_n == 0
-        mma = {"mma": 0, "warp_m": caps["warp_m"], "warp_n": caps["warp_n"]}
+        mma = {"mma": 0, "stages": 1, "warp_m": caps["warp_m"], "warp_n": caps["warp_n"]}
         if whole and (m // large_m) * (n // large_n) >= BLOCKS_PER_SM * gpu.facts.sms:
             return {**LARGE_TILES, "block_k": block_k, **mma}
         block_m = largest_divisor(m, caps["block_m"])
@@ -228,8 +251,9 @@ class GpuContraction(LibraryFamily):
         self, op: OpInfo, target: Target, knobs: KnobVariables, domains: Domains
     ) -> list[Constraint]:
         gpu = self.gpu(target, "space")
-        bm, bn, tm, tn, bk, mma = (
-            knobs[k] for k in ("block_m", "block_n", "thread_m", "thread_n", "block_k", "mma")
+        bm, bn, tm, tn, bk, mma, stages = (
+            knobs[k]
+            for k in ("block_m", "block_n", "thread_m", "thread_n", "block_k", "mma", "stages")
         )
         limit = gpu.max_threads_per_block
         size = element_bytes(op.element_type)
@@ -251,10 +275,17 @@ class GpuContraction(LibraryFamily):
             ),
             Constraint(
                 "shared_memory",
-                f"(block_m + block_n) * block_k * {size} <= {SHARED_BYTES}: a K step's "
-                "tiles of A and B fit the static shared memory of a block (with mma = 1, "
-                "rows padded against bank conflicts)",
-                (bm * padded(bk) + bk * padded(bn)) * size <= SHARED_BYTES,
+                f"(block_m + block_n) * block_k * {size} * stages <= {SHARED_BYTES}: a K "
+                "step's tiles of A and B fit the static shared memory of a block (with "
+                "mma = 1, rows padded against bank conflicts)",
+                (bm * padded(bk) + bk * padded(bn)) * size * stages <= SHARED_BYTES,
+            ),
+            Constraint(
+                "stages",
+                f"stages = 1, or mma = 1 and block_k >= {STAGED_K}: the double buffers are "
+                "filled by cp.async, which the tensor-core path's 16-byte copies take, around "
+                "a loop over the step's mma K steps",
+                z3.Or(stages == 1, z3.And(mma == 1, bk >= STAGED_K)),
             ),
             Constraint(
                 "threads_per_block",

@@ -122,8 +122,8 @@ def mma_compute_seconds(op: OpInfo, facts: GpuFacts, tiles: Config) -> float:
     facts.mma_per_cycle per SM, fed by ldmatrix of warp_m/16 + warp_n/16 four-matrix loads
     (512 bytes each, from shared memory at SHARED_BYTES_PER_CYCLE); the slower of the two
     bounds a step. Each K step also waits out its copies' round trip to memory
-    (MMA_STEP_CYCLES), which the other blocks resident on the SM fill. Blocks are spread
-    evenly over the SMs."""
+    (MMA_STEP_CYCLES), which the other blocks resident on the SM fill, and with two stages
+    the block's own math half hides. Blocks are spread evenly over the SMs."""
     bm, bn, bk = tiles["block_m"], tiles["block_n"], tiles["block_k"]
     warps = (bm // tiles["warp_m"]) * (bn // tiles["warp_n"])
     m, n, k = MMA_SHAPE
@@ -137,7 +137,7 @@ def mma_compute_seconds(op: OpInfo, facts: GpuFacts, tiles: Config) -> float:
         facts.blocks_per_sm,
         max(1, facts.threads_per_sm // (NvidiaGPU.warp_size * warps)),
     )
-    wait = math.ceil(op.dims["K"] / bk) * MMA_STEP_CYCLES / resident
+    wait = math.ceil(op.dims["K"] / bk) * MMA_STEP_CYCLES / resident / tiles["stages"]
     cycles = blocks_per_sm * (issue * math.ceil(op.dims["K"] / k) + wait)
     return cycles / (facts.ghz * 1e9)
 

@@ -37,13 +37,15 @@ def copy_lanes(op: OpInfo, tiles: Config) -> int:
 
 def shared_bytes(op: OpInfo, tiles: Config) -> int:
     """Shared memory one K step's tiles of A and B take (none with block_k = 0), their
-    rows padded where tensor cores read them (mma = 1, see ldmatrix_row_padding)."""
+    rows padded where tensor cores read them (mma = 1, see ldmatrix_row_padding), times
+    the stages (buffers per tile)."""
     size = element_bytes(op.element_type)
     bm, bn, bk = tiles["block_m"], tiles["block_n"], tiles["block_k"]
     if tiles.get("mma"):
-        return size * (
-            bm * (bk + ldmatrix_row_padding(bk, size)) + bk * (bn + ldmatrix_row_padding(bn, size))
+        padded = bm * (bk + ldmatrix_row_padding(bk, size)) + bk * (
+            bn + ldmatrix_row_padding(bn, size)
         )
+        return size * padded * tiles.get("stages", 1)
     return size * (bm + bn) * bk
 
 

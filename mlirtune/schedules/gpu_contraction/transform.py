@@ -13,6 +13,7 @@ from mlir.dialects.transform import structured
 from mlir.dialects.transform import vector as tvector
 
 from mlirtune.interfaces.schedule import Config
+from mlirtune.ir.stages import STAGES_ATTRIBUTE
 from mlirtune.ir.workgroup import LANES_ATTRIBUTE
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.gpu_contraction.mma import accumulate_in_fragments, tile_warps
@@ -52,7 +53,12 @@ def gpu_schedule(tiles: Config, whole_tiles: bool, copy_lanes: int) -> ir.Module
             s.fuse_into(producer, blocks, "fuse_blocks")
         if tiles["block_k"]:
             block_matmul = s.match_root(blocks, "matmul", "match_block_matmul")
-            s.tile(block_matmul, [0, 0, tiles["block_k"]], "tile_k")
+            _, (k_loop,) = s.tile(block_matmul, [0, 0, tiles["block_k"]], "tile_k")
+            if tiles["stages"] > 1:  # the step pipeline-shared-copies builds the buffers
+                with s.at("annotate_stages"):
+                    stages = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), tiles["stages"])
+                    param = tr.ParamConstantOp(tr.AnyParamType.get(), stages).param
+                    tr.AnnotateOp(k_loop, STAGES_ATTRIBUTE, param=param)
         _cleanup(s, s.root, "before_bufferize")
         with s.at("bufferize"):
             bufferized = tbufferization.OneShotBufferizeOp(
