@@ -42,6 +42,12 @@ VERIFY = [  # (name, workload options, tiles): saved with inputs and expected ou
         {"mma": 1, "block_m": 128, "block_n": 128, "warp_m": 64, "warp_n": 64, "block_k": 64},
     ),
     (
+        "bf16_mma_128x128_w64x64_k64_stages2_dynamic_shared",
+        {"M": 256, "N": 256, "K": 512, "dtype": "bf16"},
+        {"mma": 1, "block_m": 128, "block_n": 128, "warp_m": 64, "warp_n": 64, "block_k": 64}
+        | {"stages": 2},
+    ),
+    (
         "bf16_mma_64x128_w32x64_k32_stages2",
         {"M": 256, "N": 384, "K": 1024, "dtype": "bf16"},
         {"mma": 1, "block_m": 64, "block_n": 128, "warp_m": 32, "warp_n": 64, "block_k": 32}
@@ -65,6 +71,8 @@ BLOCK_K = (16, 32, 64)
 FMA_BF16 = {"block_m": 128, "block_n": 64, "thread_m": 8, "thread_n": 4, "block_k": 32}
 MMA = [  # tensor-core configs of bf16 GEMMs: block_m, block_n, warp_m, warp_n, block_k, stages
     (128, 128, 64, 64, 64, 1),
+    (128, 128, 64, 64, 64, 2),
+    (128, 128, 32, 64, 64, 2),
     (128, 128, 32, 64, 64, 1),
     (128, 128, 64, 64, 32, 1),
     (128, 128, 64, 64, 32, 2),
@@ -74,6 +82,9 @@ MMA = [  # tensor-core configs of bf16 GEMMs: block_m, block_n, warp_m, warp_n, 
     (64, 128, 32, 64, 32, 2),
     (64, 64, 32, 32, 32, 2),
     (128, 256, 64, 64, 32, 1),
+    (128, 256, 64, 64, 32, 2),
+    (256, 128, 64, 64, 32, 2),
+    (128, 256, 64, 64, 64, 2),
 ]
 
 

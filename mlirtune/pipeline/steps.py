@@ -17,6 +17,7 @@ from mlirtune.interfaces.errors import UsageError
 from mlirtune.ir.amx_accumulators import hoist_amx_accumulators
 from mlirtune.ir.bf16_shuffles import shuffle_bf16_as_i16
 from mlirtune.ir.deallocate import deallocate_buffers
+from mlirtune.ir.dynamic_shared import extern_dynamic_shared_memory, use_dynamic_shared_memory
 from mlirtune.ir.expand_exp import expand_exp
 from mlirtune.ir.expand_math import expand_math
 from mlirtune.ir.flat_conv import flatten_conv_rows
@@ -36,6 +37,8 @@ Step = Callable[..., None]  # (module, **arguments)
 STEPS: dict[str, Step] = {
     "deallocate-buffers": deallocate_buffers,
     "prepare-gpu-kernels": prepare_kernels,
+    "dynamic-shared-memory": use_dynamic_shared_memory,
+    "extern-dynamic-shared-memory": extern_dynamic_shared_memory,
     "record-gpu-launches": record_launches,
     "share-workgroup-tiles": share_workgroup_tiles,
     "lower-warp-mma": lower_warp_mma,

@@ -24,6 +24,7 @@ from mlirtune.bench.harness import NativeTimer
 from mlirtune.interfaces.errors import MlirtuneError, UsageError
 from mlirtune.interfaces.gpu_program import GpuProgram, KernelLaunch
 from mlirtune.interfaces.runtime import AcceleratorDevice, Buffer, Placement
+from mlirtune.targets.nvidia_gpu import STATIC_SHARED_BYTES
 
 STAGE = "cuda"
 # A graph captures its buffers' addresses and placements: (device, pinned host, placement).
@@ -103,6 +104,9 @@ class CudaDevice(AcceleratorDevice):
             _attribute(self._device, "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR"),
         )
         self.sms = _attribute(self._device, "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT")
+        self.shared_bytes_per_block = _attribute(
+            self._device, "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"
+        )
         self.memory_bytes = int(_call("cuDeviceTotalMem", self._device))
         self.placements = dict(placements or {})
 
@@ -163,6 +167,23 @@ class CudaDevice(AcceleratorDevice):
         return LoadedProgram(self, program)
 
 
+def _allow_shared_memory(device: CudaDevice, function: object, launch: KernelLaunch) -> None:
+    """Opt the kernel in to the dynamic shared memory its launch asks for, where that is
+    past the static 48 KiB; refuse more than the device has."""
+    if launch.shared_bytes <= STATIC_SHARED_BYTES:
+        return
+    if launch.shared_bytes > device.shared_bytes_per_block:
+        raise UsageError(
+            f"kernel {launch.kernel} needs {launch.shared_bytes} bytes of shared memory; "
+            f"{device.model} ({device.chip}) gives a block at most "
+            f"{device.shared_bytes_per_block}",
+            stage=STAGE,
+        )
+    driver = _driver_and_reason()[0]
+    limit = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    _call("cuFuncSetAttribute", function, limit, launch.shared_bytes)
+
+
 class LoadedProgram:
     """A GpuProgram's kernels on one device, with a stream and two events for timing.
     Use as a context manager, or `close()` it: that unloads the module."""
@@ -176,7 +197,9 @@ class LoadedProgram:
                 _call("cuModuleGetFunction", self._module, launch.kernel.encode())
                 for launch in program.launches
             ]
-        except CudaError:
+            for function, launch in zip(self._functions, program.launches, strict=True):
+                _allow_shared_memory(device, function, launch)
+        except (CudaError, UsageError):
             _call("cuModuleUnload", self._module)
             raise
         self._stream = _call("cuStreamCreate", 0)

@@ -32,6 +32,20 @@ MIN_PTX = {
     **dict.fromkeys(("sm_120f", "sm_121", "sm_121a", "sm_121f"), 88),
 }
 DEFAULT_PTX = 76
+# Shared memory a block may take by opting in to dynamic shared memory, per compute
+# capability (CUDA programming guide); past 48 KiB a kernel must opt in.
+STATIC_SHARED_BYTES = 48 * 1024
+SHARED_OPT_IN_BYTES = {
+    "sm_70": 96 * 1024,
+    "sm_72": 96 * 1024,
+    "sm_75": 64 * 1024,
+    "sm_80": 163 * 1024,
+    "sm_86": 99 * 1024,
+    "sm_87": 163 * 1024,
+    "sm_89": 99 * 1024,
+    "sm_90": 227 * 1024,
+    "sm_90a": 227 * 1024,
+}
 _CHIP = re.compile(r"sm_\d+[af]?")
 _FEATURE = re.compile(r"[+-][A-Za-z0-9_.]+")
 _PTX_FEATURE = re.compile(r"\+ptx(\d+)")
@@ -91,6 +105,11 @@ class NvidiaGPU(Target):
             raise UsageError(f"bad device index {index}", stage="target")
         self.chip, self.features, self.index = chip, ",".join(flags), index
         self.facts = facts or GpuFacts()
+
+    @property
+    def shared_bytes_per_block(self) -> int:
+        """Shared memory one block may use on this chip (static, or opted in)."""
+        return SHARED_OPT_IN_BYTES.get(self.chip, STATIC_SHARED_BYTES)
 
     def __repr__(self) -> str:
         return f"NvidiaGPU(chip={self.chip!r}, features={self.features!r}, index={self.index})"

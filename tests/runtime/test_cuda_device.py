@@ -13,6 +13,7 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -26,8 +27,9 @@ from mlirtune.runtime.cuda import CudaDevice, CudaError, cuda_devices, device_co
 from mlirtune.runtime.gpu_run import load_data, run_program, save_data
 
 PROGRAM = Path(__file__).parent / "data" / "matmul_64x48x32.json"
-# bf16 into f32 on tensor cores (mma.sync, sm_80 and newer): 2 x 2 warps of 32 x 32.
-MMA_PROGRAM = Path(__file__).parent / "data" / "matmul_bf16_128x128x128_mma.json"
+# bf16 into f32 on tensor cores (mma.sync, sm_80 and newer): 2 x 2 warps of 64 x 64 in
+# double-buffered K steps of 64, in 70 KiB of dynamic shared memory.
+MMA_PROGRAM = Path(__file__).parent / "data" / "matmul_bf16_128x128x256_mma.json"
 NO_GPU = f"needs an NVIDIA GPU: {cuda.cuda_unavailable() or 'the driver sees none'}"
 needs_gpu = pytest.mark.skipif(device_count() == 0, reason=NO_GPU)
 without_gpu = pytest.mark.skipif(device_count() > 0, reason="this host has a GPU")
@@ -157,6 +159,15 @@ def test_the_program_verifies_and_times(device, placement):
     run = run_program(device, program, matmul_data(program), placement=placement)
     assert run.verification.ok, run.verification.summary()
     assert len(run.seconds) >= 3 and (run.seconds > 0).all()
+
+
+def test_shared_memory_past_the_device_is_refused_before_launch():
+    """A kernel asking for more shared memory than the device gives a block is an error
+    naming both (checked before the driver is asked to opt the kernel in)."""
+    device = SimpleNamespace(model="Some GPU", chip="sm_86", shared_bytes_per_block=101376)
+    launch = replace(GpuProgram.load(MMA_PROGRAM).launches[0], shared_bytes=200_000)
+    with pytest.raises(UsageError, match=r"needs 200000 bytes .* Some GPU \(sm_86\) .* 101376"):
+        cuda._allow_shared_memory(device, None, launch)
 
 
 @pytest.mark.gpu

@@ -19,7 +19,7 @@ from mlirtune.workloads import Matmul, Mlp
 
 MMA = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
 COMMITTED_MMA_PROGRAM = (
-    Path(__file__).parent.parent / "runtime" / "data" / "matmul_bf16_128x128x128_mma.json"
+    Path(__file__).parent.parent / "runtime" / "data" / "matmul_bf16_128x128x256_mma.json"
 )
 BF16 = ("bf16", "bf16", "f32")
 H200 = NvidiaGPU("sm_90", facts=GpuFacts(sms=132))
@@ -27,6 +27,9 @@ H200 = NvidiaGPU("sm_90", facts=GpuFacts(sms=132))
 SMALL = {"mma": 1, "block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32}
 SMALL |= {"block_k": 32, "stages": 1}
 STAGED = {**SMALL, "stages": 2}
+# The selector's tiles for large ops: 70 KiB of double buffers, past the static 48 KiB.
+DYNAMIC = {**SMALL, "block_m": 128, "block_n": 128, "warp_m": 64, "warp_n": 64}
+DYNAMIC |= {"block_k": 64, "stages": 2}
 
 
 def bf16_matmul(m: int, n: int, k: int) -> OpInfo:
@@ -68,18 +71,11 @@ def test_shared_rows_that_ldmatrix_reads_are_padded(small_ptx):
 def test_the_selector_takes_tensor_cores_where_the_op_and_chip_allow():
     family = family_named("gpu_contraction")
     chosen = family.select(bf16_matmul(4096, 4096, 4096), H200)
-    assert {k: chosen[k] for k in STAGED} == {
-        "mma": 1,
-        "block_m": 128,
-        "block_n": 128,
-        "warp_m": 64,
-        "warp_n": 64,
-        "block_k": 32,
-        "stages": 2,
-    }
+    assert {k: chosen[k] for k in DYNAMIC} == DYNAMIC
     assert family.violations(bf16_matmul(4096, 4096, 4096), H200, chosen) == []
-    # K no multiple of 32 (or one step of 32): single steps of 16. Too few 128 x 128 blocks
-    # for the SMs: 64 x 64.
+    # K no multiple of 64: double-buffered steps of 32; of 32 (or one step of 32): single
+    # steps of 16. Too few 128 x 128 blocks for the SMs: 64 x 64.
+    assert family.select(bf16_matmul(4096, 4096, 96), H200)["block_k"] == 32
     for k in (48, 32):
         shallow = family.select(bf16_matmul(4096, 4096, k), H200)
         assert (shallow["block_k"], shallow["stages"]) == (16, 1)
@@ -153,12 +149,25 @@ def test_cost_model_prefers_double_buffers_and_larger_warp_tiles():
 
 
 def test_committed_tensor_core_program_is_a_fresh_compile(nvptx):
-    """The program the runtime's GPU tests verify is what the compiler makes now."""
-    fresh = PtxEngine().compile(Matmul(M=128, N=128, K=128, dtype="bf16"), STAGED)
+    """The program the runtime's GPU tests verify is what the compiler makes now: the
+    selector's tiles for large ops, double-buffered in dynamic shared memory."""
+    fresh = PtxEngine().compile(Matmul(M=128, N=128, K=256, dtype="bf16"), DYNAMIC)
     assert fresh == GpuProgram.load(COMMITTED_MMA_PROGRAM), (
         f"regenerate {COMMITTED_MMA_PROGRAM} with PtxEngine().compile(Matmul(M=128, N=128, "
-        "K=128, dtype='bf16'), STAGED).save(path)"
+        "K=256, dtype='bf16'), DYNAMIC).save(path)"
     )
+
+
+def test_shared_memory_past_48_kib_is_dynamic(nvptx):
+    """Buffers past the static 48 KiB are carved from dynamic shared memory, an external
+    unsized array, and the launch asks for their bytes: A's 128 x (64 + 8) and B's
+    64 x (128 + 8) bf16, twice."""
+    program = GpuProgram.load(COMMITTED_MMA_PROGRAM)
+    assert re.search(r"\.extern \.shared \.align 16 \.b8 \w+\[\];", program.ptx)
+    assert not re.search(r"^\s*\.shared\s", program.ptx, re.MULTILINE)
+    (launch,) = program.launches
+    assert launch.shared_bytes == 2 * (128 * 72 + 64 * 136) * 2
+    assert "cp.async.wait_group" in program.ptx and MMA in program.ptx
 
 
 @pytest.fixture(scope="module")

@@ -37,7 +37,7 @@ from mlirtune.schedules.gpu_contraction.tiles import (
 )
 from mlirtune.schedules.gpu_contraction.transform import gpu_schedule
 from mlirtune.schedules.knobs import choices, divisors, powers_of_two
-from mlirtune.targets.nvidia_gpu import NvidiaGPU
+from mlirtune.targets.nvidia_gpu import SHARED_OPT_IN_BYTES, NvidiaGPU
 
 # Knob defaults, and the tiles the selector picks: 64x64 outputs per block and 4x4 per
 # thread (256 threads); 128x64 and 8x4 where those tiles still give every SM two blocks.
@@ -54,13 +54,16 @@ STEPS = (64, 32, 16, 8)  # the selector's block_k, largest first
 # 16-wide mma K steps, which a single step would not have.
 STAGED_K = 32
 # The selector's tensor-core tiles (mma = 1), in order of preference: 4 warps of 64 x 64
-# in double-buffered K steps of 32; 4 warps of 32 x 32 for ops too small to give every SM
-# a block of those; single K steps of 16 where K is no multiple of 32. Measured on an H200
-# at 4096^3 (bf16 into f32, TFLOP/s, cuBLAS 810 in that run): 128x128 in warps of 64x64:
-# 296 double-buffered in steps of 32, 279 single in steps of 64, 214 single in steps of 32;
-# double-buffered warps of 32x64 and 64x32: 268 and 267; 64x128 and 128x64: 241 and 213;
-# 64x64 in warps of 32x32: 168; 128x256 (single, steps of 32): 190.
+# in double-buffered K steps of 64 (70 KiB of shared memory: dynamic), then of 32 (K no
+# multiple of 64); 4 warps of 32 x 32 for ops too small to give every SM a block of
+# those; single K steps of 16 where K is no multiple of 32. Measured on an H200 at 4096^3
+# (bf16 into f32, TFLOP/s, cuBLAS 699 in that run): 128x128 in warps of 64x64: 311 and
+# 329 (one program, timed twice) double-buffered in steps of 64, 294 in steps of 32;
+# single-buffered 278 in steps of 64, 213 in steps of 32; double-buffered warps of 32x64
+# and 64x32 (steps of 32): 266 and 266; 128x256 (steps of 64): 312; 64x64 in warps of
+# 32x32: 168.
 MMA_TILES = (
+    {"block_m": 128, "block_n": 128, "warp_m": 64, "warp_n": 64, "block_k": 64, "stages": 2},
     {"block_m": 128, "block_n": 128, "warp_m": 64, "warp_n": 64, "block_k": 32, "stages": 2},
     {"block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "block_k": 32, "stages": 2},
     {"block_m": 128, "block_n": 128, "warp_m": 64, "warp_n": 64, "block_k": 16, "stages": 1},
@@ -72,8 +75,9 @@ def block_k_default(op: OpInfo) -> int:
     return 64 if element_bytes(op.element_type) >= 4 else 32
 
 
-# Static shared memory a block may use without opting in to more (every chip since sm_20).
-SHARED_BYTES = 48 * 1024
+# The most shared memory any chip gives a block: the compile-time check (the constraints
+# hold each target to its own, NvidiaGPU.shared_bytes_per_block).
+SHARED_BYTES = max(SHARED_OPT_IN_BYTES.values())
 # Largest block tile a tuner tries (128x128 at 1x1 per thread is past the thread limit, so
 # the constraints prune what the candidates alone do not).
 BLOCK_CANDIDATE_CAP = 128
@@ -255,7 +259,7 @@ class GpuContraction(LibraryFamily):
             knobs[k]
             for k in ("block_m", "block_n", "thread_m", "thread_n", "block_k", "mma", "stages")
         )
-        limit = gpu.max_threads_per_block
+        limit, shared = gpu.max_threads_per_block, gpu.shared_bytes_per_block
         size = element_bytes(op.element_type)
 
         def padded(row: z3.ArithRef) -> z3.ArithRef:  # ldmatrix_row_padding, in z3
@@ -275,10 +279,10 @@ class GpuContraction(LibraryFamily):
             ),
             Constraint(
                 "shared_memory",
-                f"(block_m + block_n) * block_k * {size} * stages <= {SHARED_BYTES}: a K "
-                "step's tiles of A and B fit the static shared memory of a block (with "
-                "mma = 1, rows padded against bank conflicts)",
-                (bm * padded(bk) + bk * padded(bn)) * size * stages <= SHARED_BYTES,
+                f"(block_m + block_n) * block_k * {size} * stages <= {shared}: a K step's "
+                f"tiles of A and B fit the shared memory a block may take on {gpu.chip} "
+                "(with mma = 1, rows padded against bank conflicts)",
+                (bm * padded(bk) + bk * padded(bn)) * size * stages <= shared,
             ),
             Constraint(
                 "stages",
