@@ -48,6 +48,12 @@ VERIFY = [  # (name, workload options, tiles): saved with inputs and expected ou
         | {"stages": 2},
     ),
     (
+        "bf16_mma_64x64_w32x32_k32_stages3",
+        {"M": 192, "N": 128, "K": 320, "dtype": "bf16"},
+        {"mma": 1, "block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "block_k": 32}
+        | {"stages": 3},
+    ),
+    (
         "bf16_mma_64x128_w32x64_k32_stages2",
         {"M": 256, "N": 384, "K": 1024, "dtype": "bf16"},
         {"mma": 1, "block_m": 64, "block_n": 128, "warp_m": 32, "warp_n": 64, "block_k": 32}
@@ -85,6 +91,10 @@ MMA = [  # tensor-core configs of bf16 GEMMs: block_m, block_n, warp_m, warp_n, 
     (128, 256, 64, 64, 32, 2),
     (256, 128, 64, 64, 32, 2),
     (128, 256, 64, 64, 64, 2),
+    (128, 128, 64, 64, 64, 3),
+    (128, 128, 64, 64, 32, 3),
+    (128, 128, 64, 64, 32, 4),
+    (128, 256, 64, 64, 64, 3),
 ]
 
 

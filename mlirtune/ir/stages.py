@@ -1,19 +1,20 @@
-"""Double-buffered shared-memory K steps: the step `pipeline-shared-copies`.
+"""Multi-buffered shared-memory K steps: the step `pipeline-shared-copies`.
 
-A K loop the schedule marks `mlirtune.stages = 2` copies each step's tiles of A and B into
-shared memory (vector loads and stores, from share-workgroup-tiles), waits at a barrier,
-then computes on them: the copies' trip to global memory is not overlapped with the math.
-This step gives each tile two buffers and shifts the loop by one step, so that iteration
-j starts the asynchronous copies (`cp.async`, sm_80 and newer) of step j into one buffer
-while the block computes step j - 1 from the other:
+A K loop the schedule marks `mlirtune.stages = S` (S >= 2) copies each step's tiles of A
+and B into shared memory (vector loads and stores, from share-workgroup-tiles), waits at
+a barrier, then computes on them: the copies' trip to global memory is not overlapped with
+the math. This step gives each tile S buffers and shifts the loop by S - 1 steps, so that
+iteration j starts the asynchronous copies (`cp.async`, sm_80 and newer) of step j into
+one buffer while the block computes step j - S + 1 from another, S - 1 steps behind:
 
-    for j in 0 .. n:                      # n + 1 iterations for n steps
-        if j < n: cp.async step j into buffer j % 2
-        commit the group; wait until only the newest group is in flight; barrier
-        if j > 0: compute step j - 1 from buffer (j - 1) % 2
-        barrier                           # before buffer (j - 1) % 2 is refilled
+    for j in 0 .. n + S - 2:              # n + S - 1 iterations for n steps
+        if j < n: cp.async step j into buffer j % S
+        commit the group; wait until only the S - 1 newest groups are in flight; barrier
+        if j >= S - 1: compute step j - S + 1 from buffer (j + 1) % S
+        barrier                           # before that buffer is refilled
 
-The loop's accumulators pass through the guarded compute unchanged in the first iteration.
+The loop's accumulators pass through the guarded compute unchanged in the first S - 1
+iterations.
 """
 
 from __future__ import annotations
@@ -34,13 +35,13 @@ def pipeline_shared_copies(module: ir.Module) -> None:
     for launch in ops_named(module.operation, "gpu.launch"):
         for loop in ops_named(launch, "scf.for"):
             if STAGES_ATTRIBUTE in loop.attributes:
-                _double_buffer(launch.regions[0].blocks[0], loop)
+                _multi_buffer(launch.regions[0].blocks[0], loop)
 
 
-def _double_buffer(launch_body: ir.Block, loop: ir.Operation) -> None:
+def _multi_buffer(launch_body: ir.Block, loop: ir.Operation) -> None:
     stages = ir.IntegerAttr(loop.attributes[STAGES_ATTRIBUTE]).value
-    if stages != 2:
-        raise MlirtuneError(f"{STAGES_ATTRIBUTE}={stages}: only 2 stages are built", stage=STAGE)
+    if stages < 2:
+        raise MlirtuneError(f"{STAGES_ATTRIBUTE}={stages}: needs 2 or more", stage=STAGE)
     body = loop.regions[0].blocks[0]
     ops = [op.operation for op in body.operations]
     copies = [(op, op.operands[0].owner.operation) for op in ops if _is_shared_copy(op)]
@@ -57,25 +58,28 @@ def _double_buffer(launch_body: ir.Block, loop: ir.Operation) -> None:
     lower, upper, step = (loop.operands[i] for i in range(3))
     iv, index = body.arguments[0], ir.IndexType.get()
     with ir.InsertionPoint(loop), loop.location:
-        first = arith.subi(lower, step)
+        ahead = arith.muli(step, arith.constant(index, stages - 1))  # what copies lead by
+        first = arith.subi(lower, ahead)
     with ir.InsertionPoint.at_block_begin(body), loop.location:
-        copied = arith.addi(iv, step)  # the step this iteration copies
+        copied = arith.addi(iv, ahead)  # the step this iteration copies
         elapsed = arith.subi(iv, first)
         count = arith.divui(elapsed, step)
-        two = arith.constant(index, 2)
-        buffers = {  # the copies write buffer count % 2, ldmatrix reads the other
-            "vector.store": arith.remui(count, two),
-            "nvgpu.ldmatrix": arith.remui(arith.addi(count, arith.constant(index, 1)), two),
+        buffer_count = arith.constant(index, stages)
+        buffers = {  # the copies write buffer count % S, ldmatrix reads S - 1 steps behind
+            "vector.store": arith.remui(count, buffer_count),
+            "nvgpu.ldmatrix": arith.remui(
+                arith.addi(count, arith.constant(index, 1)), buffer_count
+            ),
         }
         copying = arith.cmpi(arith.CmpIPredicate.slt, copied, upper)
         computing = arith.cmpi(arith.CmpIPredicate.sge, iv, lower)
         for tile in tiles:
-            _stage_buffers(launch_body, tile, buffers)
+            _stage_buffers(launch_body, tile, buffers, stages)
     mine = [value.owner for value in (copied, elapsed, computing)]
     for use in list(iv.uses):  # the copies' addresses: step `copied`
         if not any(use.owner == op for op in mine):
             use.owner.operands[use.operand_number] = copied
-    _copy_asynchronously(copies, copying)
+    _copy_asynchronously(copies, copying, stages - 1)
     _guard(compute[0], computing)
     loop.operands[0] = first
     del loop.attributes[STAGES_ATTRIBUTE]
@@ -89,10 +93,12 @@ def _is_shared_copy(op: ir.Operation) -> bool:
     return isinstance(source, ir.OpView | ir.Operation) and source.operation.name == "vector.load"
 
 
-def _stage_buffers(launch_body: ir.Block, tile: ir.Value, buffers: dict[str, ir.Value]) -> None:
-    """Give `tile` (a workgroup attribution, or a view of its rows' first columns) two
-    buffers: the attribution gains a leading dimension of 2, the copies into the tile write
-    one of them and the ldmatrix reads of it read the other (`buffers`, by op name)."""
+def _stage_buffers(
+    launch_body: ir.Block, tile: ir.Value, buffers: dict[str, ir.Value], stages: int
+) -> None:
+    """Give `tile` (a workgroup attribution, or a view of its rows' first columns)
+    `stages` buffers: the attribution gains a leading dimension, the copies into the tile
+    write one buffer and the ldmatrix reads of it read another (`buffers`, by op name)."""
     view = None if isinstance(tile, ir.BlockArgument) else tile.owner.operation
     attribution = tile if view is None else view.operands[0]
     if not isinstance(attribution, ir.BlockArgument) or attribution.owner != launch_body:
@@ -100,7 +106,7 @@ def _stage_buffers(launch_body: ir.Block, tile: ir.Value, buffers: dict[str, ir.
     buffer = ir.MemRefType(attribution.type)
     space = buffer.memory_space
     attribution.set_type(
-        ir.MemRefType.get([2, *buffer.shape], buffer.element_type, memory_space=space)
+        ir.MemRefType.get([stages, *buffer.shape], buffer.element_type, memory_space=space)
     )
     dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
     layout = ir.StridedLayoutAttr.get(dynamic, [buffer.shape[-1], 1])
@@ -121,9 +127,12 @@ def _stage_buffers(launch_body: ir.Block, tile: ir.Value, buffers: dict[str, ir.
         view.erase()
 
 
-def _copy_asynchronously(copies: list[tuple[ir.Operation, ir.Operation]], copying: ir.Value):
+def _copy_asynchronously(
+    copies: list[tuple[ir.Operation, ir.Operation]], copying: ir.Value, in_flight: int
+) -> None:
     """Replace each copy's load and store by one cp.async, all of them in an scf.if on
-    `copying` placed after the last store, and wait for the previous step's group."""
+    `copying` placed after the last store, and wait until `in_flight` groups are left:
+    the step about to be computed has arrived."""
     token = ir.Type.parse(TOKEN)
     last = copies[-1][0]
     with ir.InsertionPoint(last), last.location:
@@ -145,7 +154,7 @@ def _copy_asynchronously(copies: list[tuple[ir.Operation, ir.Operation]], copyin
             scf.YieldOp([nvgpu.device_async_create_group(tokens)])
         with ir.InsertionPoint(guard.else_block):
             scf.YieldOp([nvgpu.device_async_create_group([])])
-        nvgpu.device_async_wait(guard.results[0], num_groups=1)
+        nvgpu.device_async_wait(guard.results[0], num_groups=in_flight)
     for store, load in copies:
         store.erase()
         load.erase()

@@ -188,3 +188,12 @@ def test_double_buffers_are_filled_by_cp_async(staged_ptx):
     assert "cp.async.commit_group" in staged_ptx
     assert not re.search(r"\bld\.global\.", staged_ptx)  # every read of A and B is cp.async
     assert MMA in staged_ptx
+
+
+def test_three_stages_keep_two_steps_in_flight(nvptx):
+    ptx = PtxEngine(NvidiaGPU("sm_90")).compile_to_ptx(
+        Matmul(M=128, N=128, K=256, dtype="bf16"), {**SMALL, "stages": 3}
+    )
+    shared = re.findall(r"^\s*\.shared\s.*\[(\d+)\];", ptx, re.MULTILINE)
+    assert sorted(map(int, shared)) == sorted([3 * 64 * 40 * 2, 3 * 32 * 72 * 2])
+    assert re.search(r"cp\.async\.wait_group\s+2;", ptx)
