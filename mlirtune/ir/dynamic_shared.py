@@ -22,7 +22,11 @@ from mlir import ir
 from mlir.dialects import arith, gpu, memref
 
 from mlirtune.interfaces.errors import MlirtuneError
-from mlirtune.ir.gpu import WORKGROUP_ATTRIBUTIONS, workgroup_attributions
+from mlirtune.ir.gpu import (
+    WORKGROUP_ARGUMENT_ATTRIBUTES,
+    WORKGROUP_ATTRIBUTIONS,
+    workgroup_attributions,
+)
 from mlirtune.ir.inspect import ops_named
 from mlirtune.targets.nvidia_gpu import STATIC_SHARED_BYTES
 
@@ -57,8 +61,8 @@ def use_dynamic_shared_memory(module: ir.Module) -> None:
         for position in reversed(range(inputs, inputs + count)):
             body.erase_argument(position)
         del kernel.attributes[WORKGROUP_ATTRIBUTIONS]
-        if "workgroup_attrib_attrs" in kernel.attributes:
-            del kernel.attributes["workgroup_attrib_attrs"]
+        if WORKGROUP_ARGUMENT_ATTRIBUTES in kernel.attributes:
+            del kernel.attributes[WORKGROUP_ARGUMENT_ATTRIBUTES]
         _launch_with(module, ir.StringAttr(kernel.attributes["sym_name"]).value, offset)
 
 

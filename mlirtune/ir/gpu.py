@@ -25,6 +25,8 @@ LAUNCH_STAGE = "gpu-launch"
 LAUNCHES_ATTRIBUTE = "mlirtune.gpu_launches"
 # How many workgroup (shared-memory) buffers a gpu.launch or gpu.func declares.
 WORKGROUP_ATTRIBUTIONS = "workgroup_attributions"
+# Their argument attributes (alignment), one dictionary per buffer.
+WORKGROUP_ARGUMENT_ATTRIBUTES = "workgroup_attrib_attrs"
 _CONTRACTIBLE = ("arith.mulf", "arith.addf", "arith.subf")
 
 
@@ -84,7 +86,7 @@ def _align_workgroup_buffers(kernel: ir.Operation) -> None:
         align = ir.DictAttr.get(
             {"llvm.align": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 16)}
         )
-        kernel.attributes["workgroup_attrib_attrs"] = ir.ArrayAttr.get([align] * count)
+        kernel.attributes[WORKGROUP_ARGUMENT_ATTRIBUTES] = ir.ArrayAttr.get([align] * count)
 
 
 def workgroup_attributions(op: ir.Operation) -> int:

@@ -17,13 +17,13 @@ import math
 import z3
 from mlir import ir
 from mlir.dialects import transform as tr
-from mlir.dialects.transform import memref as tmemref
 from mlir.dialects.transform import structured
 from mlir.dialects.transform import vector as tvector
 
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, KnobVariables
 from mlirtune.schedules.builder import ScheduleBuilder
+from mlirtune.schedules.gpu_contraction.accumulators import hoist_accumulators
 from mlirtune.targets.nvidia_gpu import GpuFacts, NvidiaGPU
 
 # The mma.sync shape for 2-byte inputs: rows, columns and K of one instruction.
@@ -167,24 +167,13 @@ def tile_warps(s: ScheduleBuilder, ops: list[tuple[str, ir.Value]], tiles: Confi
 
 
 def accumulate_in_fragments(s: ScheduleBuilder, module: ir.Value) -> None:
-    """Fold the shared tiles' subviews into their reads, hoist each accumulator's read and
-    write of C out of the K loops, and convert the contracts to mma.sync fragments."""
-    function = s.match(module, ["func.func"], "match_mma_function")
-    s.apply_patterns(
-        function,
-        "fold_mma_transfers",
-        tvector.apply_patterns_vector_reduction_to_contract,
+    """Keep each accumulator in registers across the K loops, then CSE the reads of A and
+    B that the unrolled tiles repeat; the step lower-warp-mma makes the lanes' fragments."""
+    function = hoist_accumulators(
+        s,
+        module,
         tvector.apply_patterns_vector_fold_arith_extension,
-        tvector.apply_patterns_vector_transfer_permutation_patterns,
         tvector.apply_patterns_vector_lower_broadcast,
     )
-    s.apply_patterns(
-        function, "fold_mma_subviews", tmemref.apply_patterns_memref_fold_memref_alias_ops
-    )
-    with s.at("cse_mma_indices"):
-        tr.ApplyCommonSubexpressionEliminationOp(function)
-    with s.at("hoist_mma_accumulators"):
-        structured.HoistRedundantVectorTransfersOp(tr.AnyOpType.get(), function)
-    function = s.match(module, ["func.func"], "match_mma_hoisted")
     with s.at("cse_mma_reads"):
         tr.ApplyCommonSubexpressionEliminationOp(function)

@@ -8,7 +8,6 @@ from mlir.dialects import transform as tr
 from mlir.dialects.bufferization import LayoutMapOption
 from mlir.dialects.transform import bufferization as tbufferization
 from mlir.dialects.transform import gpu as tgpu
-from mlir.dialects.transform import memref as tmemref
 from mlir.dialects.transform import structured
 from mlir.dialects.transform import vector as tvector
 
@@ -16,6 +15,7 @@ from mlirtune.interfaces.schedule import Config
 from mlirtune.ir.stages import STAGES_ATTRIBUTE
 from mlirtune.ir.workgroup import LANES_ATTRIBUTE
 from mlirtune.schedules.builder import ScheduleBuilder
+from mlirtune.schedules.gpu_contraction.accumulators import hoist_accumulators
 from mlirtune.schedules.gpu_contraction.mma import accumulate_in_fragments, tile_warps
 from mlirtune.schedules.gpu_contraction.tiles import block_dims
 from mlirtune.targets.nvidia_gpu import NvidiaGPU
@@ -127,21 +127,7 @@ def _accumulate_in_registers(s: ScheduleBuilder, module: ir.Value, launch: ir.Va
             structured.VectorizeOp(s.match(launch, ops, f"match_{name}"))
     with s.at("vectorize_matmul"):
         structured.VectorizeOp(s.match_root(launch, "matmul", "match_thread_matmul"))
-    function = s.match(module, ["func.func"], "match_vector_function")
-    s.apply_patterns(
-        function,
-        "fold_transfers",
-        tvector.apply_patterns_vector_reduction_to_contract,
-        tvector.apply_patterns_vector_transfer_permutation_patterns,
-    )
-    # Transfers on the function's buffers, not on subviews, at CSE'd indices: only the
-    # read and write of a buffer at the same place hoist as a pair.
-    s.apply_patterns(function, "fold_subviews", tmemref.apply_patterns_memref_fold_memref_alias_ops)
-    with s.at("cse_indices"):
-        tr.ApplyCommonSubexpressionEliminationOp(function)
-    with s.at("hoist_accumulators"):
-        structured.HoistRedundantVectorTransfersOp(tr.AnyOpType.get(), function)
-    function = s.match(module, ["func.func"], "match_hoisted_function")
+    function = hoist_accumulators(s, module)
     s.apply_patterns(
         function,
         "unroll_transfers",
