@@ -26,9 +26,9 @@ from tests.schedules.test_dot_contraction_path import (
     CONTRACTION,
     DOT_INTRINSIC,
     TILE_PRODUCT,
+    assert_threads_agree,
     intrinsics,
     matmul_op,
-    outputs,
     verified_outputs,
 )
 
@@ -233,6 +233,4 @@ def test_int8_amx_kernels_are_exact(workload, blocks):
 def test_threads_give_the_amx_path_the_same_results():
     workload = Matmul(M=64, N=128, K=96, dtype="bf16")
     parameters = {"MC": 64, "NC": 32, "KC": 96, "MR": 32, "NR": 32, "UNIT": UNIT_AMX}
-    one, _ = outputs(workload, parameters, threads=1)
-    two, verified = outputs(workload, parameters, threads=2)
-    assert verified and np.array_equal(one, two)
+    assert_threads_agree(workload, parameters)

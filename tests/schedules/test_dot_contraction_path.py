@@ -113,6 +113,13 @@ def outputs(workload, parameters, threads: int = 1) -> tuple[np.ndarray, bool]:
         return engine.runtime.to_host(buffers[-1]).copy(), result.verification.ok
 
 
+def assert_threads_agree(workload, parameters) -> None:
+    """Two threads verify and give exactly the one-thread output."""
+    one, _ = outputs(workload, parameters, threads=1)
+    two, verified = outputs(workload, parameters, threads=2)
+    assert verified and np.array_equal(one, two)
+
+
 def verified_outputs(workload, blocks, unit: int) -> tuple[np.ndarray, np.ndarray]:
     """The kernel's output with blocks (MC, NC, KC, MR, NR) on the path `unit`, which its
     own verification passed, and the float64 reference."""
@@ -145,6 +152,4 @@ def test_dot_kernels_match_the_f32_reference(workload, blocks):
 def test_threads_give_the_dot_path_the_same_results():
     workload = Matmul(M=64, N=128, K=64, dtype="bf16")
     parameters = {"MC": 32, "NC": 64, "KC": 64, "MR": 8, "NR": 32, "UNIT": UNIT_DOT}
-    one, _ = outputs(workload, parameters, threads=1)
-    two, verified = outputs(workload, parameters, threads=2)
-    assert verified and np.array_equal(one, two)
+    assert_threads_agree(workload, parameters)

@@ -20,7 +20,7 @@ from mlirtune.schedules.contraction.rows import UNIT_ROWS
 from mlirtune.schedules.registry import FAMILIES
 from mlirtune.targets.host_cpu import CpuFeatures, HostCPU, detect_features
 from mlirtune.workloads import Matmul
-from tests.schedules.test_dot_contraction_path import AMX, BASE, outputs
+from tests.schedules.test_dot_contraction_path import AMX, BASE, assert_threads_agree, outputs
 
 CONTRACTION = FAMILIES["contraction"]
 AVX2 = dataclasses.replace(BASE, isa="avx2", vector_bits=256, vector_registers=16)
@@ -164,9 +164,7 @@ def test_int8_kernels_are_exact(shape: tuple, parameters: dict[str, int] | None)
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs 2 cores")
 def test_threads_give_the_int8_dot_path_the_same_results():
     workload = Matmul(M=64, N=128, K=64, dtype="i8")
-    one, _ = outputs(workload, dot(64, 64, 4), threads=1)
-    two, verified = outputs(workload, dot(64, 64, 4), threads=2)
-    assert verified and np.array_equal(one, two)
+    assert_threads_agree(workload, dot(64, 64, 4))
 
 
 def test_int8_matmuls_refuse_float_epilogues():
