@@ -11,25 +11,29 @@ C tiles are disjoint from one another and from the tiles it reads. This step, ru
 before the loop and its store after it, and carries the tile through the loop as an
 iter_arg. The lowering keeps loop-carried tiles in tile registers (`convert-to-llvm` with
 the amx dialect's types, lower_cpu.yaml), so the loop body is tile loads of A and B and
-tile products only.
+tile products only. Where the tiles start from zero, a zero fill of exactly those tiles
+just before the loop (the schedule fuses the fill into its register tiles) is dead, and
+is dropped.
 
 Registered as the descriptor step `hoist-amx-accumulators` (mlirtune.pipeline.steps).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from mlir import ir
 from mlir.dialects import scf
 
+from mlirtune.ir.constants import constant_int, is_zero_splat
 from mlirtune.ir.inspect import op_attributes
 from mlirtune.ir.prefetch import loop_body, marked_loop_values
 
 ACCUMULATE_ATTRIBUTE = "mlirtune.amx_accumulate"
 # The mark's value: where the C tiles start. "loaded": from memory, before the loop.
-# "zero": from zero, in registers, with no load (the schedule's promise that memory holds
-# the fill's zeros there and the loop spans all of K).
+# "zero": from zero, in registers, with no load (the schedule's promise that C is filled
+# with zeros there and the loop spans all of K).
 LOADED_START, ZERO_START = "loaded", "zero"
 # Side-effect-free ops that address a tile (its view of a buffer, or an index into it):
 # moved out of a marked loop when their operands are, so that the tiles' addresses are.
@@ -67,6 +71,7 @@ def hoist_amx_accumulators(module: ir.Module) -> None:
             _share_tile_loads(loop)
             if isinstance(start, ir.StringAttr) and start.value == ZERO_START:
                 _start_from_zero(accumulators)
+                _drop_dead_fill(loop, accumulators)
 
 
 def _defined_outside(value: ir.Value, loop: ir.Operation) -> bool:
@@ -170,6 +175,44 @@ def _start_from_zero(accumulators: list[Accumulator]) -> None:
             zero = ir.Operation.create("amx.tile_zero", results=[chain.load.result.type])
         chain.load.result.replace_all_uses_with(zero.result)
         chain.load.erase()
+
+
+def _drop_dead_fill(loop: ir.Operation, accumulators: list[Accumulator]) -> None:
+    """Erase the zero fill of a whole buffer written just before a loop whose C tiles start
+    from zero (only addressing and zero tiles between them), where those tiles are views
+    of that buffer that cover it: the tile stores after the loop overwrite all of it. The
+    mark promises the tiles disjoint, so covering is a matter of their sizes."""
+    ops = list(loop.block.operations)
+    before = ops[: ops.index(loop)]
+    fill = next(
+        (op for op in reversed(before) if op.name not in ADDRESSING | {"amx.tile_zero"}), None
+    )
+    if fill is None or fill.name != "vector.transfer_write" or not is_zero_splat(fill.operands[0]):
+        return
+    value, buffer, *indices = fill.operands
+    shape = ir.MemRefType(buffer.type).shape
+    if ir.VectorType(value.type).shape != shape or not _at_origin(indices):
+        return
+    places = [chain.store.operands[:-1] for chain in accumulators]  # a view, its indices
+    covered = sum(math.prod(ir.MemRefType(view.type).shape) for view, *_ in places)
+    if covered == math.prod(shape) and all(
+        _view_of(view, buffer) and _at_origin(at) for view, *at in places
+    ):
+        fill.erase()
+
+
+def _at_origin(indices: list[ir.Value]) -> bool:
+    return all(constant_int(index) == 0 for index in indices)
+
+
+def _view_of(view: ir.Value, buffer: ir.Value) -> bool:
+    """Whether `view` is `buffer`, or a view of it made by addressing ops."""
+    while view != buffer:
+        owner = view.owner
+        if not isinstance(owner, ir.OpView) or owner.operation.name not in ADDRESSING:
+            return False
+        view = owner.operation.operands[0]
+    return True
 
 
 def _carry(loop: ir.Operation, accumulators: list[Accumulator]) -> ir.Operation:

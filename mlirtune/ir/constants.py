@@ -39,3 +39,17 @@ def constant_int(value: ir.Value) -> int | None:
         return None
     attribute = owner.attributes["value"]
     return ir.IntegerAttr(attribute).value if isinstance(attribute, ir.IntegerAttr) else None
+
+
+def is_zero_splat(value: ir.Value) -> bool:
+    """Whether `value` is an `arith.constant` splat of zeros (float or integer)."""
+    owner = value.owner
+    if not isinstance(owner, ir.OpView) or owner.operation.name != "arith.constant":
+        return False
+    attribute = owner.attributes["value"]
+    if not isinstance(attribute, ir.DenseElementsAttr) or not attribute.is_splat:
+        return False
+    element = attribute.get_splat_value()
+    if isinstance(element, ir.FloatAttr):
+        return element.value == 0.0
+    return isinstance(element, ir.IntegerAttr) and element.value == 0

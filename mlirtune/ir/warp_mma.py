@@ -22,7 +22,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu, llvm, nvgpu, nvvm, vector
 
 from mlirtune.interfaces.errors import MlirtuneError
-from mlirtune.ir.constants import splat
+from mlirtune.ir.constants import is_zero_splat, splat
 from mlirtune.ir.inspect import ops_named
 from mlirtune.ir.workgroup import in_workgroup
 
@@ -210,22 +210,11 @@ def _zero_fill_before(read: ir.Operation) -> ir.Operation | None:
     for op in reversed(before):
         if op.name in WRITES_NOTHING or op.name.startswith("arith."):
             continue
-        if op.name != "vector.transfer_write" or not _is_zero(op.operands[0]):
+        if op.name != "vector.transfer_write" or not is_zero_splat(op.operands[0]):
             return None
         if op.operands[1] == memref and _indices(op, 1) == indices:
             return op
     return None
-
-
-def _is_zero(value: ir.Value) -> bool:
-    owner = value.owner
-    if _name(owner) != "arith.constant":
-        return False
-    attribute = owner.operation.attributes["value"]
-    if not isinstance(attribute, ir.DenseElementsAttr) or not attribute.is_splat:
-        return False
-    splat_value = attribute.get_splat_value()
-    return isinstance(splat_value, ir.FloatAttr) and splat_value.value == 0.0
 
 
 def _store_accumulator(write: ir.Operation, lane: ir.Value) -> None:

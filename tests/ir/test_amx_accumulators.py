@@ -1,7 +1,8 @@
 """The `hoist-amx-accumulators` step: in a marked K loop, each C tile loaded, multiplied
 into and stored back at one invariant place is carried through the loop in a tile
 register; the loop's duplicate A and B tile loads become one; a "zero" mark starts the
-tiles from zero. Unmarked loops and chains that do not fit are left alone."""
+tiles from zero and drops a zero fill that the tiles cover. Unmarked loops and chains that
+do not fit are left alone."""
 
 from __future__ import annotations
 
@@ -111,3 +112,33 @@ def test_a_tile_stored_elsewhere_than_loaded_stays_in_memory():
         # Only the first chain is carried; the second still loads and stores in the loop.
         assert len(loop_of(module).results) == 1
         assert in_loop(module, "amx.tile_store") == 1
+
+
+# A zero fill of all of C just before the loop, as the AMX path's fused fill leaves it.
+FILL = """  %zeros = arith.constant dense<0.0> : vector<16x32xf32>
+  vector.transfer_write %zeros, %c[%c0, %c0] {in_bounds = [true, true]}
+    : vector<16x32xf32>, memref<16x32xf32>
+  scf.for"""
+
+
+@pytest.mark.parametrize(
+    ("start", "second_tile", "kept"),
+    [("zero", "%v1", 0), ("loaded", "%v1", 1), ("zero", "%w0", 1)],
+    ids=["covered", "tiles-loaded", "half-covered"],
+)
+def test_a_zero_fill_the_zero_started_tiles_cover_is_dropped(start, second_tile, kept):
+    with ir.Context(), ir.Location.unknown():
+        source = KERNEL.replace("{MARK}", f'{{{ACCUMULATE_ATTRIBUTE} = "{start}"}}')
+        source = source.replace("  scf.for", FILL)
+        # half-covered: the second product is stored to the first tile's place, so only
+        # the first chain is carried and half of C is not overwritten after the loop.
+        source = source.replace(
+            "amx.tile_store %v1[%c0, %c0], %p1\n      : memref<16x16xf32, strided<[32, 1], "
+            "offset: 16>>",
+            f"amx.tile_store {second_tile}[%c0, %c0], %p1\n      : memref<16x16xf32, "
+            + ("strided<[32, 1], offset: 16>>" if second_tile == "%v1" else "strided<[32, 1]>>"),
+        )
+        module = ir.Module.parse(source)
+        hoist_amx_accumulators(module)
+        assert module.operation.verify()
+        assert len(ops_named(module.operation, "vector.transfer_write")) == kept

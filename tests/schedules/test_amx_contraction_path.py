@@ -9,11 +9,12 @@ import os
 
 import numpy as np
 import pytest
+from mlir import ir
 
 from mlirtune.api import engine_for
 from mlirtune.engine import mlir_jit
 from mlirtune.interfaces.errors import MlirtuneError
-from mlirtune.ir.inspect import intrinsics_called
+from mlirtune.ir.inspect import intrinsics_called, ops_named
 from mlirtune.runtime.tile_state import amx_refusal
 from mlirtune.schedules.contraction.amx_host import AMX_B_COLUMNS
 from mlirtune.schedules.contraction.knob_values import UNIT_AMX, UNIT_DOT, UNIT_FMA
@@ -179,6 +180,20 @@ def test_the_int8_amx_path_lowers_to_int8_tile_products_on_any_host():
     blocks = {**AMX_BLOCKS, "KC": 64}
     module = engine.lower_payload(Matmul(M=64, N=64, K=128, dtype="i8"), blocks)
     assert INT8_PRODUCT in intrinsics_called(module)
+
+
+@pytest.mark.jit
+@pytest.mark.parametrize(("kc", "filled"), [(64, False), (32, True)], ids=["all-of-k", "k-blocks"])
+def test_tiles_over_all_of_k_store_no_zero_fill_on_any_host(kc, filled):
+    """Over all of K the C tiles start from zero in tile registers and the fill fused into
+    them is dropped: nothing stores zeros into C. With K in blocks, C is filled and the
+    later blocks load it."""
+    engine = engine_for(HostCPU(AMX_HOST), use_specs=False)
+    blocks = {**AMX_BLOCKS, "MC": 64, "NC": 64, "MR": 32, "NR": 32, "KC": kc}
+    module = engine.lower_payload(Matmul(M=64, N=64, K=64, dtype="bf16"), blocks)
+    stored = [store.operands[0].owner for store in ops_named(module.operation, "llvm.store")]
+    zeros = [op for op in stored if isinstance(op, ir.OpView) and op.name == "llvm.mlir.constant"]
+    assert bool(zeros) == filled
 
 
 @pytest.mark.jit

@@ -166,19 +166,38 @@ def dot_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         # close in the TLB and spread over L1's sets, whatever N is.
         b_pack = s.match(s.root, ["linalg.pack"], step="match_b_pack")
         b_pack = s.fuse_into(b_pack, column_loops[0], step="pack_b_per_column_block")
-        fill = s.match(s.root, ["linalg.fill"], step="match_fill")
-        s.tile(fill, [mr, nr], step="register_tile_fill")
+        # B's pack copies one pair of K rows across the register tile's NR columns at a
+        # time: its transpose interleaves the two rows, one shuffle (as i16 for bf16:
+        # ir/bf16_shuffles.py), which LLVM lowers to unpacks and lane permutes (AVX2: 2
+        # loads, 2 vpunpck, 2 vperm2i128 and 2 stores per pair of rows). Element by
+        # element, in [8, 16, 2] blocks, the copy took 40% of the int8 kernel's time (AVX2
+        # Zen 3: 512^3 55 -> 95 GOP/s, 2048^3 88 -> 98, 128x4096x4096 26 -> 78) and a third
+        # of the AMX path's (Xeon with AMX, 512^3 bf16: 580 -> 800 GFLOP/s).
+        b_pack, _ = s.tile(b_pack, [1, nr], step="tile_b_pack")
+        amx = p.get("UNIT") == UNIT_AMX
+        # AMX tiles over all of K at once start from zero in tile registers
+        # (ir/amx_accumulators.py): the fill goes into their register tiles, where that step
+        # drops it, rather than filling C's column block in a pass of its own (16 MiB of
+        # dead stores per 2048^3 call).
+        zero_start = amx and kc == op.dims["K"]
+        if not zero_start:
+            fill = s.match(s.root, ["linalg.fill"], step="match_fill")
+            s.tile(fill, [mr, nr], step="register_tile_fill")
         epilogue = s.match_generic(s.root, ["parallel"] * 2, step="match_epilogue")
         s.tile(epilogue, [mr, nr], step="register_tile_epilogue")
         iterators = ["parallel", "parallel", "reduction", "reduction"]
         contraction = s.match_generic(s.root, iterators, step="match_pairs_contraction")
-        contraction, _ = s.tile(contraction, [0, 0, kc // group, 0], step="cache_tile_k")
-        contraction, _ = s.tile(contraction, [mc, 0, 0, 0], step="cache_tile_m")
-        with s.at("register_tile"):  # NR loop outer, MR loop inner
-            contraction = structured.TileUsingForOp(
-                contraction, sizes=[mr, nr, 0, 0], interchange=[1, 0, 2, 3]
-            ).tiled_linalg_op
-        amx = p.get("UNIT") == UNIT_AMX
+        if zero_start:
+            contraction = s.fuse(contraction, [mc, 0, 0, 0], step="cache_tile_m")
+            contraction, _ = s.fuse_with_loops(  # NR loop outer, MR loop inner
+                contraction, [mr, nr, 0, 0], step="register_tile", interchange=[1, 0]
+            )
+        else:
+            contraction, _ = s.tile(contraction, [0, 0, kc // group, 0], step="cache_tile_k")
+            contraction, _ = s.tile(contraction, [mc, 0, 0, 0], step="cache_tile_m")
+            contraction, _ = s.tile(  # NR loop outer, MR loop inner
+                contraction, [mr, nr, 0, 0], step="register_tile", interchange=[1, 0, 2, 3]
+            )
         if amx:
             # 16 groups of K at a time, the register tile's 16 x 16 C tiles unrolled: one VNNI
             # vector.contract each, which convert-vector-to-amx (lower_cpu.yaml) turns into
@@ -188,7 +207,7 @@ def dot_schedule(op: OpInfo, parameters: Config) -> ir.Module:
             with s.at("mark_tile_accumulators"):
                 # Over all of K at once, the C tiles start from the fill's zeros: in
                 # registers, not loaded from memory.
-                start = ZERO_START if kc == op.dims["K"] else LOADED_START
+                start = ZERO_START if zero_start else LOADED_START
                 param = transform.ParamConstantOp(
                     transform.AnyParamType.get(), ir.StringAttr.get(start)
                 ).param
@@ -200,14 +219,6 @@ def dot_schedule(op: OpInfo, parameters: Config) -> ir.Module:
             _, vector_loops = s.tile(contraction, [1, lanes, 0, 0], step="dot_tile")
             s.unroll(vector_loops[1], nr // lanes, step="unroll_columns")
             s.unroll(vector_loops[0], mr, step="unroll_rows")
-        # B's pack copies one pair of K rows across the register tile's NR columns at a
-        # time: its transpose interleaves the two rows, one shuffle (as i16 for bf16:
-        # ir/bf16_shuffles.py), which LLVM lowers to unpacks and lane permutes (AVX2: 2
-        # loads, 2 vpunpck, 2 vperm2i128 and 2 stores per pair of rows). Element by
-        # element, in [8, 16, 2] blocks, the copy took 40% of the int8 kernel's time (AVX2
-        # Zen 3: 512^3 55 -> 95 GOP/s, 2048^3 88 -> 98, 128x4096x4096 26 -> 78) and a third
-        # of the AMX path's (Xeon with AMX, 512^3 bf16: 580 -> 800 GFLOP/s).
-        b_pack, _ = s.tile(b_pack, [1, nr], step="tile_b_pack")
         function = s.match(s.root, ["func.func"], step="match_function")
         s.shrink_temporaries(function)  # a [K/2, NC, 2] buffer per block, not a slice of B's
         s.canonicalize_loops(function, step="fold_slices")
