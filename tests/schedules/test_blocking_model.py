@@ -43,11 +43,14 @@ def matmul(m: int, n: int, k: int) -> OpInfo:
         # MC: 8 ways of 128 KiB, less one for a 512 x 32 B micro-panel and one for C ->
         #     6 x 128 KiB / (512 x 4 bytes) = 384.
         # B's block: 4 of the 8 ways -> 512 KiB (NC = 256 columns at KC = 512).
-        (AMD_LIKE, Blocking(mc=384, kc=512, b_block_bytes=512 << 10)),
+        # K blocks past one: B's 32-column micro-panel streams through floor(7 / (1 + 8/32))
+        #     = 5 ways of L1 -> 20 KiB / (32 x 4 bytes) = 160.
+        (AMD_LIKE, Blocking(mc=384, kc=512, b_block_bytes=512 << 10, kc_streamed=160)),
         # KC: 6 of 12 ways of 4 KiB -> 768. MC: 16 ways of 128 KiB less one for the
         # 96 KiB micro-panel and one for C -> 14 x 128 KiB / 3 KiB = 597, in rows of 8 ->
         # 592. B's block: 8 of the 16 ways -> 1 MiB (NC = 320 columns at KC = 768).
-        (INTEL_LIKE, Blocking(mc=592, kc=768, b_block_bytes=1 << 20)),
+        # K blocks past one: floor(11 / (1 + 8/32)) = 8 ways -> 32 KiB / 128 bytes = 256.
+        (INTEL_LIKE, Blocking(mc=592, kc=768, b_block_bytes=1 << 20, kc_streamed=256)),
     ],
     ids=["amd-like", "intel-like"],
 )
@@ -64,14 +67,22 @@ def test_wider_elements_take_shorter_blocks():
 @pytest.mark.parametrize(
     ("cpu", "op", "blocks"),
     [
-        # The packed micro-kernel's 4 x 64 tile: A's 4-row micro-panel takes a KC of 1024
-        # (32 KiB L1) or 1536 (48 KiB) in half of L1, 1024 of 2048 as a whole block; B's
-        # 1024-row block in half of L2 spans 128 (1 MiB L2) or 256 (2 MiB) columns.
-        (AMD_LIKE, matmul(2048, 2048, 2048), (128, 128, 1024, 1)),
-        (INTEL_LIKE, matmul(2048, 2048, 2048), (256, 256, 1024, 1)),
-        # K = 11008 has no whole block over a quarter of 1024 but 688; under 1536, 1376.
-        (AMD_LIKE, matmul(256, 4096, 11008), (128, 128, 688, 1)),
-        (INTEL_LIKE, matmul(256, 4096, 11008), (256, 128, 1376, 1)),
+        # The packed micro-kernel's 4 x 64 tile: A's 4-row micro-panel would take K in one
+        # block up to 1024 (32 KiB L1) or 1536 (48 KiB) in half of L1. K = 2048 passes
+        # that, so its blocks keep the panel in L1 while B's 64-column micro-panels stream
+        # through floor(7 / (1 + 4/64)) = 6 of 8 ways (96 rows) or floor(11 / (1 + 4/64)) =
+        # 10 of 12 (160 rows): whole blocks of 64 or 128. B's block in half of L2 then
+        # spans 512 KiB / 256 bytes or 1 MiB / 512 bytes = 2048 columns.
+        (AMD_LIKE, matmul(2048, 2048, 2048), (128, 2048, 64, 1)),
+        (INTEL_LIKE, matmul(2048, 2048, 2048), (256, 2048, 128, 1)),
+        # K = 11008 = 2^8 x 43: whole blocks of 64 and 128 too.
+        (AMD_LIKE, matmul(256, 4096, 11008), (128, 2048, 64, 1)),
+        (INTEL_LIKE, matmul(256, 4096, 11008), (256, 2048, 128, 1)),
+        # N = 11008 has no whole block within 2048 over a quarter of it, but 256: with K
+        # in short blocks already, B's block narrows rather than K's.
+        (INTEL_LIKE, matmul(256, 11008, 4096), (256, 256, 128, 1)),
+        # K = 1024 fits one block: C is stored once, not read back per K block.
+        (INTEL_LIKE, matmul(1024, 1024, 1024), (256, 256, 1024, 1)),
         # 999 columns leave a 39-column tail past 64-wide tiles, which LLVM splits into odd
         # pieces: the 8 x 32 tile. 1000 rows in whole blocks of 200; the 992 columns of
         # whole register tiles (the packed nest splits off the other 7) have no whole block
@@ -91,6 +102,8 @@ def test_wider_elements_take_shorter_blocks():
         "intel-2048",
         "amd-llama",
         "intel-llama",
+        "intel-llama-wide",
+        "intel-1024",
         "amd-odd",
         "intel-odd",
         "amd-irregular",
@@ -128,11 +141,14 @@ ZEN3_LIKE = HostCPU(
     [
         # Neither 4 x 32 nor 8 x 16 fits beside a row of B: of the tiles that fill the 16
         # registers, 6 x 16 (12 accumulators) divides no power of two, 4 x 16 and 2 x 32
-        # (8 each) do, and 4 rows stream fewer of B's vectors per FMA. KC: A's 4-row panel
-        # in half of L1 allows 1024, but B's block in half of L2 (256 KiB) must span 128
-        # columns -> 512.
-        (matmul(2048, 2048, 2048), (4, 16), (128, 128, 512, 1)),
-        (matmul(1536, 2048, 2048), (6, 16), (192, 128, 512, 1)),
+        # (8 each) do, and 4 rows stream fewer of B's vectors per FMA. K in one block: A's
+        # 4-row panel in half of L1 allows 1024, but B's block in half of L2 (256 KiB) must
+        # span 128 columns -> 512. K = 2048 passes that: blocks that keep A's panel in L1
+        # while B's 16-column micro-panels stream through floor(7 / (1 + 4/16)) = 5 ways
+        # (320 rows) -> 256, and B's block spans 256 KiB / 1 KiB = 256 columns. The 6-row
+        # tile: floor(7 / (1 + 6/16)) = 5 ways too.
+        (matmul(2048, 2048, 2048), (4, 16), (128, 256, 256, 1)),
+        (matmul(1536, 2048, 2048), (6, 16), (192, 256, 256, 1)),
     ],
     ids=["2048", "rows-of-6"],
 )

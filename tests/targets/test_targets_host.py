@@ -246,11 +246,13 @@ def test_small_outputs_are_one_cache_tile():
 
 
 def test_operands_past_l2_are_packed_in_blocks_that_divide_the_shape():
-    # Llama-2-7B's 11008 columns, in blocks whose C panel stays in L2; K=11008 in the
-    # largest whole block of 8 rows within the model's 1024 (4 x 64 register tiles).
+    # Llama-2-7B's shapes: K past one block (1024 for 4 x 64 register tiles), in whole
+    # blocks of 64 rows that keep A's micro-panel in L1 while B's micro-panels stream.
+    # B's block may then span 2048 columns; 11008 has no whole block near that but 256
+    # (under a quarter of it), which is taken rather than a shorter K block.
     chosen = select(host(), "contraction", matmul_op(256, 11008, 4096))
-    assert chosen["PACK"] == 1 and (chosen["NC"], chosen["KC"]) == (128, 1024)
-    assert select(host(), "contraction", matmul_op(256, 4096, 11008))["KC"] == 688
+    assert chosen["PACK"] == 1 and (chosen["NC"], chosen["KC"]) == (256, 64)
+    assert select(host(), "contraction", matmul_op(256, 4096, 11008))["KC"] == 64
     # A prime N: the packed nest takes the columns of its whole register tiles (one block
     # of 992) and splits off the other 5.
     chosen = select(host(), "contraction", matmul_op(1000, 997, 1001))

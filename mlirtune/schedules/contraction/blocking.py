@@ -7,8 +7,16 @@ it. In the packed nest (packed.py) the register tiles of a block run M by MR out
 inner: BLIS's loops with A and B in each other's roles, since here B's rows are the
 vectors and A's elements the broadcasts. So:
 - L1 keeps A's micro-panel (MR x KC), whose elements the micro-kernel broadcasts, reused
-  by every NR tile of a row, in half of its ways. Low et al. keep the broadcast operand's
-  micro-panel there too.
+  by every NR tile of a row. Low et al. keep the broadcast operand's micro-panel there too.
+  K in one block takes up to half of L1's ways for it: C is then neither read back nor
+  filled by a pass of its own. Past one block, K blocks are short enough for the panel to
+  survive its reuse while a B micro-panel (KC x NR) streams through L1 between two uses:
+  Low et al.'s split of L1's ways but one in proportion to the two panels' sizes, the
+  streamed one taking floor((W - 1) / (1 + MR/NR)) ways (4 x 64 f32 tile, 48 KiB 12-way
+  L1: KC <= 160). Measured on an Intel Xeon (f32, 4 x 64, ratios to OpenBLAS in one
+  rotating run): 2048^3 KC=1024 NC=256 0.90x, KC=128 NC=2048 1.00x; 4096^3 0.88x ->
+  0.94x (KC=256 NC=1024); 256x4096x11008 0.89x -> 1.06x; but 1024^3 with K in one block
+  1.03x, in blocks of 128 0.99x.
 - L2 keeps B's packed block (KC x NC), whose micro-panels every row of register tiles
   streams as vectors, in half of its ways: the A panels, the C tiles and the hardware
   prefetchers' lines share the rest. Measured on an Intel Xeon (2 MiB L2), 2048^3 f32 with
@@ -68,11 +76,13 @@ MIN_PANEL_COLUMNS = 128
 @dataclass(frozen=True)
 class Blocking:
     """Largest MC and KC the caches hold (bounds, not yet fitted to a shape), and the bytes
-    of B's packed block, which bound NC for a fitted KC and KC for a fitted NC."""
+    of B's packed block, which bound NC for a fitted KC and KC for a fitted NC. `kc` bounds
+    K in one block, `kc_streamed` the K blocks of a K past `kc`."""
 
     mc: int
     kc: int
     b_block_bytes: int
+    kc_streamed: int
 
 
 def blis_blocking(features: CpuFeatures, mr: int, nr: int, element_bytes: int) -> Blocking:
@@ -88,7 +98,10 @@ def blis_blocking(features: CpuFeatures, mr: int, nr: int, element_bytes: int) -
     b_panel_ways = l2.ways_for(kc * nr * element_bytes)
     a_block_ways = max(1, l2.ways - 1 - b_panel_ways)
     mc = max(mr, a_block_ways * l2.way_bytes // (kc * element_bytes) // mr * mr)
-    return Blocking(mc=mc, kc=kc, b_block_bytes=b_block_bytes)
+    # K blocks past one: A's micro-panel lives through a streamed B micro-panel.
+    streamed_ways = max(1, (l1.ways - 1) * nr // (nr + mr))
+    kc_streamed = max(1, min(kc, streamed_ways * l1.way_bytes // (nr * element_bytes)))
+    return Blocking(mc=mc, kc=kc, b_block_bytes=b_block_bytes, kc_streamed=kc_streamed)
 
 
 def b_block_ways(l2: CacheLevel) -> int:
@@ -96,20 +109,23 @@ def b_block_ways(l2: CacheLevel) -> int:
     return max(1, l2.ways // 2)
 
 
-def whole_block(size: int, bound: int, step: int, parts: int = 1) -> int | None:
+def whole_block(
+    size: int, bound: int, step: int, parts: int = 1, least: int | None = None
+) -> int | None:
     """The largest block of a loop of `size` within `bound` that divides it, is a multiple
     of `step` and gives a block count that `parts` divides (the threads' even shares), so
-    the packed buffers are static; None when the best such block is under a quarter of the
-    bound (a finer block would re-pack too often). A whole block of a third of the bound
-    beats padded ones (1000x1024x1001 f32 on a 48 KiB / 2 MiB Intel core, MC=200 against a
-    bound of 592: 1.02x OpenBLAS, padded blocks 0.3x)."""
+    the packed buffers are static; None when the best such block is under `least` (by
+    default a quarter of the bound: a finer block would re-pack too often). A whole block
+    of a third of the bound beats padded ones (1000x1024x1001 f32 on a 48 KiB / 2 MiB Intel
+    core, MC=200 against a bound of 592: 1.02x OpenBLAS, padded blocks 0.3x)."""
     if size <= bound and parts == 1:
         return size if size % step == 0 else None
     top = min(bound, size) - min(bound, size) % step
     block = next(
         (d for d in range(top, 0, -step) if size % d == 0 and (size // d) % parts == 0), None
     )
-    return block if block is not None and 4 * block >= min(bound, size) else None
+    least = min(bound, size) / 4 if least is None else least
+    return block if block is not None and block >= least else None
 
 
 def padded_block(size: int, bound: int, step: int) -> int:
