@@ -91,6 +91,17 @@ def test_amx_int8_hosts_take_tiles_for_int8_in_k_quads(granted, m, n, k, kc):
     assert CONTRACTION.select(op, HostCPU(dataclasses.replace(BASE, flags=AMX)))["UNIT"] == 1
 
 
+@pytest.mark.parametrize(("k", "nc"), [(1024, 256), (2048, 128)])
+def test_bs_vnni_block_keeps_to_half_of_l2(granted, k, nc):
+    """KC x NC bf16 within half of the 1 MiB L2's ways, at most 256 columns: a long K
+    takes narrower column blocks (K = 4096 on a 2 MiB L2 ran 1.5x faster at NC = 128)."""
+    op, target = matmul_op(128, 4096, k), HostCPU(AMX_HOST)
+    config = CONTRACTION.select(op, target)
+    assert (config["UNIT"], config["KC"], config["NC"]) == (UNIT_AMX, k, nc)
+    too_wide = {**config, "NC": 2 * nc, "KU": 1, "ORDER": 1}
+    assert "amx_b_block_in_l2" in CONTRACTION.violations(op, target, too_wide)
+
+
 def test_a_linear_layers_weight_takes_tiles_and_a_stored_k_by_m_does_not(granted):
     target = HostCPU(AMX_HOST)
     weight = dataclasses.replace(matmul_op(256, 1024, 512), attributes={"transpose_b": 1})

@@ -12,6 +12,9 @@ on a 2-core Intel Xeon with AMX (48 KiB L1d, 2 MiB L2), 2048^3 bf16, GFLOP/s:
   MC 256 940, 512 890; 128x4096x4096: MC 32 410, 64 380, 128 330).
 - B's VNNI rows at most 1 KiB apart (NC <= 256 pairs of columns): a tile load reads 16 of
   them, which at 2 KiB fall into two L1 sets (NC 512: 550 against 890 at 256, MC 128).
+- B's VNNI block (KC x NC) in half of L2's ways, as the packed path's B block
+  (blocking.py): at K = 4096 that is NC = 128, where 256 spilled the block out of L2
+  (128x4096x4096: 9.2 -> 5.9 ms; a Linear layer's 512x4096x4096: 45.6 -> 26.6 ms).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import z3
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, KnobVariables
-from mlirtune.schedules.contraction.blocking import whole_block
+from mlirtune.schedules.contraction.blocking import CacheLevel, b_block_ways, whole_block
 from mlirtune.schedules.contraction.dot import (
     AMX_GROUPS,
     AMX_REGISTER_TILES,
@@ -79,17 +82,31 @@ def amx_blocks(op: OpInfo, cpu: HostCPU) -> Config | None:
     if kc is None:
         return None
     mc = whole_block(m, max(mr, l2 // 8 // (kc * size)), mr)
-    nc = whole_block(n, max(nr, AMX_B_COLUMNS), nr, cpu.threads)
+    nc_bound = min(AMX_B_COLUMNS, b_block_bytes(cpu) // (kc * size))
+    nc = whole_block(n, max(nr, nc_bound), nr, cpu.threads)
     if mc is None or nc is None:
         return None
     return {"MC": mc, "NC": nc, "KC": kc, "MR": mr, "NR": nr, "PACK": PACK_NONE, "UNIT": UNIT_AMX}
 
 
+def b_block_bytes(cpu: HostCPU) -> int:
+    """Bytes of B's VNNI block (KC x NC): half of L2's ways (blocking.b_block_ways)."""
+    l2 = CacheLevel.levels(cpu.features)[1]
+    return b_block_ways(l2) * l2.way_bytes
+
+
 def amx_constraints(op: OpInfo, cpu: HostCPU, knobs: KnobVariables) -> list[Constraint]:
-    """The AMX path's conditions on the target and the register tile (dot.dot_unusable)."""
-    mr, nr, kc, unit = (knobs[name] for name in ("MR", "NR", "KC", "UNIT"))
-    step = amx_k_step(op)
+    """The AMX path's conditions on the target, the register tile (dot.dot_unusable) and
+    B's block (the module docstring)."""
+    mr, nr, kc, nc, unit = (knobs[name] for name in ("MR", "NR", "KC", "NC", "UNIT"))
+    step, size = amx_k_step(op), element_bytes(op.element_type)
     return [
+        Constraint(
+            "amx_b_block_in_l2",
+            f"UNIT != {UNIT_AMX} or KC*NC*{size} <= {b_block_bytes(cpu)}: B's VNNI block, "
+            "which every row of register tiles streams, keeps to half of L2's ways",
+            z3.Or(unit != UNIT_AMX, kc * nc * size <= b_block_bytes(cpu)),
+        ),
         Constraint(
             "amx_needs_amx_tiles",
             f"UNIT != {UNIT_AMX} or a bf16 (int8) matmul on a host with AMX-BF16 (AMX-INT8) "
