@@ -47,8 +47,9 @@ def flatten_narrow_transfers(module: ir.Module) -> None:
 
 def _flattenable_rank(view: ir.OpView, vector_type: ir.VectorType) -> int:
     """How many trailing buffer dims the transfer covers contiguously (0: leave it). The
-    vector's leading unit dims may stay outside them (a [1, 32, 2] row of pairs in a
-    [K/2, NC, 2] buffer covers 64 contiguous elements)."""
+    vector's leading dims may stay outside them: a [1, 32, 2] row of pairs in a
+    [K/2, NC, 2] buffer covers 64 contiguous elements, a [16, 16, 2] square of them 16 rows
+    of 32."""
     shape = vector_type.shape
     rank = len(shape)
     if rank < 2 or view.mask is not None or not isinstance(view.base.type, ir.MemRefType):
@@ -68,8 +69,6 @@ def _flattenable_rank(view: ir.OpView, vector_type: ir.VectorType) -> int:
     while rank >= 2:
         if _contiguous(view, buffer, shape[len(shape) - rank :]):
             return rank
-        if shape[len(shape) - rank] != 1:
-            return 0
         rank -= 1
     return 0
 
@@ -91,11 +90,18 @@ def _contiguous(view: ir.OpView, buffer: ir.MemRefType, shape: list[int]) -> boo
 
 
 def _flatten(view: ir.OpView, vector_type: ir.VectorType, rank: int) -> None:
+    """Rewrite the transfer on the buffer with its `rank` trailing dims collapsed: one row
+    per index of the vector's leading dims (one vector where they are all unit)."""
     buffer = ir.MemRefType(view.base.type)
     outer = buffer.rank - rank
     reassociation = [[dim] for dim in range(outer)] + [list(range(outer, buffer.rank))]
     inner = math.prod(buffer.shape[outer + 1 :])
-    flat_type = ir.VectorType.get([math.prod(vector_type.shape)], vector_type.element_type)
+    leading = vector_type.shape[: vector_type.rank - rank]
+    rows = [] if all(extent == 1 for extent in leading) else leading
+    row = math.prod(vector_type.shape[vector_type.rank - rank :])
+    flat_type = ir.VectorType.get(
+        [*rows, row * (1 if rows else math.prod(leading))], vector_type.element_type
+    )
     with ir.InsertionPoint(view), view.location:
         strides, offset = buffer.get_strides_and_offset()
         collapsed_shape = [*buffer.shape[:outer], math.prod(buffer.shape[outer:])]
@@ -112,8 +118,9 @@ def _flatten(view: ir.OpView, vector_type: ir.VectorType, rank: int) -> None:
             list(view.indices)[outer], arith.ConstantOp(index_type, inner).result
         ).result
         indices = [*list(view.indices)[:outer], row]
-        identity = ir.AffineMapAttr.get(ir.AffineMap.get_minor_identity(len(collapsed_shape), 1))
-        in_bounds = ir.ArrayAttr.get([ir.BoolAttr.get(True)])
+        dims = len(flat_type.shape)
+        identity = ir.AffineMapAttr.get(ir.AffineMap.get_minor_identity(len(collapsed_shape), dims))
+        in_bounds = ir.ArrayAttr.get([ir.BoolAttr.get(True)] * dims)
         if view.operation.name == "vector.transfer_read":
             flat = vector.TransferReadOp(
                 flat_type, collapsed, indices, identity, view.padding, in_bounds
@@ -121,6 +128,20 @@ def _flatten(view: ir.OpView, vector_type: ir.VectorType, rank: int) -> None:
             reshaped = vector.ShapeCastOp(vector_type, flat).result
             view.result.replace_all_uses_with(reshaped)
         else:
-            flat = vector.ShapeCastOp(flat_type, view.valueToStore).result
+            flat = shape_cast_folded(view.valueToStore, flat_type)
             vector.TransferWriteOp(None, flat, collapsed, indices, identity, in_bounds)
     view.operation.erase()
+
+
+def shape_cast_folded(value: ir.Value, flat_type: ir.VectorType) -> ir.Value:
+    """`value` shape-cast to `flat_type`, or the value it was shape-cast from where that
+    has the type already: n-D shape casts lower element by element, and a pair of them
+    would not fold before then."""
+    owner = value.owner
+    if (
+        isinstance(owner, ir.OpView)
+        and owner.operation.name == "vector.shape_cast"
+        and owner.operation.operands[0].type == flat_type
+    ):
+        return owner.operation.operands[0]
+    return vector.ShapeCastOp(flat_type, value).result

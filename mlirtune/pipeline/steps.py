@@ -29,6 +29,7 @@ from mlirtune.ir.prefetch_ahead import prefetch_panel_ahead
 from mlirtune.ir.prefetch_panel import prefetch_next_panel
 from mlirtune.ir.stages import pipeline_shared_copies
 from mlirtune.ir.warp_mma import lower_warp_mma
+from mlirtune.ir.word_transposes import transpose_groups_as_words
 from mlirtune.ir.workgroup import share_workgroup_tiles
 from mlirtune.schedules.contraction.widen import widen_narrow_operands
 
@@ -53,6 +54,7 @@ STEPS: dict[str, Step] = {
     "pair-products": pair_products,
     "hoist-amx-accumulators": hoist_amx_accumulators,
     "shuffle-bf16-as-i16": shuffle_bf16_as_i16,
+    "transpose-groups-as-words": transpose_groups_as_words,
     "widen-narrow-operands": widen_narrow_operands,
 }
 

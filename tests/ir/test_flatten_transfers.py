@@ -6,6 +6,7 @@ from __future__ import annotations
 from mlir import ir
 
 from mlirtune.ir.flatten_transfers import flatten_narrow_transfers
+from mlirtune.ir.inspect import ops_named
 
 PAIRS = """
 func.func @pairs(%panel: memref<8x16x2xbf16>, %out: memref<8x16x2xbf16>, %k: index) {
@@ -67,7 +68,8 @@ def test_wide_partial_or_strided_rows_are_left_alone():
 
 
 # A row of 32 pairs in a block 64 pairs wide: the leading unit dim (one K pair) stays an
-# outer index; the [32, 2] below it is 64 contiguous elements. With two K pairs it is not.
+# outer index; the [32, 2] below it is 64 contiguous elements, one vector. Two K pairs are
+# two such rows: a [2, 64] transfer, one row vector each.
 ONE_PAIR_ROW = """
 func.func @one_pair_row(%block: memref<8x64x2xbf16>, %v: vector<1x32x2xbf16>,
                         %w: vector<2x32x2xbf16>, %k: index, %n: index) {
@@ -81,9 +83,12 @@ func.func @one_pair_row(%block: memref<8x64x2xbf16>, %v: vector<1x32x2xbf16>,
 """
 
 
-def test_a_leading_unit_dim_stays_outside_the_flattened_row():
+def test_leading_dims_stay_outside_the_flattened_rows():
     with ir.Context(), ir.Location.unknown():
         module = ir.Module.parse(ONE_PAIR_ROW)
         flatten_narrow_transfers(module)
         assert module.operation.verify()
-        assert transfer_types(module) == ["vector<64xbf16>", "vector<2x32x2xbf16>"]
+        assert transfer_types(module) == ["vector<64xbf16>", "vector<2x64xbf16>"]
+        # Each value is cast to the rows it is written as.
+        casts = ops_named(module.operation, "vector.shape_cast")
+        assert [str(op.result.type) for op in casts] == ["vector<64xbf16>", "vector<2x64xbf16>"]

@@ -14,7 +14,7 @@ from mlir import ir
 from mlirtune.api import engine_for
 from mlirtune.engine import mlir_jit
 from mlirtune.interfaces.errors import MlirtuneError
-from mlirtune.ir.inspect import intrinsics_called, ops_named
+from mlirtune.ir.inspect import intrinsics_called, op_counts, ops_named
 from mlirtune.runtime.tile_state import amx_refusal
 from mlirtune.schedules.contraction.amx_host import AMX_B_COLUMNS
 from mlirtune.schedules.contraction.knob_values import UNIT_AMX, UNIT_DOT, UNIT_FMA
@@ -205,6 +205,18 @@ def test_tiles_over_all_of_k_store_no_zero_fill_on_any_host(kc, filled):
     stored = [store.operands[0].owner for store in ops_named(module.operation, "llvm.store")]
     zeros = [op for op in stored if isinstance(op, ir.OpView) and op.name == "llvm.mlir.constant"]
     assert bool(zeros) == filled
+
+
+@pytest.mark.jit
+@pytest.mark.parametrize("dtype", ["bf16", "i8"])
+def test_a_linear_weight_is_packed_by_word_shuffles_on_any_host(dtype):
+    """B stored [N, K]: its groups are words of its rows, transposed 16 x 16 words at a
+    time by shuffles of whole registers, not moved element by element."""
+    engine = engine_for(HostCPU(AMX_HOST), use_specs=False)
+    workload = Matmul(M=64, N=64, K=128, dtype=dtype, transpose="b")
+    blocks = {**AMX_BLOCKS, "MC": 64, "NC": 64, "KC": 128, "MR": 32, "NR": 32}
+    counts = op_counts(engine.lower_payload(workload, blocks))
+    assert counts["llvm.shufflevector"] > 0 and counts["llvm.extractelement"] == 0
 
 
 @pytest.mark.jit

@@ -173,8 +173,13 @@ def dot_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         # element, in [8, 16, 2] blocks, the copy took 40% of the int8 kernel's time (AVX2
         # Zen 3: 512^3 55 -> 95 GOP/s, 2048^3 88 -> 98, 128x4096x4096 26 -> 78) and a third
         # of the AMX path's (Xeon with AMX, 512^3 bf16: 580 -> 800 GFLOP/s).
-        b_pack, _ = s.tile(b_pack, [1, nr], step="tile_b_pack")
         amx = p.get("UNIT") == UNIT_AMX
+        # B stored [N, K] on AMX tiles: each group is a 32-bit word of a row of B, so the
+        # pack is a transpose of words, 16 x 16 at a time (ir/word_transposes.py); one
+        # pair of K rows at a time, it read 2 bf16 from each of NR rows.
+        word_squares = amx and bool(op.attributes.get("transpose_b"))
+        pack_tile = [AMX_GROUPS, AMX_TILE] if word_squares else [1, nr]
+        b_pack, _ = s.tile(b_pack, pack_tile, step="tile_b_pack")
         # AMX tiles over all of K at once start from zero in tile registers
         # (ir/amx_accumulators.py): the fill goes into their register tiles, where that step
         # drops it, rather than filling C's column block in a pass of its own (16 MiB of
@@ -223,7 +228,7 @@ def dot_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         s.shrink_temporaries(function)  # a [K/2, NC, 2] buffer per block, not a slice of B's
         s.canonicalize_loops(function, step="fold_slices")
         with s.at("vectorize_b_pack"):
-            structured.VectorizeOp(b_pack, vector_sizes=[1, nr, group])
+            structured.VectorizeOp(b_pack, vector_sizes=[*pack_tile, group])
         if not bf16 and not amx:
             vectorize_widening(s)  # the int16 copies of the int8 operands (widen.py)
         s.vectorize_linalg(function)
@@ -250,8 +255,14 @@ def dot_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         s.apply_patterns(
             function,
             "lower_pack_transposes",
-            lambda: tvector.apply_patterns_vector_lower_transpose(
-                lowering_strategy=tvector.VectorTransposeLowering.Shuffle1D
+            *(
+                []
+                if word_squares
+                else [
+                    lambda: tvector.apply_patterns_vector_lower_transpose(
+                        lowering_strategy=tvector.VectorTransposeLowering.Shuffle1D
+                    )
+                ]
             ),
             *([tvector.apply_patterns_vector_lower_broadcast] if bf16 else []),
         )
