@@ -2,13 +2,17 @@
 one run, then the geometric mean of the ratios.
 
     python benchmarks/gemm_shapes.py [--rounds 3] [--max-time 1.0] [--group square ...]
-        [--no-specs] [--pipeline NAME]
+        [--no-specs] [--pipeline NAME] [--tune BUDGET [--strategy model] [--db PATH]]
 
 The shape set is the one the project's speed targets name: square, Llama-2-7B and BERT-large
 projections, tall and odd shapes, batch matmuls, an MLP layer and matrix-vector products.
 For mlp the numpy side runs three separate ops (matmul, add bias, ReLU). Matrix-vector
 products are memory-bound: their rows also give our GB/s and its share of the host's
 measured streaming read bandwidth (`mlirtune.peak.measured_bandwidth_gbs`).
+
+With --tune, each shape is first tuned (`mlirtune tune`, at most BUDGET candidates; the
+records go to the tuning database, so a second run resumes) and the tuned config is the
+one compared.
 """
 
 from __future__ import annotations
@@ -16,11 +20,13 @@ from __future__ import annotations
 import argparse
 import math
 
-from compare import HEADER, compare
+from compare import HEADER, compare, tuned_parameters
 
 from mlirtune.engine import MlirJitEngine
 from mlirtune.interfaces.workload import Workload
 from mlirtune.peak import measured_bandwidth_gbs
+from mlirtune.tune.db import default_db_path
+from mlirtune.tune.tuner import TuneOptions
 from mlirtune.workloads import BatchMatmul, Matmul, Mlp
 
 MEMORY_BOUND = {"matvec"}  # groups whose rows give GB/s against the measured bandwidth
@@ -66,6 +72,9 @@ def main() -> None:
     )
     parser.add_argument("--no-specs", action="store_true", help="the selector alone")
     parser.add_argument("--pipeline", help="a pipeline descriptor for every shape")
+    parser.add_argument("--tune", type=int, metavar="BUDGET", help="tune each shape first")
+    parser.add_argument("--strategy", default="model", help="search strategy for --tune")
+    parser.add_argument("--db", default=str(default_db_path()), help="tuning database")
     args = parser.parse_args()
 
     engine = MlirJitEngine(pipeline=args.pipeline, use_specs=not args.no_specs)
@@ -77,7 +86,11 @@ def main() -> None:
     ratios = []
     for group in groups:
         for label, workload in GROUPS[group]:
-            result = compare(engine, workload, label, args.rounds, args.max_time)
+            tuned = None
+            if args.tune:
+                options = TuneOptions(budget=args.tune, strategy=args.strategy)
+                tuned = tuned_parameters(workload, engine.target, options, args.db, label)
+            result = compare(engine, workload, label, args.rounds, args.max_time, tuned)
             engine.clear_cache()  # one shape's JIT'd code at a time
             ratios.append(result.ratio)
             row = result.row()

@@ -11,15 +11,13 @@ are timed in alternating rounds. For mlp, numpy runs matmul, bias add and ReLU a
 from __future__ import annotations
 
 import argparse
-import sys
 
-from compare import HEADER, compare
+from compare import HEADER, compare, tuned_parameters
 
 from mlirtune.engine import MlirJitEngine
 from mlirtune.targets.host_cpu import HostCPU
-from mlirtune.tune.db import TuningDB, default_db_path
-from mlirtune.tune.problem import generate
-from mlirtune.tune.tuner import TuneOptions, tune
+from mlirtune.tune.db import default_db_path
+from mlirtune.tune.tuner import TuneOptions
 from mlirtune.workloads import Matmul, Mlp
 
 CASES = [
@@ -44,13 +42,9 @@ def main() -> None:
     target = HostCPU()
     engine = MlirJitEngine(target=target)
     rows = []
+    options = TuneOptions(budget=args.budget, strategy=args.strategy, seed=args.seed)
     for label, workload in CASES:
-        problem = generate(workload, target)
-        print(f"tuning {label}: {problem.space.count()} configs ...", file=sys.stderr)
-        with TuningDB(args.db) as db:
-            options = TuneOptions(budget=args.budget, strategy=args.strategy, seed=args.seed)
-            report = tune(problem, options, db)
-        tuned = problem.slot_values(report.best)
+        tuned = tuned_parameters(workload, target, options, args.db, label)
         rows.append(
             (
                 compare(engine, workload, f"{label} tuned", args.rounds, args.max_time, tuned),

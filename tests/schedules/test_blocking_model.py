@@ -67,22 +67,23 @@ def test_wider_elements_take_shorter_blocks():
 @pytest.mark.parametrize(
     ("cpu", "op", "blocks"),
     [
-        # The packed micro-kernel's 4 x 64 tile: A's 4-row micro-panel would take K in one
-        # block up to 1024 (32 KiB L1) or 1536 (48 KiB) in half of L1. K = 2048 passes
-        # that, so its blocks keep the panel in L1 while B's 64-column micro-panels stream
-        # through floor(7 / (1 + 4/64)) = 6 of 8 ways (96 rows) or floor(11 / (1 + 4/64)) =
-        # 10 of 12 (160 rows): whole blocks of 64 or 128. B's block in half of L2 then
-        # spans 512 KiB / 256 bytes or 1 MiB / 512 bytes = 2048 columns.
-        (AMD_LIKE, matmul(2048, 2048, 2048), (128, 2048, 64, 1)),
-        (INTEL_LIKE, matmul(2048, 2048, 2048), (256, 2048, 128, 1)),
-        # K = 11008 = 2^8 x 43: whole blocks of 64 and 128 too.
-        (AMD_LIKE, matmul(256, 4096, 11008), (128, 2048, 64, 1)),
+        # The packed micro-kernel's 4 x 64 tile: B's rows are 4 cache lines, prefetched
+        # ahead, so K passes in streamed blocks: those that keep A's 4-row panel in L1
+        # while B's 64-column micro-panels stream through floor(7 / (1 + 4/64)) = 6 of 8
+        # ways (96 rows) or floor(11 / (1 + 4/64)) = 10 of 12 (160 rows), twice that with
+        # the prefetches: whole blocks of 128 or 256. B's block in half of L2 then spans
+        # 512 KiB / 512 bytes or 1 MiB / 1 KiB = 1024 columns.
+        (AMD_LIKE, matmul(2048, 2048, 2048), (128, 1024, 128, 1)),
+        (INTEL_LIKE, matmul(2048, 2048, 2048), (256, 1024, 256, 1)),
+        # K = 11008 = 2^8 x 43: the KC knob's block in 256's octave is 344, past the
+        # bound, so 128 on both.
+        (AMD_LIKE, matmul(256, 4096, 11008), (128, 1024, 128, 1)),
         (INTEL_LIKE, matmul(256, 4096, 11008), (256, 2048, 128, 1)),
-        # N = 11008 has no whole block within 2048 over a quarter of it, but 256: with K
+        # N = 11008 has no whole block within 1024 over a quarter of it, but 256: with K
         # in short blocks already, B's block narrows rather than K's.
-        (INTEL_LIKE, matmul(256, 11008, 4096), (256, 256, 128, 1)),
-        # K = 1024 fits one block: C is stored once, not read back per K block.
-        (INTEL_LIKE, matmul(1024, 1024, 1024), (256, 256, 1024, 1)),
+        (INTEL_LIKE, matmul(256, 11008, 4096), (256, 256, 256, 1)),
+        # K = 1024 passes twice the streamed bound too.
+        (INTEL_LIKE, matmul(1024, 1024, 1024), (256, 1024, 256, 1)),
         # 999 columns leave a 39-column tail past 64-wide tiles, which LLVM splits into odd
         # pieces: the 8 x 32 tile. 1000 rows in whole blocks of 200; the 992 columns of
         # whole register tiles (the packed nest splits off the other 7) have no whole block

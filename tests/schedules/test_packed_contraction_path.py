@@ -237,23 +237,25 @@ def test_the_selector_packs_operands_past_l2_and_they_verify(engine):
         (512, "f32", 16, 0),  # A's f32 rows half a 4 KiB page apart
         (1024, "f32", 16, 2),  # a page apart, B's panel rows one 64-byte line: both
         (2048, "f32", 16, 2),
-        (1024, "f32", 64, 0),  # panel rows of four lines (AVX-512): A's panel past a page
-        (2048, "f32", 64, 1),
+        (512, "f32", 64, 2),  # panel rows of four lines (AVX-512): B's rows at any K
+        (2048, "f32", 64, 2),
         (2048, "bf16", 16, 0),  # 4 KiB rows of bf16
         (4096, "bf16", 16, 1),
     ],
 )
-def test_the_selector_prefetches_a_past_a_page_and_b_rows_of_one_line(k, dtype, nr, prefetch):
+def test_the_selector_prefetches_a_past_a_page_and_b_rows_ahead(k, dtype, nr, prefetch):
     op = OpInfo("matmul", {"M": 96, "N": 2048, "K": k}, (dtype, dtype, "f32"))
     assert prefetch_level(op, nr) == prefetch
 
 
 @pytest.mark.parametrize(("k", "prefetch"), [(1024, 0), (2048, 1)])
-def test_under_an_epilogue_b_rows_are_not_prefetched_ahead(engine, k, prefetch):
+def test_under_an_epilogue_one_line_b_rows_are_not_prefetched_ahead(engine, k, prefetch):
     dims = {"M": 96, "N": 2048, "K": k}
     op = OpInfo("matmul", dims, ("f32",) * 3, attributes={"epilogue": 1})
     assert prefetch_level(op, 16) == prefetch
-    assert engine.plan(Mlp(**dims)).values["PREFETCH"] == prefetch  # on any host
+    assert prefetch_level(op, 64) == 2  # rows of four lines: ahead, epilogue or not
+    plan = engine.plan(Mlp(**dims))  # on any host: its register tile's rows decide
+    assert plan.values["PREFETCH"] == prefetch_level(op, plan.values["NR"])
 
 
 def test_the_selectors_prefetches_verify(engine):

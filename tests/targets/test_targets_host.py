@@ -202,8 +202,9 @@ def test_register_tile_follows_the_isa():
     chosen = select(host(), "contraction", op)
     # 32 KiB L1 / 1 MiB L2: B passes L2, so it is packed (Goto/BLIS): a micro-kernel of
     # four rows of four vectors, blocks from the cache model
-    # (tests/schedules/test_blocking_model.py), B's 512 x 256 block in half of L2.
-    expected = {"MC": 128, "NC": 256, "KC": 512, "MR": 4, "NR": 64, "PACK": 1}
+    # (tests/schedules/test_blocking_model.py): its 4-line rows of B prefetched ahead, K in
+    # streamed blocks of 128, B's 128 x 512 block within half of L2.
+    expected = {"MC": 128, "NC": 512, "KC": 128, "MR": 4, "NR": 64, "PACK": 1, "PREFETCH": 2}
     assert {key: chosen[key] for key in expected} == expected
     avx2 = select(host(isa="avx2"), "contraction", op)
     assert avx2["NR"] == 16 and avx2["MR"] <= 6
@@ -246,13 +247,12 @@ def test_small_outputs_are_one_cache_tile():
 
 
 def test_operands_past_l2_are_packed_in_blocks_that_divide_the_shape():
-    # Llama-2-7B's shapes: K past one block (1024 for 4 x 64 register tiles), in whole
-    # blocks of 64 rows that keep A's micro-panel in L1 while B's micro-panels stream.
-    # B's block may then span 2048 columns; 11008 has no whole block near that but 256
-    # (under a quarter of it), which is taken rather than a shorter K block.
+    # Llama-2-7B's shapes: K in streamed blocks of 128 rows (4 x 64 register tiles whose
+    # rows of B are prefetched ahead). B's block may then span 1024 columns, of which
+    # 11008 = 43 x 256 takes whole blocks of 256.
     chosen = select(host(), "contraction", matmul_op(256, 11008, 4096))
-    assert chosen["PACK"] == 1 and (chosen["NC"], chosen["KC"]) == (256, 64)
-    assert select(host(), "contraction", matmul_op(256, 4096, 11008))["KC"] == 64
+    assert chosen["PACK"] == 1 and (chosen["NC"], chosen["KC"]) == (256, 128)
+    assert select(host(), "contraction", matmul_op(256, 4096, 11008))["KC"] == 128
     # A prime N: the packed nest takes the columns of its whole register tiles (one block
     # of 992) and splits off the other 5.
     chosen = select(host(), "contraction", matmul_op(1000, 997, 1001))

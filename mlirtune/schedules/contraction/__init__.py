@@ -26,6 +26,7 @@ from mlirtune.schedules.contraction.knob_values import (
     UNIT_FMA,
 )
 from mlirtune.schedules.contraction.packed import packed_schedule
+from mlirtune.schedules.contraction.packed_host import K_CACHE_TILES
 from mlirtune.schedules.contraction.rows import UNIT_ROWS, rows_schedule
 from mlirtune.schedules.contraction.rows_host import rows_k_steps
 from mlirtune.schedules.contraction.transform import contraction_schedule
@@ -52,7 +53,7 @@ def _k_blocks(op: OpInfo, lanes: int) -> list[int]:
     packed nest's first K block takes the remainder), for skinny products a few rows of B,
     and for products of one column the row-dot path's K steps (rows_host.py)."""
     k = op.dims["K"]
-    blocks = [*cache_tiles("K", floor=64, granule=8)(op, lanes), *rows_k_steps(op, lanes)]
+    blocks = [*K_CACHE_TILES(op, lanes), *rows_k_steps(op, lanes)]
     if k % 8:
         blocks += [b for b in (ceil_div(k, t) for t in range(2, EVEN_K_BLOCKS + 1)) if b >= 64]
     if op.dims["M"] <= host.SKINNY_ROWS:

@@ -166,17 +166,19 @@ def dot_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         # close in the TLB and spread over L1's sets, whatever N is.
         b_pack = s.match(s.root, ["linalg.pack"], step="match_b_pack")
         b_pack = s.fuse_into(b_pack, column_loops[0], step="pack_b_per_column_block")
-        # B's pack copies one pair of K rows across the register tile's NR columns at a
-        # time: its transpose interleaves the two rows, one shuffle (as i16 for bf16:
-        # ir/bf16_shuffles.py), which LLVM lowers to unpacks and lane permutes (AVX2: 2
-        # loads, 2 vpunpck, 2 vperm2i128 and 2 stores per pair of rows). Element by
-        # element, in [8, 16, 2] blocks, the copy took 40% of the int8 kernel's time (AVX2
-        # Zen 3: 512^3 55 -> 95 GOP/s, 2048^3 88 -> 98, 128x4096x4096 26 -> 78) and a third
-        # of the AMX path's (Xeon with AMX, 512^3 bf16: 580 -> 800 GFLOP/s).
+        # The pack is tiled before the contraction, whose tile-and-fuse below would take
+        # it into the register tiles. B [K, N]'s pack copies one pair of K rows across the
+        # register tile's NR columns at a time: its transpose interleaves the two rows, one
+        # shuffle (as i16 for bf16: ir/bf16_shuffles.py), which LLVM lowers to unpacks and
+        # lane permutes (AVX2: 2 loads, 2 vpunpck, 2 vperm2i128 and 2 stores per pair of
+        # rows). Element by element, in [8, 16, 2] blocks, the copy took 40% of the int8
+        # kernel's time (AVX2 Zen 3: 512^3 55 -> 95 GOP/s, 2048^3 88 -> 98, 128x4096x4096
+        # 26 -> 78) and a third of the AMX path's (Xeon with AMX, 512^3 bf16: 580 -> 800
+        # GFLOP/s).
         amx = p.get("UNIT") == UNIT_AMX
         # B stored [N, K] on AMX tiles: each group is a 32-bit word of a row of B, so the
-        # pack is a transpose of words, 16 x 16 at a time (ir/word_transposes.py); one
-        # pair of K rows at a time, it read 2 bf16 from each of NR rows.
+        # pack is a transpose of words, 16 x 16 at a time (ir/word_transposes.py); a pair
+        # of K rows at a time, it read 2 bf16 from each of NR rows.
         word_squares = amx and bool(op.attributes.get("transpose_b"))
         pack_tile = [AMX_GROUPS, AMX_TILE] if word_squares else [1, nr]
         b_pack, _ = s.tile(b_pack, pack_tile, step="tile_b_pack")
@@ -252,20 +254,15 @@ def dot_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         # after bufferization (lower_cpu.yaml: flatten-narrow-transfers). The int8 pairs'
         # contractions keep their broadcasts, which the pair-products step matches (lowered
         # with them, the rewrite did not terminate).
-        s.apply_patterns(
-            function,
-            "lower_pack_transposes",
-            *(
-                []
-                if word_squares
-                else [
-                    lambda: tvector.apply_patterns_vector_lower_transpose(
-                        lowering_strategy=tvector.VectorTransposeLowering.Shuffle1D
-                    )
-                ]
-            ),
-            *([tvector.apply_patterns_vector_lower_broadcast] if bf16 else []),
-        )
+        lowerings = [tvector.apply_patterns_vector_lower_broadcast] if bf16 else []
+        if not word_squares:  # those go as words, after bufferization
+            lowerings.append(
+                lambda: tvector.apply_patterns_vector_lower_transpose(
+                    lowering_strategy=tvector.VectorTransposeLowering.Shuffle1D
+                )
+            )
+        if lowerings:
+            s.apply_patterns(function, "lower_pack_transposes", *lowerings)
     return s.module
 
 

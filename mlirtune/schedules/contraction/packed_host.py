@@ -20,8 +20,12 @@ from mlirtune.schedules.contraction.blocking import (
 from mlirtune.schedules.contraction.knob_values import PACK_AB, PACK_B
 from mlirtune.schedules.contraction.packed_tails import column_tail, row_tail
 from mlirtune.schedules.cpu_model import ACCUMULATORS, MIN_ACCUMULATORS, PAGE_BYTES
+from mlirtune.schedules.knobs import cache_tiles
 from mlirtune.targets.host_cpu import HostCPU
 
+# The KC knob's cache-sized K blocks: one per power-of-two octave from 64, whole 8-row
+# blocks where K has them.
+K_CACHE_TILES = cache_tiles("K", floor=64, granule=8)
 # Vectors per row of the packed micro-kernel's register tile (`packed_register_tile`).
 PACKED_VECTORS = 4
 # A column tail at most this share of N costs the split-off nest too little to narrow the
@@ -106,9 +110,17 @@ def packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
     mc = whole_block(rows, bounds.mc, mr) or (rows if rows % mr == 0 and not pack_a else None)
     # K in one block where A's micro-panel takes half of L1 at most, else in blocks that
     # keep it in L1 while B's micro-panels stream (blocking.py), where K has whole 8-row
-    # blocks (the knob offers a K of none in at most EVEN_K_BLOCKS even ones).
-    streamed = k > bounds.kc and k % 8 == 0
-    kc = _k_block(k, bounds.kc_streamed if streamed else bounds.kc)
+    # blocks (the knob offers a K of none in at most EVEN_K_BLOCKS even ones). Where B's
+    # panel rows are prefetched ahead into L1 (wide rows, `prefetch_level`), streamed
+    # blocks of up to twice that bound won at every K they split: the tuner's best on an
+    # Intel Xeon was KC=256 from 1024^3 to 4096^3, where the bound is 160 rows (4 x 64
+    # f32; ratios to OpenBLAS in one rotating run, one block -> blocks of 256: 1024^3
+    # 1.02x -> 1.08x, 512x1024x1024 1.01x -> 1.07x, 512x4096x1024 MLP 1.09x -> 1.13x;
+    # 4096^3 in blocks of 128 0.91x, of 256 0.98x, C being read back half as often).
+    ahead = not pack_a and prefetches_rows_ahead(op, nr)
+    streamed_bound = bounds.kc_streamed * (2 if ahead else 1)
+    streamed = k % 8 == 0 and k > (streamed_bound if ahead else bounds.kc)
+    kc = _k_block(op, streamed_bound if streamed else bounds.kc)
     # As many column blocks for each thread (128x768x3072, two threads: 3 blocks of 256
     # took 3.1 ms, 4 of 192 2.3 ms), B's block within its L2 bytes.
     nc_bound = bounds.b_block_bytes // (kc * size)
@@ -126,7 +138,7 @@ def packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
         # KC=128 120 ms, NC=256 and KC=1024 142-166 ms, numpy 111 ms).
         nc = whole_block(columns, per_thread, nr, cpu.threads)
         if nc is not None:
-            kc = _k_block(k, min(bounds.kc, max(1, bounds.b_block_bytes // (nc * size))))
+            kc = _k_block(op, min(bounds.kc, max(1, bounds.b_block_bytes // (nc * size))))
     if (None in (mc, nc) and not pack_a) or (rows < m and not row_tail(op, mr, nr, kc)):
         return None  # no whole blocks; or a row tail, but K is one block
     return {
@@ -140,12 +152,24 @@ def packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
     }
 
 
+def prefetches_rows_ahead(op: OpInfo, nr: int) -> bool:
+    """Whether the packed nest reading A in place prefetches B's panel rows ahead
+    (PREFETCH=2, `prefetch_level`) whatever K is: where a panel row of the f32
+    micro-kernel spans several cache lines (AVX-512's 4 x 64 and 8 x 32 tiles). Measured
+    on an Intel Xeon (4 x 64, KC=128-256, ratios to OpenBLAS in one rotating run, without
+    -> with): 2048^3 0.97x -> 1.05x, 4096x4096x256 (A's rows 1 KiB apart) 1.00x -> 1.10x,
+    2048x2048x512 0.94x -> 1.04x, and under an MLP's bias and ReLU too."""
+    row_bytes = nr * element_bytes(op.element_type)
+    return op.element_type == "f32" and row_bytes >= 2 * LINE_BYTES
+
+
 def prefetch_level(op: OpInfo, nr: int) -> int:
-    """PREFETCH for the packed nest reading A in place: 1 (the next row of register tiles'
-    A panel) where A's rows lie more than a PAGE_BYTES page apart; 2 (that, and B's panel
-    rows ahead in the K loop, ir/prefetch_ahead.py) where they lie a page apart or more, a
-    panel row of the f32 micro-kernel is one cache line (NR = 16: AVX2) and no epilogue
-    follows; else 0.
+    """PREFETCH for the packed nest reading A in place: 2 (the next row of register tiles'
+    A panel, and B's panel rows ahead in the K loop, ir/prefetch_ahead.py) where B's
+    panel rows span several cache lines (`prefetches_rows_ahead`); else 1 (the A panel
+    only) where A's rows lie more than a PAGE_BYTES page apart; 2 where they lie a page
+    apart or more, a panel row of the f32 micro-kernel is one cache line (NR = 16: AVX2)
+    and no epilogue follows; else 0.
     Measured on an AMD Zen 3 (f32, 4 x 16, MC = NC = 128, KC = 512; GFLOP/s of the best
     and the median of 5-9 interleaved rounds, without -> with), 1 paid at K >= 2048 - 2048^3
     70.3 -> 75.8 and 72.8 -> 79.1 (medians 63.3 -> 69.0, 65.1 -> 68.9; two threads 98 ->
@@ -163,6 +187,8 @@ def prefetch_level(op: OpInfo, nr: int) -> int:
     4096x4096x256 0.84x -> 0.74x, 1000x999x1001 (KC = 63) 0.87x -> 0.79x; nor under an
     MLP's bias and ReLU: 512x4096x1024 0.89x -> 0.82x numpy's three ops. Not measured on
     wider panel rows (AVX-512's 4 x 64 tile)."""
+    if prefetches_rows_ahead(op, nr):
+        return 2
     row_bytes = op.dims["K"] * element_bytes(op.element_type)
     if row_bytes < PAGE_BYTES:
         return 0
@@ -172,11 +198,15 @@ def prefetch_level(op: OpInfo, nr: int) -> int:
     return int(row_bytes > PAGE_BYTES)
 
 
-def _k_block(k: int, bound: int) -> int:
-    """Whole K blocks of 8 rows within `bound` where K has them (so the packing copies move
-    8 rows at a time), else even ones (the first takes K's remainder): the knob's
-    candidates (see _k_blocks)."""
-    return (whole_block(k, bound, 8) if k % 8 == 0 else None) or padded_block(k, bound, 1)
+def _k_block(op: OpInfo, bound: int) -> int:
+    """The largest whole K block of the KC knob's cache tiles (K_CACHE_TILES: whole 8-row
+    blocks, so the packing copies move 8 rows at a time) within `bound`, down to a quarter
+    of it; else even ones (the first takes K's remainder), which the knob offers too."""
+    k = op.dims["K"]
+    whole = [b for b in K_CACHE_TILES(op, 1) if b <= bound and k % b == 0 and b % 8 == 0]
+    if whole and 4 * max(whole) >= min(bound, k):
+        return max(whole)
+    return padded_block(k, bound, 1)
 
 
 def prefetch_needs_a_in_place(op: OpInfo, knobs: KnobVariables) -> Constraint:
