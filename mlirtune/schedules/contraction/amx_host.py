@@ -24,7 +24,7 @@ import z3
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, KnobVariables
-from mlirtune.schedules.contraction.blocking import CacheLevel, b_block_ways, whole_block
+from mlirtune.schedules.contraction.blocking import b_block_budget, whole_block
 from mlirtune.schedules.contraction.dot import (
     AMX_GROUPS,
     AMX_REGISTER_TILES,
@@ -82,17 +82,11 @@ def amx_blocks(op: OpInfo, cpu: HostCPU) -> Config | None:
     if kc is None:
         return None
     mc = whole_block(m, max(mr, l2 // 8 // (kc * size)), mr)
-    nc_bound = min(AMX_B_COLUMNS, b_block_bytes(cpu) // (kc * size))
+    nc_bound = min(AMX_B_COLUMNS, b_block_budget(cpu.features) // (kc * size))
     nc = whole_block(n, max(nr, nc_bound), nr, cpu.threads)
     if mc is None or nc is None:
         return None
     return {"MC": mc, "NC": nc, "KC": kc, "MR": mr, "NR": nr, "PACK": PACK_NONE, "UNIT": UNIT_AMX}
-
-
-def b_block_bytes(cpu: HostCPU) -> int:
-    """Bytes of B's VNNI block (KC x NC): half of L2's ways (blocking.b_block_ways)."""
-    l2 = CacheLevel.levels(cpu.features)[1]
-    return b_block_ways(l2) * l2.way_bytes
 
 
 def amx_constraints(op: OpInfo, cpu: HostCPU, knobs: KnobVariables) -> list[Constraint]:
@@ -100,12 +94,13 @@ def amx_constraints(op: OpInfo, cpu: HostCPU, knobs: KnobVariables) -> list[Cons
     B's block (the module docstring)."""
     mr, nr, kc, nc, unit = (knobs[name] for name in ("MR", "NR", "KC", "NC", "UNIT"))
     step, size = amx_k_step(op), element_bytes(op.element_type)
+    budget = b_block_budget(cpu.features)
     return [
         Constraint(
             "amx_b_block_in_l2",
-            f"UNIT != {UNIT_AMX} or KC*NC*{size} <= {b_block_bytes(cpu)}: B's VNNI block, "
-            "which every row of register tiles streams, keeps to half of L2's ways",
-            z3.Or(unit != UNIT_AMX, kc * nc * size <= b_block_bytes(cpu)),
+            f"UNIT != {UNIT_AMX} or KC*NC*{size} <= {budget}: B's VNNI block, which every "
+            "row of register tiles streams, keeps to half of L2's ways",
+            z3.Or(unit != UNIT_AMX, kc * nc * size <= budget),
         ),
         Constraint(
             "amx_needs_amx_tiles",

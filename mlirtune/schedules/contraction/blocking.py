@@ -16,7 +16,8 @@ vectors and A's elements the broadcasts. So:
   L1: KC <= 160). Measured on an Intel Xeon (f32, 4 x 64, ratios to OpenBLAS in one
   rotating run): 2048^3 KC=1024 NC=256 0.90x, KC=128 NC=2048 1.00x; 4096^3 0.88x ->
   0.94x (KC=256 NC=1024); 256x4096x11008 0.89x -> 1.06x; but 1024^3 with K in one block
-  1.03x, in blocks of 128 0.99x.
+  1.03x, in blocks of 128 0.99x. Where B's rows are prefetched ahead into L1, longer
+  streamed blocks and every K past them win (packed_host.packed_blocks).
 - L2 keeps B's packed block (KC x NC), whose micro-panels every row of register tiles
   streams as vectors, in half of its ways: the A panels, the C tiles and the hardware
   prefetchers' lines share the rest. Measured on an Intel Xeon (2 MiB L2), 2048^3 f32 with
@@ -89,7 +90,7 @@ def blis_blocking(features: CpuFeatures, mr: int, nr: int, element_bytes: int) -
     """The blocks an MR x NR micro-kernel on `element_bytes` operands takes on a CPU with
     `features`' caches (see the module docstring)."""
     l1, l2, _ = CacheLevel.levels(features)
-    b_block_bytes = b_block_ways(l2) * l2.way_bytes
+    b_block_bytes = b_block_budget(features)
     # A's micro-panel in half of L1's ways, and B's block at least MIN_PANEL_COLUMNS wide:
     # a short register tile on a small L2 (4 x 16 on a 32 KiB / 512 KiB AMD Zen 3) would
     # otherwise take K blocks whose B block is a few panels wide.
@@ -107,6 +108,12 @@ def blis_blocking(features: CpuFeatures, mr: int, nr: int, element_bytes: int) -
 def b_block_ways(l2: CacheLevel) -> int:
     """L2's ways for B's packed block: half of them (see the module docstring)."""
     return max(1, l2.ways // 2)
+
+
+def b_block_budget(features: CpuFeatures) -> int:
+    """Bytes of B's packed block on a CPU with `features`: its ways of L2."""
+    l2 = CacheLevel.levels(features)[1]
+    return b_block_ways(l2) * l2.way_bytes
 
 
 def whole_block(

@@ -185,8 +185,8 @@ def prefetch_level(op: OpInfo, nr: int) -> int:
     0.91x, 512x1024x1024 0.88x -> 0.93x (from 0); on two threads against OpenBLAS's two,
     2048^3 0.85x both ways, 256x11008x4096 0.93x -> 0.97x. Not where A's rows lie closer:
     4096x4096x256 0.84x -> 0.74x, 1000x999x1001 (KC = 63) 0.87x -> 0.79x; nor under an
-    MLP's bias and ReLU: 512x4096x1024 0.89x -> 0.82x numpy's three ops. Not measured on
-    wider panel rows (AVX-512's 4 x 64 tile)."""
+    MLP's bias and ReLU: 512x4096x1024 0.89x -> 0.82x numpy's three ops. Wider panel rows:
+    see `prefetches_rows_ahead`."""
     if prefetches_rows_ahead(op, nr):
         return 2
     row_bytes = op.dims["K"] * element_bytes(op.element_type)
