@@ -98,10 +98,8 @@ def _flatten(view: ir.OpView, vector_type: ir.VectorType, rank: int) -> None:
     inner = math.prod(buffer.shape[outer + 1 :])
     leading = vector_type.shape[: vector_type.rank - rank]
     rows = [] if all(extent == 1 for extent in leading) else leading
-    row = math.prod(vector_type.shape[vector_type.rank - rank :])
-    flat_type = ir.VectorType.get(
-        [*rows, row * (1 if rows else math.prod(leading))], vector_type.element_type
-    )
+    row_length = math.prod(vector_type.shape[vector_type.rank - rank :])
+    flat_type = ir.VectorType.get([*rows, row_length], vector_type.element_type)
     with ir.InsertionPoint(view), view.location:
         strides, offset = buffer.get_strides_and_offset()
         collapsed_shape = [*buffer.shape[:outer], math.prod(buffer.shape[outer:])]
