@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import scf
 
-from mlirtune.ir.constants import constant_int, is_zero_splat
+from mlirtune.ir.constants import all_zero, is_zero_splat
 from mlirtune.ir.inspect import op_attributes
 from mlirtune.ir.prefetch import loop_body, marked_loop_values
 
@@ -191,18 +191,14 @@ def _drop_dead_fill(loop: ir.Operation, accumulators: list[Accumulator]) -> None
         return
     value, buffer, *indices = fill.operands
     shape = ir.MemRefType(buffer.type).shape
-    if ir.VectorType(value.type).shape != shape or not _at_origin(indices):
+    if ir.VectorType(value.type).shape != shape or not all_zero(indices):
         return
     places = [chain.store.operands[:-1] for chain in accumulators]  # a view, its indices
     covered = sum(math.prod(ir.MemRefType(view.type).shape) for view, *_ in places)
     if covered == math.prod(shape) and all(
-        _view_of(view, buffer) and _at_origin(at) for view, *at in places
+        _view_of(view, buffer) and all_zero(at) for view, *at in places
     ):
         fill.erase()
-
-
-def _at_origin(indices: list[ir.Value]) -> bool:
-    return all(constant_int(index) == 0 for index in indices)
 
 
 def _view_of(view: ir.Value, buffer: ir.Value) -> bool:

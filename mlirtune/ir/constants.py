@@ -41,6 +41,12 @@ def constant_int(value: ir.Value) -> int | None:
     return ir.IntegerAttr(attribute).value if isinstance(attribute, ir.IntegerAttr) else None
 
 
+def all_zero(indices: list[ir.Value]) -> bool:
+    """Whether every one of `indices` is the constant 0 (a transfer or tile at a buffer's
+    origin)."""
+    return all(constant_int(index) == 0 for index in indices)
+
+
 def is_zero_splat(value: ir.Value) -> bool:
     """Whether `value` is an `arith.constant` splat of zeros (float or integer)."""
     owner = value.owner

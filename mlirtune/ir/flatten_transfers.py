@@ -19,7 +19,7 @@ import math
 from mlir import ir
 from mlir.dialects import arith, memref, vector
 
-from mlirtune.ir.constants import constant_int
+from mlirtune.ir.constants import all_zero
 
 # Rows narrower than this many bits are flattened (the narrowest vector register).
 NARROW_ROW_BITS = 128
@@ -85,8 +85,7 @@ def _contiguous(view: ir.OpView, buffer: ir.MemRefType, shape: list[int]) -> boo
     for dim in range(buffer.rank - rank, buffer.rank - 1):
         if strides[dim] != strides[dim + 1] * buffer.shape[dim + 1]:
             return False
-    indices = list(view.indices)[buffer.rank - rank + 1 :]
-    return all(constant_int(index) == 0 for index in indices)
+    return all_zero(list(view.indices)[buffer.rank - rank + 1 :])
 
 
 def _flatten(view: ir.OpView, vector_type: ir.VectorType, rank: int) -> None:

@@ -53,10 +53,6 @@ def transpose_groups_as_words(module: ir.Module) -> None:
 def _groups_are_words(vector_type: ir.VectorType) -> bool:
     """Whether `vector_type` is [rows, columns, g] of narrow elements, g of them 32 bits."""
     element = vector_type.element_type
-    if isinstance(element, ir.BF16Type):
-        bits = 16
-    elif isinstance(element, ir.IntegerType) and element.width < WORD_BITS:
-        bits = element.width
-    else:
+    if not isinstance(element, ir.FloatType | ir.IntegerType) or element.width >= WORD_BITS:
         return False
-    return vector_type.rank == 3 and vector_type.shape[2] * bits == WORD_BITS
+    return vector_type.rank == 3 and vector_type.shape[2] * element.width == WORD_BITS
