@@ -67,23 +67,25 @@ def test_wider_elements_take_shorter_blocks():
 @pytest.mark.parametrize(
     ("cpu", "op", "blocks"),
     [
-        # The packed micro-kernel's 4 x 64 tile: B's rows are 4 cache lines, prefetched
-        # ahead, so K passes in streamed blocks: those that keep A's 4-row panel in L1
-        # while B's 64-column micro-panels stream through floor(7 / (1 + 4/64)) = 6 of 8
-        # ways (96 rows) or floor(11 / (1 + 4/64)) = 10 of 12 (160 rows), twice that with
-        # the prefetches: whole blocks of 128 or 256. B's block in half of L2 then spans
-        # 512 KiB / 512 bytes or 1 MiB / 1 KiB = 1024 columns.
+        # The packed micro-kernel's tile: 4 x 64 on the 8-way L1, whose sets have no ways
+        # to spare beside 8 rows of A, 8 x 32 on the 12-way one. B's rows are several cache
+        # lines, prefetched ahead, so K passes in streamed blocks: those that keep A's
+        # panel in L1 while B's micro-panels stream through floor(7 / (1 + 4/64)) = 6 of 8
+        # ways (96 rows of 256 bytes) or floor(11 / (1 + 8/32)) = 8 of 12 (256 rows of
+        # 128 bytes), twice that with the prefetches: whole blocks of 128 or 512. B's block
+        # in half of L2 then spans 512 KiB / 512 bytes = 1024 or 1 MiB / 2 KiB = 512
+        # columns.
         (AMD_LIKE, matmul(2048, 2048, 2048), (128, 1024, 128, 1)),
-        (INTEL_LIKE, matmul(2048, 2048, 2048), (256, 1024, 256, 1)),
-        # K = 11008 = 2^8 x 43: the KC knob's block in 256's octave is 344, past the
-        # bound, so 128 on both.
+        (INTEL_LIKE, matmul(2048, 2048, 2048), (512, 512, 512, 1)),
+        # K = 11008 = 2^8 x 43: the KC knob's block in 256's octave is 344, past the AMD
+        # bound (128 there), within the Intel one.
         (AMD_LIKE, matmul(256, 4096, 11008), (128, 1024, 128, 1)),
-        (INTEL_LIKE, matmul(256, 4096, 11008), (256, 2048, 128, 1)),
-        # N = 11008 has no whole block within 1024 over a quarter of it, but 256: with K
-        # in short blocks already, B's block narrows rather than K's.
-        (INTEL_LIKE, matmul(256, 11008, 4096), (256, 256, 256, 1)),
+        (INTEL_LIKE, matmul(256, 4096, 11008), (256, 512, 344, 1)),
+        # N = 11008 has no whole block within 512 over a quarter of it, but 256: with K in
+        # short blocks already, B's block narrows rather than K's.
+        (INTEL_LIKE, matmul(256, 11008, 4096), (256, 256, 512, 1)),
         # K = 1024 passes twice the streamed bound too.
-        (INTEL_LIKE, matmul(1024, 1024, 1024), (256, 1024, 256, 1)),
+        (INTEL_LIKE, matmul(1024, 1024, 1024), (512, 512, 512, 1)),
         # 999 columns leave a 39-column tail past 64-wide tiles, which LLVM splits into odd
         # pieces: the 8 x 32 tile. 1000 rows in whole blocks of 200; the 992 columns of
         # whole register tiles (the packed nest splits off the other 7) have no whole block
@@ -115,6 +117,19 @@ def test_the_selector_takes_the_largest_whole_blocks_within_the_bounds(cpu, op, 
     config = FAMILIES["contraction"].select(op, cpu)
     assert (config["MC"], config["NC"], config["KC"], config["PACK"]) == blocks
     assert not FAMILIES["contraction"].violations(op, cpu, {**config, "KU": 1, "ORDER": 1})
+
+
+def test_rows_of_two_vectors_where_l1_has_ways_beside_a_micro_panel_step():
+    """8 x 32 halves B's L2 bytes per FMA of 4 x 64; A's 8 rows of a K step, which share a
+    set at K = 2048, leave ways for B's lines in a 12-way L1 but not in an 8-way one."""
+    tiles = {
+        name: FAMILIES["contraction"].select(matmul(2048, 2048, 2048), cpu)
+        for name, cpu in (("amd", AMD_LIKE), ("intel", INTEL_LIKE))
+    }
+    assert {name: (c["MR"], c["NR"]) for name, c in tiles.items()} == {
+        "amd": (4, 64),
+        "intel": (8, 32),
+    }
 
 
 def test_rows_that_divide_m_fill_the_register_file_where_4_and_8_do_not():

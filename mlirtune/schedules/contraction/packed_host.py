@@ -37,19 +37,14 @@ ROW_TAIL_SHARE = 0.02
 
 def packed_register_tile(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> tuple[int, int]:
     """The packed micro-kernel's register tile: its ACCUMULATORS accumulators in rows of
-    PACKED_VECTORS vectors, else of two, where the register file holds them and whole tiles
-    of rows divide M; of those, the first whose column tail (split off, see
+    `row_vectors` vectors, where the register file holds them and whole tiles of rows
+    divide M; of those, the first whose column tail (split off, see
     packed.column_tail) is at most one vector, exactly two, or at most TAIL_SHARE of N; else
     MR x NR. Where the register file holds them but neither row count divides M, the
     other row counts that fill it take their place; where none divides M, those whose row
     tail (split off, see packed.row_tail) is at most ROW_TAIL_SHARE of M.
-    Wider rows take fewer loads per FMA: 4 x 4 vectors loads 4 B vectors and broadcasts 4
-    elements of A per 16 FMAs, 8 x 2 vectors 2 and 8. Measured on an Intel Xeon, f32: the
-    tuner's best for 1024^3 and 2048^3 was this tile at KC=1024, 1.08x and 1.10x the 8 x 2
-    tile's blocks; benchmarks/gemm_shapes.py 0.97x -> 1.02x OpenBLAS (geometric mean). The
-    Zen 4 library's tuned 1024^3 entry is this tile too. A wider tail costs the split-off
-    nest more: 1000x999x1001 ran at 0.90x with 4 x 64 (a 39-column tail), 0.97x with 8 x 32
-    (7 columns)."""
+    A wider tail costs the split-off nest more: 1000x999x1001 ran at 0.90x with 4 x 64 (a
+    39-column tail), 0.97x with 8 x 32 (7 columns)."""
     lanes = cpu.lanes(op.element_type)
     m, n = op.dims["M"], op.dims["N"]
     registers = cpu.features.vector_registers
@@ -57,7 +52,7 @@ def packed_register_tile(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> tuple[in
     def fits(rows: int, width: int) -> bool:  # accumulators, a row of B and the broadcast
         return registers >= (rows + 1) * (width // lanes) + 1
 
-    tiles = [(ACCUMULATORS // v, v * lanes) for v in (PACKED_VECTORS, 2)]
+    tiles = [(ACCUMULATORS // v, v * lanes) for v in row_vectors(cpu)]
     tiles = [tile for tile in tiles if fits(*tile)]
     if all(m % rows for rows, _ in tiles):
         # None fits and divides M (8205 = 3 x 5 x 547; AVX2's 16 registers, which hold no
@@ -86,6 +81,24 @@ def packed_register_tile(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> tuple[in
         (r, w) for r, w in usable if n % w <= lanes or n % w == 2 * lanes or n % w <= TAIL_SHARE * n
     ]
     return (narrow or usable or [(mr, nr)])[0]
+
+
+def row_vectors(cpu: HostCPU) -> tuple[int, int]:
+    """Vectors per row of the packed register tile, in order of preference: two (8 x 2
+    vectors) where L1's ways exceed its ACCUMULATORS // 2 rows, else PACKED_VECTORS (4 x 4).
+    B's micro-panel streams from L2 for every row of register tiles, NR elements per K
+    step for MR x NR FMAs: 8 rows halve the L2 bytes per FMA of 4. A read in place keeps
+    its MR rows of a K step in L1, in one set where they lie a multiple of a way's bytes
+    apart (K = 1024 f32 on a 4 KiB way), so 8 rows need a set with ways to spare for B's
+    streamed lines. Measured on an Intel Xeon (12-way L1; f32, 4 x 64 -> 8 x 32 at the same
+    blocks, ratios to OpenBLAS in one rotating run): 1024^3 1.07x -> 1.11x, 2048^3 1.02x ->
+    1.06x, 4096^3 0.92x -> 0.96x, 512x1024x1024 1.06x -> 1.11x, 512x4096x1024 1.05x ->
+    1.07-1.13x, 4096x4096x256 1.17x -> 1.22x, Llama 256x11008x4096 1.10x -> 1.11x and
+    256x4096x11008 1.13x -> 1.17x, MLP 512x4096x1024 1.15x -> 1.17x. Earlier, with K in
+    one block of 1024, 4 x 4 vectors had won (1.08x and 1.10x at 1024^3 and 2048^3), and
+    the Zen 4 library's tuned 1024^3 entry (8-way L1) is that tile."""
+    roomy_l1 = cpu.features.l1d_ways > ACCUMULATORS // 2
+    return (2, PACKED_VECTORS) if roomy_l1 else (PACKED_VECTORS, 2)
 
 
 def packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
