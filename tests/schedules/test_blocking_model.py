@@ -119,16 +119,20 @@ def test_the_selector_takes_the_largest_whole_blocks_within_the_bounds(cpu, op, 
     assert not FAMILIES["contraction"].violations(op, cpu, {**config, "KU": 1, "ORDER": 1})
 
 
-def test_rows_of_two_vectors_where_l1_has_ways_beside_a_micro_panel_step():
-    """8 x 32 halves B's L2 bytes per FMA of 4 x 64; A's 8 rows of a K step, which share a
-    set at K = 2048, leave ways for B's lines in a 12-way L1 but not in an 8-way one."""
+def test_taller_tiles_where_l1_has_ways_beside_a_micro_panel_step():
+    """8 x 32 halves B's L2 bytes per FMA of 4 x 64, and 6 x 64 (24 accumulators) takes a
+    third fewer where 6 divides M; A's rows of a K step, which share a set at K = 2048,
+    leave ways for B's lines in a 12-way L1 but not in an 8-way one."""
     tiles = {
-        name: FAMILIES["contraction"].select(matmul(2048, 2048, 2048), cpu)
+        (name, m): FAMILIES["contraction"].select(matmul(m, 2048, 2048), cpu)
         for name, cpu in (("amd", AMD_LIKE), ("intel", INTEL_LIKE))
+        for m in (2048, 384)
     }
-    assert {name: (c["MR"], c["NR"]) for name, c in tiles.items()} == {
-        "amd": (4, 64),
-        "intel": (8, 32),
+    assert {key: (c["MR"], c["NR"]) for key, c in tiles.items()} == {
+        ("amd", 2048): (4, 64),
+        ("amd", 384): (4, 64),
+        ("intel", 2048): (8, 32),
+        ("intel", 384): (6, 64),
     }
 
 

@@ -28,6 +28,9 @@ from mlirtune.targets.host_cpu import HostCPU
 K_CACHE_TILES = cache_tiles("K", floor=64, granule=8)
 # Vectors per row of the packed micro-kernel's register tile (`packed_register_tile`).
 PACKED_VECTORS = 4
+# Rows of its widest tile: 24 accumulators, which with a row of B and the broadcast take 29
+# of AVX-512's 32 registers (`tile_preference`).
+WIDE_TILE_ROWS = 6
 # A column tail at most this share of N costs the split-off nest too little to narrow the
 # tile for (8205x5921x2949 f32, a 33-column tail: 5 x 64 1.00x OpenBLAS, 5 x 32 0.88x).
 TAIL_SHARE = 0.01
@@ -36,13 +39,12 @@ ROW_TAIL_SHARE = 0.02
 
 
 def packed_register_tile(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> tuple[int, int]:
-    """The packed micro-kernel's register tile: its ACCUMULATORS accumulators in rows of
-    `row_vectors` vectors, where the register file holds them and whole tiles of rows
-    divide M; of those, the first whose column tail (split off, see
-    packed.column_tail) is at most one vector, exactly two, or at most TAIL_SHARE of N; else
-    MR x NR. Where the register file holds them but neither row count divides M, the
-    other row counts that fill it take their place; where none divides M, those whose row
-    tail (split off, see packed.row_tail) is at most ROW_TAIL_SHARE of M.
+    """The packed micro-kernel's register tile: of `tile_preference`'s tiles that the
+    register file holds and whose rows divide M, the first whose column tail (split off,
+    see packed.column_tail) is at most one vector, exactly two, or at most TAIL_SHARE of N;
+    else MR x NR. Where none of them divides M, the other row counts that fill the register
+    file take their place; where none of those divides M either, those whose row tail
+    (split off, see packed.row_tail) is at most ROW_TAIL_SHARE of M.
     A wider tail costs the split-off nest more: 1000x999x1001 ran at 0.90x with 4 x 64 (a
     39-column tail), 0.97x with 8 x 32 (7 columns)."""
     lanes = cpu.lanes(op.element_type)
@@ -52,7 +54,7 @@ def packed_register_tile(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> tuple[in
     def fits(rows: int, width: int) -> bool:  # accumulators, a row of B and the broadcast
         return registers >= (rows + 1) * (width // lanes) + 1
 
-    tiles = [(ACCUMULATORS // v, v * lanes) for v in row_vectors(cpu)]
+    tiles = [(rows, v * lanes) for rows, v in tile_preference(cpu)]
     tiles = [tile for tile in tiles if fits(*tile)]
     if all(m % rows for rows, _ in tiles):
         # None fits and divides M (8205 = 3 x 5 x 547; AVX2's 16 registers, which hold no
@@ -83,22 +85,32 @@ def packed_register_tile(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> tuple[in
     return (narrow or usable or [(mr, nr)])[0]
 
 
-def row_vectors(cpu: HostCPU) -> tuple[int, int]:
-    """Vectors per row of the packed register tile, in order of preference: two (8 x 2
-    vectors) where L1's ways exceed its ACCUMULATORS // 2 rows, else PACKED_VECTORS (4 x 4).
+def tile_preference(cpu: HostCPU) -> list[tuple[int, int]]:
+    """Rows and vectors per row of the packed register tile, in order of preference (each
+    taken only where the register file holds it and, for the first ones, its rows divide
+    M; see `packed_register_tile`).
     B's micro-panel streams from L2 for every row of register tiles, NR elements per K
-    step for MR x NR FMAs: 8 rows halve the L2 bytes per FMA of 4. A read in place keeps
-    its MR rows of a K step in L1, in one set where they lie a multiple of a way's bytes
-    apart (K = 1024 f32 on a 4 KiB way), so 8 rows need a set with ways to spare for B's
-    streamed lines. Measured on an Intel Xeon (12-way L1; f32, 4 x 64 -> 8 x 32 at the same
-    blocks, ratios to OpenBLAS in one rotating run): 1024^3 1.07x -> 1.11x, 2048^3 1.02x ->
-    1.06x, 4096^3 0.92x -> 0.96x, 512x1024x1024 1.06x -> 1.11x, 512x4096x1024 1.05x ->
-    1.07-1.13x, 4096x4096x256 1.17x -> 1.22x, Llama 256x11008x4096 1.10x -> 1.11x and
-    256x4096x11008 1.13x -> 1.17x, MLP 512x4096x1024 1.15x -> 1.17x. Earlier, with K in
-    one block of 1024, 4 x 4 vectors had won (1.08x and 1.10x at 1024^3 and 2048^3), and
-    the Zen 4 library's tuned 1024^3 entry (8-way L1) is that tile."""
-    roomy_l1 = cpu.features.l1d_ways > ACCUMULATORS // 2
-    return (2, PACKED_VECTORS) if roomy_l1 else (PACKED_VECTORS, 2)
+    step for MR x NR FMAs, so more rows take fewer of B's bytes per FMA. A read in place
+    keeps its MR rows of a K step in L1, in one set where they lie a multiple of a way's
+    bytes apart (K = 1024 f32 on a 4 KiB way), so taller tiles come first only where L1's
+    ways exceed ACCUMULATORS // 2 (8 rows), leaving ways for B's streamed lines: there 6
+    rows of PACKED_VECTORS vectors (24 accumulators), then 8 x 2 vectors, then 4 x
+    PACKED_VECTORS; elsewhere 4 x PACKED_VECTORS, then 8 x 2. Measured on an Intel Xeon
+    (12-way L1; f32, ratios to OpenBLAS in one rotating run at the same blocks):
+    - 4 x 64 -> 8 x 32: 1024^3 1.07x -> 1.11x, 2048^3 1.02x -> 1.06x, 4096^3 0.92x ->
+      0.96x, 512x1024x1024 1.06x -> 1.11x, 512x4096x1024 1.06x -> 1.10x (8 rounds),
+      4096x4096x256 1.17x -> 1.22x, Llama 256x11008x4096 1.10x -> 1.11x and
+      256x4096x11008 1.13x -> 1.17x, MLP 512x4096x1024 1.15x -> 1.17x;
+    - 8 x 32 -> 6 x 64 where 6 divides M: 384x4096x1024 1.01x -> 1.05x, 480x4096x1024
+      1.09x -> 1.12x, 1536^3 1.05x -> 1.09x, MLP 768x3072x768 1.13x -> 1.17x.
+    Earlier, with K in one block of 1024, 4 x 4 vectors had beaten 8 x 2 (1.08x and 1.10x
+    at 1024^3 and 2048^3), and the Zen 4 library's tuned 1024^3 entry (8-way L1) is that
+    tile."""
+    four_rows = (ACCUMULATORS // PACKED_VECTORS, PACKED_VECTORS)
+    eight_rows = (ACCUMULATORS // 2, 2)
+    if cpu.features.l1d_ways > ACCUMULATORS // 2:
+        return [(WIDE_TILE_ROWS, PACKED_VECTORS), eight_rows, four_rows]
+    return [four_rows, eight_rows]
 
 
 def packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
