@@ -103,7 +103,8 @@ def tile_preference(cpu: HostCPU) -> list[tuple[int, int]]:
       256x4096x11008 1.13x -> 1.17x, MLP 512x4096x1024 1.15x -> 1.17x; with the
       selector's blocks for each, B stored [N, K] 512x4096x4096 1.05x -> 1.13x and
       256x11008x4096 1.03x -> 1.12x, A stored [K, M] (packed) 2048^3 0.93x -> 0.99x and
-      512x4096x1024 0.93x -> 1.00x;
+      512x4096x1024 0.93x -> 1.00x; f64 (4 x 32 -> 8 x 16, against OpenBLAS's dgemm)
+      2048^3 0.99x -> 1.06x, 1024^3 1.02x -> 1.06x, 512x4096x1024 0.94x -> 0.99x;
     - 8 x 32 -> 6 x 64 where 6 divides M: 384x4096x1024 1.01x -> 1.05x, 480x4096x1024
       1.09x -> 1.12x, 1536^3 1.05x -> 1.09x, MLP 768x3072x768 1.13x -> 1.17x.
     Earlier, with K in one block of 1024, 4 x 4 vectors had beaten 8 x 2 (1.08x and 1.10x
