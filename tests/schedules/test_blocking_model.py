@@ -126,13 +126,17 @@ def test_taller_tiles_where_l1_has_ways_beside_a_micro_panel_step():
     tiles = {
         (name, m): FAMILIES["contraction"].select(matmul(m, 2048, 2048), cpu)
         for name, cpu in (("amd", AMD_LIKE), ("intel", INTEL_LIKE))
-        for m in (2048, 384)
+        for m in (2048, 384, 4099)
     }
+    # A prime M: the preferred tile with a short row tail (3 rows past 4 x 64, 7 past
+    # 6 x 64), not a taller one that fills the register file (14 x 32 ran at 0.62x).
     assert {key: (c["MR"], c["NR"]) for key, c in tiles.items()} == {
         ("amd", 2048): (4, 64),
         ("amd", 384): (4, 64),
+        ("amd", 4099): (4, 64),
         ("intel", 2048): (8, 32),
         ("intel", 384): (6, 64),
+        ("intel", 4099): (6, 64),
     }
 
 

@@ -82,11 +82,13 @@ def test_packed_kernels_verify(engine, workload, pack):
 
 @pytest.mark.parametrize("pack", [1, 2])
 @pytest.mark.parametrize(
-    "workload", [Matmul(M=48, N=128, K=96), Mlp(M=48, N=128, K=64)], ids=["f32", "mlp"]
+    "workload",
+    [Matmul(M=48, N=128, K=96), Matmul(M=53, N=128, K=96), Mlp(M=48, N=128, K=64)],
+    ids=["f32", "prime-m", "mlp"],
 )
 def test_six_row_register_tiles_verify(engine, workload, pack):
-    # 6 x 64 (24 accumulators on AVX-512), in K blocks that read C back and under an
-    # epilogue.
+    # 6 x 64 (24 accumulators on AVX-512), in K blocks that read C back, with a 5-row tail
+    # split off a prime M, and under an epilogue.
     parameters = {**BLOCKS, "MC": 24, "NC": 128, "MR": 6, "NR": 64, "PACK": pack}
     assert engine.execute(workload, parameters).verification.ok
 
