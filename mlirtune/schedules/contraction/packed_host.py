@@ -58,8 +58,9 @@ def packed_register_tile(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> tuple[in
     def fits(rows: int, width: int) -> bool:  # accumulators, a row of B and the broadcast
         return registers >= (rows + 1) * (width // lanes) + 1
 
-    preferred = [(rows, v * lanes) for rows, v in tile_preference(cpu)]
-    tiles = preferred = [tile for tile in preferred if fits(*tile)]
+    candidates = ((rows, v * lanes) for rows, v in tile_preference(cpu))
+    preferred = [tile for tile in candidates if fits(*tile)]
+    tiles = preferred
     if all(m % rows for rows, _ in tiles):
         # None fits and divides M (8205 = 3 x 5 x 547; AVX2's 16 registers, which hold no
         # 16 accumulators beside a row of B): the other row counts that fill the register
