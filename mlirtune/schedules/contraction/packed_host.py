@@ -95,7 +95,9 @@ def tile_preference(cpu: HostCPU) -> list[tuple[int, int]]:
     taken only where the register file holds it and, for the first ones, its rows divide
     M; see `packed_register_tile`).
     B's micro-panel streams from L2 for every row of register tiles, NR elements per K
-    step for MR x NR FMAs, so more rows take fewer of B's bytes per FMA. A read in place
+    step for MR x NR FMAs, so more rows take fewer of B's bytes per FMA (8 x 32: 8 bytes,
+    4 x 64: 16); 6 x 64's 24 accumulators take fewer loads and broadcasts per FMA (10 per
+    24, against 10 or 8 per 16) for 10.7 bytes of B. A read in place
     keeps its MR rows of a K step in L1, in one set where they lie a multiple of a way's
     bytes apart (K = 1024 f32 on a 4 KiB way), so taller tiles come first only where L1's
     ways exceed ACCUMULATORS // 2 (8 rows), leaving ways for B's streamed lines: there 6
