@@ -8,17 +8,11 @@ its per-round medians.
 from __future__ import annotations
 
 import statistics
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from mlirtune.bench.baseline import measure_numpy
 from mlirtune.interfaces.bench import BenchOptions
-from mlirtune.interfaces.workload import Workload
-from mlirtune.targets.host_cpu import HostCPU
-from mlirtune.tune.db import TuningDB
-from mlirtune.tune.problem import generate
-from mlirtune.tune.tuner import TuneOptions, tune
 
 
 @dataclass(frozen=True)
@@ -96,16 +90,3 @@ def compare(
         used,
         complexity.bytes_read + complexity.bytes_written,
     )
-
-
-def tuned_parameters(
-    workload: Workload, target: HostCPU, options: TuneOptions, db_path: str, label: str
-) -> dict:
-    """The slot values `mlirtune tune` finds for `workload` (the selector's where no
-    candidate beat it in the final race); records go to the database at `db_path`, so a
-    second run resumes."""
-    problem = generate(workload, target)
-    print(f"tuning {label}: {problem.space.count()} configs ...", file=sys.stderr)
-    with TuningDB(db_path) as db:
-        report = tune(problem, options, db)
-    return problem.slot_values(report.best)

@@ -20,7 +20,8 @@ from __future__ import annotations
 import argparse
 import math
 
-from compare import HEADER, compare, tuned_parameters
+from compare import HEADER, compare
+from tuned import tuned_parameters
 
 from mlirtune.engine import MlirJitEngine
 from mlirtune.interfaces.workload import Workload

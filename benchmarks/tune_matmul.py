@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import argparse
 
-from compare import HEADER, compare, tuned_parameters
+from compare import HEADER, compare
+from tuned import tuned_parameters
 
 from mlirtune.engine import MlirJitEngine
 from mlirtune.targets.host_cpu import HostCPU
