@@ -60,12 +60,12 @@ def packed_register_tile(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> tuple[in
 
     candidates = ((rows, v * lanes) for rows, v in tile_preference(cpu))
     preferred = [tile for tile in candidates if fits(*tile)]
-    tiles = preferred
-    if all(m % rows for rows, _ in tiles):
+    filling: list[tuple[int, int]] = []
+    if all(m % rows for rows, _ in preferred):
         # None fits and divides M (8205 = 3 x 5 x 547; AVX2's 16 registers, which hold no
         # 16 accumulators beside a row of B): the other row counts that fill the register
         # file, most accumulators first.
-        tiles = sorted(
+        filling = sorted(
             (
                 (rows, v * lanes)
                 for v in (PACKED_VECTORS, 2)
@@ -77,11 +77,12 @@ def packed_register_tile(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> tuple[in
             # 2 x 32 0.7x).
             key=lambda tile: (-tile[0] * tile[1], -tile[0]),
         )
+    tiles = filling or preferred
     usable = [(rows, width) for rows, width in tiles if m % rows == 0 and n >= width]
     if not usable:  # rows with a short tail, split off (any K past one block: see packed_blocks)
         usable = [
             (rows, width)
-            for rows, width in (*preferred, *tiles)
+            for rows, width in (*preferred, *filling)
             if 0 < row_tail(op, rows, width, kc=0) <= ROW_TAIL_SHARE * m and n >= width
         ]
     narrow = [
