@@ -32,8 +32,9 @@ INTEL_LIKE = HostCPU(
 F32 = ("f32", "f32", "f32")
 
 
-def matmul(m: int, n: int, k: int) -> OpInfo:
-    return OpInfo("matmul", {"M": m, "N": n, "K": k}, F32)
+def matmul(m: int, n: int, k: int, epilogue: int = 0) -> OpInfo:
+    attributes = {"epilogue": epilogue} if epilogue else {}
+    return OpInfo("matmul", {"M": m, "N": n, "K": k}, F32, attributes=attributes)
 
 
 @pytest.mark.parametrize(
@@ -86,6 +87,12 @@ def test_wider_elements_take_shorter_blocks():
         (INTEL_LIKE, matmul(256, 11008, 4096), (256, 256, 512, 1)),
         # K = 1024 passes twice the streamed bound too.
         (INTEL_LIKE, matmul(1024, 1024, 1024), (512, 512, 512, 1)),
+        # ... but under an epilogue (an MLP's bias and ReLU) it is one block, which applies
+        # the epilogue in registers: B's 1 MiB block then spans 1 MiB / 4 KiB = 256
+        # columns. Not where K spans more than two blocks (AMD's of 128 rows; K = 2048).
+        (INTEL_LIKE, matmul(512, 4096, 1024, epilogue=1), (512, 256, 1024, 1)),
+        (AMD_LIKE, matmul(512, 4096, 1024, epilogue=1), (128, 1024, 128, 1)),
+        (INTEL_LIKE, matmul(1024, 4096, 2048, epilogue=1), (512, 512, 512, 1)),
         # 999 columns leave a 39-column tail past 64-wide tiles, which LLVM splits into odd
         # pieces: the 8 x 32 tile. 1000 rows in whole blocks of 200; the 992 columns of
         # whole register tiles (the packed nest splits off the other 7) have no whole block
@@ -107,6 +114,9 @@ def test_wider_elements_take_shorter_blocks():
         "intel-llama",
         "intel-llama-wide",
         "intel-1024",
+        "intel-mlp",
+        "amd-mlp",
+        "intel-mlp-deep",
         "amd-odd",
         "intel-odd",
         "amd-irregular",
