@@ -89,8 +89,20 @@ class LibraryFamily(ScheduleFamily):
     # --- search space --------------------------------------------------------------------
 
     def domains(self, op: OpInfo, target: Target) -> Domains:
-        """Every searched knob's candidate values for `op` on `target`, derived from its
-        vector width."""
+        """Every searched knob's candidate values for `op` on `target`: its own
+        (`knob_domains`), and the selector's value where that is none of them (a block
+        that is no octave's largest divisor: MC=372 for the 4092 whole rows of a prime
+        M = 4099), so that the untuned config, the tuner's baseline, lies in the space
+        and a guided search can start from its neighbours."""
+        domains = self.knob_domains(op, target)
+        if self.covers(target):
+            for name, value in self.select(op, target).items():
+                if name in domains and value not in domains[name]:
+                    domains[name] = (*domains[name], value)
+        return domains
+
+    def knob_domains(self, op: OpInfo, target: Target) -> Domains:
+        """Every searched knob's candidate values, derived from the target's vector width."""
         lanes = self.lanes(op, target)
         return {knob.name: knob.values(op, lanes) for knob in self.knobs if knob.searched}
 
@@ -99,7 +111,11 @@ class LibraryFamily(ScheduleFamily):
         `<NAME>_unknown` for a name that is no knob, `<KNOB>_domain` for a knob missing or
         outside its candidates, then the constraints z3 simplifies to false once the given
         values are substituted (one whose knobs lack values is left undecided)."""
-        domains = self.domains(op, target)
+        return self._broken(op, target, config, self.domains(op, target))
+
+    def _broken(self, op: OpInfo, target: Target, config: Config, domains: Domains) -> list[str]:
+        """`violations` against the candidates `domains` (a selector that checks its own
+        candidates passes `knob_domains`: `domains` would ask it again)."""
         variables = {name: z3.Int(name) for name in domains}
         knobs = {knob.name for knob in self.knobs}
         broken = [f"{name}_unknown" for name in config if name not in knobs]

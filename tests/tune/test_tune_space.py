@@ -187,7 +187,9 @@ def test_domains_follow_the_op_and_vector_width():
     assert space.domains == {
         "MC": (12, 24, 32, 48),
         "NC": (16, 32, 64, 80),
-        "KC": (64, 96),
+        # The KC knob's cache tiles start at 64; 32 is the selector's block for this
+        # host's 8 KiB L1, which joins them.
+        "KC": (32, 64, 96),
         "MR": (1, 2, 3, 4, 6, 8, 12, 16),
         "NR": (16, 32, 64),
         "KU": (1, 2, 4, 8),
@@ -329,7 +331,8 @@ def test_cost_sees_a_rows_l1_set_conflicts():
     "overrides, conflicting",
     [
         ({"vector_registers": 4}, {"register_budget", "min_accumulators"}),
-        ({"l1d_bytes": 256}, {"a_panel_in_l1", "min_accumulators"}),
+        # 16 bytes: not even the selector's one-row K blocks fit A's panel in L1.
+        ({"l1d_bytes": 16}, {"a_panel_in_l1", "min_accumulators"}),
     ],
 )
 def test_empty_space_names_the_conflicting_constraints(overrides, conflicting):
@@ -449,3 +452,22 @@ def test_neighbours_are_valid_configs_a_step_or_a_repaired_step_away():
     # KC=2048 puts B's block past half of L2's ways: repaired by a step down of NC.
     assert "packed_b_block_in_l2" in space.violations({**config, "KC": 2048})
     assert {**config, "KC": 2048, "NC": 128} in neighbours
+
+
+@pytest.mark.parametrize("dims", [(4099, 2048, 2048), (768, 3072, 768), (1029, 5921, 2949)])
+def test_the_selectors_config_lies_in_the_space_with_neighbours(dims):
+    """Blocks the selector derives that are no knob candidate (MC=372 for the 4092 whole
+    rows of a prime M, NC=1024 where the octave's candidate is 768) join the family's
+    domains, so that the tuner's baseline is a config of its space and a guided search has
+    its neighbours to start from."""
+    op, cpu = matmul(*dims), host(**INTEL)
+    family = FAMILIES["contraction"]
+    plain = family.knob_domains(op, cpu)
+    selected = family.select(op, cpu)
+    assert any(value not in plain[name] for name, value in selected.items() if name in plain)
+    assert not family.violations(op, cpu, {**selected, "KU": 1, "ORDER": 1})
+    space = space_for(op, "contraction", cpu)
+    baseline = {name: selected.get(name, values[0]) for name, values in space.domains.items()}
+    baseline |= {"KU": 1, "ORDER": 1}
+    assert space.contains(baseline)
+    assert space.neighbours(baseline)

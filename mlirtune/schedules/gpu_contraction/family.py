@@ -213,7 +213,8 @@ class GpuContraction(LibraryFamily):
         if not chip_has_mma(gpu.chip) or mma_unsupported(op) or fixed.get("mma") == 0:
             return tiles
         fits = [{**tiles, **mma, "mma": 1, **fixed} for mma in MMA_TILES]
-        fits = [c for c in fits if not self.violations(op, gpu, c)]
+        candidates = self.knob_domains(op, gpu)
+        fits = [c for c in fits if not self._broken(op, gpu, c, candidates)]
         if not fits:
             return tiles
         busy = [c for c in fits if self._blocks(op, c) >= gpu.facts.sms]
