@@ -264,3 +264,22 @@ def test_the_selector_packs_transposed_operands_within_its_own_constraints(trans
     config = FAMILIES["contraction"].select(op, INTEL_LIKE)
     assert config["PACK"] == pack
     assert not FAMILIES["contraction"].violations(op, INTEL_LIKE, {**config, "KU": 1, "ORDER": 1})
+
+
+def test_unpacked_tiles_take_24_accumulators_where_l1_has_ways_to_spare():
+    """Cache-resident f32 shapes on the 12-way L1: 12 rows of two vectors, or 6 of four
+    where K puts A's rows a multiple of a way apart (12 rows would fill the set); the
+    8-way L1 keeps 8 x 32, as do M under four tiles and other types."""
+    select = FAMILIES["contraction"].select
+
+    def tile(cpu, op):
+        config = select(op, cpu)
+        assert config["PACK"] == 0
+        return config["MR"], config["NR"]
+
+    assert tile(INTEL_LIKE, matmul(256, 256, 256)) == (12, 32)
+    assert tile(INTEL_LIKE, matmul(128, 512, 2048)) == (6, 64)
+    assert tile(AMD_LIKE, matmul(256, 256, 256)) == (8, 32)
+    assert tile(INTEL_LIKE, matmul(32, 256, 256)) == (8, 32)
+    f64 = OpInfo("matmul", {"M": 256, "N": 256, "K": 256}, ("f64",) * 3)
+    assert select(f64, INTEL_LIKE)["MR"] != 12

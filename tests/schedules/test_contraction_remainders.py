@@ -87,6 +87,18 @@ def test_every_tile_is_vectorized(engine, kind, shape):
 
 
 @pytest.mark.jit
+@pytest.mark.parametrize("tile", [(12, 32), (6, 64)], ids=["12x32", "6x64"])
+@pytest.mark.parametrize("kind", sorted(WORKLOADS))
+def test_wide_register_tiles_with_partial_rows_verify(engine, kind, tile):
+    """The unpacked nest's 24-accumulator tiles (register_tiles.wide_register_tile), whose
+    rows seldom divide M: 100 = 8 x 12 + 4 = 16 x 6 + 4, and 150 columns past 64 or 32."""
+    mr, nr = tile
+    parameters = {"MC": 100, "NC": 150, "KC": 128, "MR": mr, "NR": nr, "PACK": 0}
+    result = engine.execute(WORKLOADS[kind](M=100, N=150, K=200), parameters)
+    assert result.verification.ok, result.verification.summary()
+
+
+@pytest.mark.jit
 def test_large_partial_tiles_are_vectorized(engine):
     remaining = _after_schedule(engine, Mlp(M=500, N=300, K=700), TILES)
     assert remaining == []

@@ -19,7 +19,7 @@ from mlirtune.schedules.contraction.dot import (
     unpaired_layouts,
 )
 from mlirtune.schedules.contraction.knob_values import PACK_NONE, UNIT_AMX, UNIT_DOT
-from mlirtune.schedules.contraction.packed_host import packed_register_tile
+from mlirtune.schedules.contraction.register_tiles import packed_register_tile
 from mlirtune.schedules.cpu_model import PAGE_BYTES, SKINNY_ROWS, register_tile
 from mlirtune.targets.host_cpu import HostCPU
 

@@ -29,11 +29,11 @@ from mlirtune.schedules.contraction.knob_values import (
 )
 from mlirtune.schedules.contraction.packed_host import (
     packed_blocks,
-    packed_register_tile,
     packing_pays,
     prefetch_needs_a_in_place,
     transposed_packs,
 )
+from mlirtune.schedules.contraction.register_tiles import packed_register_tile, wide_register_tile
 from mlirtune.schedules.contraction.rows import UNIT_ROWS
 from mlirtune.schedules.contraction.rows_host import rows_constraints, rows_cost, rows_select
 from mlirtune.schedules.cpu_model import (
@@ -109,10 +109,9 @@ def _fma_select(op: OpInfo, cpu: HostCPU) -> Config:
     B block (KC x NC) to half of L2, within OUTPUT_BLOCK_BYTES of output: few rows,
     many columns (16 x 512 f32 on a 32 KiB L1 / 1 MiB L2 core, measured 1.00x numpy at
     1024^3 against 0.84x for a 64 x 128 block). A matmul whose B passes half of L2 and
-    whose shape has whole blocks takes the packed path instead, with its own register
-    tile and blocks from the cache model (packed_host.py); a shape with no whole blocks
-    gets even blocks, its partial ones padded.
-    """
+    whose shape has whole blocks takes the packed path instead (packed_host.py); a shape
+    with no whole blocks gets even blocks, its partial ones padded. Register tiles:
+    register_tiles.py."""
     f = cpu.features
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
     dtype = op.element_type
@@ -120,11 +119,13 @@ def _fma_select(op: OpInfo, cpu: HostCPU) -> Config:
     if m <= SKINNY_ROWS:
         return _skinny(op, cpu)
     mr, nr = register_tile(cpu, m, n, dtype)
+    packed_tile = packed_register_tile(op, cpu, mr, nr)
+    mr, nr = wide_register_tile(op, cpu, mr, nr)
     kc = fit(k, f.l1d_bytes // 4 // (mr * size_in), pow2=True)
     if m * n * size_out + (m + n) * kc * size_in <= f.l2_bytes and not transposed_packs(op, cpu):
         mc, nc = m, n
     else:
-        packed = packed_blocks(op, cpu, *packed_register_tile(op, cpu, mr, nr))
+        packed = packed_blocks(op, cpu, *packed_tile)
         if op.kind == "matmul" and packing_pays(op, cpu) and packed is not None:
             return packed
         block = OUTPUT_BLOCK_BYTES // size_out
