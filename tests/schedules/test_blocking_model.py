@@ -283,3 +283,14 @@ def test_unpacked_tiles_take_24_accumulators_where_l1_has_ways_to_spare():
     assert tile(INTEL_LIKE, matmul(32, 256, 256)) == (8, 32)
     f64 = OpInfo("matmul", {"M": 256, "N": 256, "K": 256}, ("f64",) * 3)
     assert select(f64, INTEL_LIKE)["MR"] != 12
+
+
+def test_a_matmul_whose_output_leaves_l2_is_packed_even_where_b_stays():
+    """256x1024x256 on the Intel-like core: B (1 MiB) stays within half of L2, but the
+    1 MiB output with K blocks of A and B does not fit beside it, so the unpacked nest
+    would block it in place: the packed nest takes it instead. 512^3 keeps its output
+    (1 MiB) and K blocks (1 MiB) in the 2 MiB L2, unpacked."""
+    select = FAMILIES["contraction"].select
+    config = select(matmul(256, 1024, 256), INTEL_LIKE)
+    assert (config["MC"], config["NC"], config["KC"], config["PACK"]) == (256, 1024, 256, 1)
+    assert select(matmul(512, 512, 512), INTEL_LIKE)["PACK"] == 0

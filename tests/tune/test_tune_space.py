@@ -235,7 +235,8 @@ def test_violations_name_the_broken_constraints():
     assert narrow_n.violations(odd_tail) == ["nr_tails"]
     assert narrow_n.violations({**odd_tail, "NR": 32}) == []
     packed = {**good, "MC": 128, "NC": 512, "KC": 64, "MR": 8, "NR": 32, "PACK": 2}
-    assert space.violations(packed) == ["pack_needs_b_past_l2"]  # B is 256 KiB: stays in L2
+    # B (256 KiB) and the output stay in L2.
+    assert space.violations(packed) == ["pack_needs_data_past_l2"]
     past_l2 = space_for(matmul(256, 1024, 1024), "contraction", host())  # B: 4 MiB
     assert past_l2.violations(packed) == []  # packed blocks have no output-block limit
     assert past_l2.violations({**packed, "KU": 2}) == ["pack_unrolls_nothing"]

@@ -8,15 +8,13 @@ the micro-kernel with the shared host model (mlirtune.schedules.cpu_model).
 
 from __future__ import annotations
 
-import math
-
 import z3
 
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, Domains, KnobVariables
 from mlirtune.schedules.contraction import amx_host
-from mlirtune.schedules.contraction.blocking import packed_blocks_in_caches, whole_block
+from mlirtune.schedules.contraction.blocking import packed_blocks_in_caches, shared_blocks
 from mlirtune.schedules.contraction.dot import DOT_PAIR
 from mlirtune.schedules.contraction.dot_host import dot_blocks, dot_constraints, pair_view
 from mlirtune.schedules.contraction.knob_values import (
@@ -28,10 +26,12 @@ from mlirtune.schedules.contraction.knob_values import (
     UNIT_FMA,
 )
 from mlirtune.schedules.contraction.packed_host import (
+    output_in_l2,
     packed_blocks,
     packing_pays,
     prefetch_needs_a_in_place,
     transposed_packs,
+    unpacked_k_block,
 )
 from mlirtune.schedules.contraction.register_tiles import packed_register_tile, wide_register_tile
 from mlirtune.schedules.contraction.rows import UNIT_ROWS
@@ -121,12 +121,12 @@ def _fma_select(op: OpInfo, cpu: HostCPU) -> Config:
     mr, nr = register_tile(cpu, m, n, dtype)
     packed_tile = packed_register_tile(op, cpu, mr, nr)
     mr, nr = wide_register_tile(op, cpu, mr, nr)
-    kc = fit(k, f.l1d_bytes // 4 // (mr * size_in), pow2=True)
-    if m * n * size_out + (m + n) * kc * size_in <= f.l2_bytes and not transposed_packs(op, cpu):
+    kc = unpacked_k_block(op, cpu, mr)
+    if output_in_l2(op, cpu) and not transposed_packs(op, cpu):
         mc, nc = m, n
-    else:
+    else:  # packing pays (packing_pays)
         packed = packed_blocks(op, cpu, *packed_tile)
-        if op.kind == "matmul" and packing_pays(op, cpu) and packed is not None:
+        if op.kind == "matmul" and packed is not None:
             return packed
         block = OUTPUT_BLOCK_BYTES // size_out
         a_rows = f.l1d_bytes // 2 // (kc * size_in)
@@ -139,28 +139,9 @@ def _fma_select(op: OpInfo, cpu: HostCPU) -> Config:
         # ways (measured at 512 x 49 x 2048, a 1x1 conv of ResNet-50 in NCHW: MR=16 ran
         # at 39 GFLOP/s, MR=8 at 92).
         mr = min(mr, f.l1d_ways)
-    mc, nc = _shared_blocks(op, cpu.threads, mc, nc, mr, nr)
+    mc, nc = shared_blocks(op, cpu.threads, mc, nc, mr, nr)
     mr, nr = min(mr, mc), min(nr, nc)
     return {"MC": mc, "NC": nc, "KC": kc, "MR": mr, "NR": nr, "PACK": PACK_NONE}
-
-
-def _shared_blocks(op: OpInfo, threads: int, mc: int, nc: int, mr: int, nr: int) -> tuple[int, int]:
-    """MC and NC with as many whole output blocks for each thread (the blocks are one
-    scf.forall): N's block split where that does it, else M's; unchanged on one thread, or
-    where the blocks are partial (peeled: one thread). An output held in L2 was one block,
-    which one thread ran (128x768x3072: 4.2 ms on two threads as on one, 2.2 ms in two)."""
-    m, n, batch = op.dims["M"], op.dims["N"], op.dims.get("B", 1)
-    if threads == 1 or m % mc or n % nc:
-        return mc, nc
-    # The factor of the thread count that N's (or M's) block count must bring.
-    n_parts = threads // math.gcd(threads, batch * (m // mc))
-    m_parts = threads // math.gcd(threads, batch * (n // nc))
-    if n_parts == 1:  # the blocks share out evenly already
-        return mc, nc
-    split_n = whole_block(n, nc, min(nr, nc), n_parts)
-    if split_n:
-        return mc, split_n
-    return whole_block(m, mc, min(mr, mc), m_parts) or mc, nc
 
 
 def _skinny(op: OpInfo, cpu: HostCPU) -> Config:
@@ -290,10 +271,10 @@ def constraints(
             ),
         ),
         Constraint(
-            "pack_needs_b_past_l2",
-            f"PACK == 0, B ({k} x {n}) passes half of L2 ({f.l2_bytes // 2} bytes), or B is "
-            "stored [N, K], or A [K, M] past L1: B is re-read for every MC block, so packing "
-            "it pays only once it leaves L2, or where an operand is not read in place",
+            "pack_needs_data_past_l2",
+            f"PACK == 0, B ({k} x {n}) passes half of L2 ({f.l2_bytes // 2} bytes), the "
+            "output does (with K blocks of A and B), or B is stored [N, K], or A [K, M] past "
+            "L1: packing pays only once the unpacked nest blocks its operands in place",
             z3.Or(pack == PACK_NONE, z3.BoolVal(packing_pays(op, cpu))),
         ),
         prefetch_needs_a_in_place(op, knobs),

@@ -19,7 +19,8 @@ from mlirtune.schedules.contraction.blocking import (
 )
 from mlirtune.schedules.contraction.knob_values import PACK_AB, PACK_B
 from mlirtune.schedules.contraction.packed_tails import column_tail, row_tail
-from mlirtune.schedules.cpu_model import PAGE_BYTES
+from mlirtune.schedules.contraction.register_tiles import wide_register_tile
+from mlirtune.schedules.cpu_model import PAGE_BYTES, fit, register_tile
 from mlirtune.schedules.knobs import cache_tiles
 from mlirtune.targets.host_cpu import HostCPU
 
@@ -207,9 +208,30 @@ def transposed_packs(op: OpInfo, cpu: HostCPU) -> bool:
 
 
 def packing_pays(op: OpInfo, cpu: HostCPU) -> bool:
-    """Whether the packed path is worth its copies: B passes half of L2, or an operand is
-    stored transposed (transposed_packs)."""
-    return transposed_packs(op, cpu) or b_past_l2(op, cpu)
+    """Whether the packed path is worth its copies: B passes half of L2, an operand is
+    stored transposed (transposed_packs), or the unpacked nest cannot hold the whole output
+    in L2 (`output_in_l2`), where it would block it in place instead. Measured on an Intel
+    Xeon (f32, ratios to OpenBLAS in one rotating run, blocked unpacked -> packed, B at
+    most half of L2): 256x1024x256 1.09x -> 1.19x, 512x1024x256 1.05x -> 1.23x,
+    1024x1024x128 1.06x -> 1.26x, 1024x512x512 1.18x -> 1.24x, 2048x512x256 1.12x ->
+    1.19x, 2048x2048x64 1.03x -> 1.45x."""
+    return transposed_packs(op, cpu) or b_past_l2(op, cpu) or not output_in_l2(op, cpu)
+
+
+def output_in_l2(op: OpInfo, cpu: HostCPU) -> bool:
+    """Whether the unpacked nest, with its own register tile, holds the whole output in L2
+    beside a K block of A's rows and of B's columns: its one output block."""
+    m, n = op.dims["M"], op.dims["N"]
+    mr, nr = register_tile(cpu, m, n, op.element_type)
+    kc = unpacked_k_block(op, cpu, wide_register_tile(op, cpu, mr, nr)[0])
+    size_in, size_out = element_bytes(op.element_type), element_bytes(op.dtypes[-1])
+    return m * n * size_out + (m + n) * kc * size_in <= cpu.features.l2_bytes
+
+
+def unpacked_k_block(op: OpInfo, cpu: HostCPU, mr: int) -> int:
+    """The unpacked nest's K block: A's MR x KC micro-panel in a quarter of L1."""
+    bound = cpu.features.l1d_bytes // 4 // (mr * element_bytes(op.element_type))
+    return fit(op.dims["K"], bound, pow2=True)
 
 
 def b_past_l2(op: OpInfo, cpu: HostCPU) -> bool:
