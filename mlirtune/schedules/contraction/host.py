@@ -108,10 +108,9 @@ def _fma_select(op: OpInfo, cpu: HostCPU) -> Config:
     sized to half of L1, because every column tile of the block re-reads it, and the
     B block (KC x NC) to half of L2, within OUTPUT_BLOCK_BYTES of output: few rows,
     many columns (16 x 512 f32 on a 32 KiB L1 / 1 MiB L2 core, measured 1.00x numpy at
-    1024^3 against 0.84x for a 64 x 128 block). A matmul whose B passes half of L2 and
-    whose shape has whole blocks takes the packed path instead (packed_host.py); a shape
-    with no whole blocks gets even blocks, its partial ones padded. Register tiles:
-    register_tiles.py."""
+    1024^3 against 0.84x for a 64 x 128 block). A matmul with whole blocks takes the
+    packed path instead where packing pays (packed_host.py); a shape with no whole blocks
+    gets even blocks, its partial ones padded. Register tiles: register_tiles.py."""
     f = cpu.features
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
     dtype = op.element_type
