@@ -119,16 +119,19 @@ def wide_register_tile(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> tuple[int,
     64): 256^3 1.16x -> 1.24x / 1.22x, 384^3 1.16x -> 1.23x / 1.19x, 512^3 1.03x -> 1.11x
     / 1.12x, 128x512x2048 (K rows 8 KiB apart) 1.15x -> 1.21x / 1.26x; the tuner's winners
     for the shipped library's unpacked shapes were such tiles too. Kept to M of at least
-    four such tiles, whose partial last row tile is a small share, and to N whose column
-    tail the tile leaves narrow."""
+    four such tiles, whose partial last row tile is a small share, to N whose column tail
+    the tile leaves narrow, and on several threads to M the rows divide (the threads'
+    output blocks may split M, in whole tiles: `blocking.shared_blocks`)."""
     f, lanes = cpu.features, cpu.lanes(op.element_type)
+    m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
     if op.element_type != "f32" or f.l1d_ways <= ACCUMULATORS // 2:
         return mr, nr
-    same_set = (op.dims["K"] * element_bytes("f32")) % (f.l1d_bytes // f.l1d_ways) == 0
+    same_set = (k * element_bytes("f32")) % (f.l1d_bytes // f.l1d_ways) == 0
     vectors = PACKED_VECTORS if same_set else 2
     rows, width = WIDE_TILE_ROWS * PACKED_VECTORS // vectors, vectors * lanes
-    tail = op.dims["N"] % width
     fits = (rows + 1) * vectors + 1 <= f.vector_registers
-    if not fits or op.dims["M"] < 4 * rows or op.dims["N"] < width or lanes < tail < width:
-        return mr, nr
-    return rows, width
+    narrow_tail = not lanes < n % width < width
+    split = cpu.threads == 1 or m % rows == 0
+    if fits and m >= 4 * rows and n >= width and narrow_tail and split:
+        return rows, width
+    return mr, nr
