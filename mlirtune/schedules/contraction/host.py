@@ -31,9 +31,9 @@ from mlirtune.schedules.contraction.packed_host import (
     packing_pays,
     prefetch_needs_a_in_place,
     transposed_packs,
-    unpacked_k_block,
+    unpacked_tile,
 )
-from mlirtune.schedules.contraction.register_tiles import packed_register_tile, wide_register_tile
+from mlirtune.schedules.contraction.register_tiles import packed_register_tile
 from mlirtune.schedules.contraction.rows import UNIT_ROWS
 from mlirtune.schedules.contraction.rows_host import rows_constraints, rows_cost, rows_select
 from mlirtune.schedules.cpu_model import (
@@ -117,13 +117,11 @@ def _fma_select(op: OpInfo, cpu: HostCPU) -> Config:
     size_in, size_out = element_bytes(dtype), element_bytes(op.dtypes[-1])
     if m <= SKINNY_ROWS:
         return _skinny(op, cpu)
-    mr, nr = register_tile(cpu, m, n, dtype)
-    packed_tile = packed_register_tile(op, cpu, mr, nr)
-    mr, nr = wide_register_tile(op, cpu, mr, nr)
-    kc = unpacked_k_block(op, cpu, mr)
-    if output_in_l2(op, cpu) and not transposed_packs(op, cpu):
+    mr, nr, kc = unpacked_tile(op, cpu)
+    if output_in_l2(op, cpu, kc) and not transposed_packs(op, cpu):
         mc, nc = m, n
     else:  # packing pays (packing_pays)
+        packed_tile = packed_register_tile(op, cpu, *register_tile(cpu, m, n, dtype))
         packed = packed_blocks(op, cpu, *packed_tile)
         if op.kind == "matmul" and packed is not None:
             return packed

@@ -215,23 +215,25 @@ def packing_pays(op: OpInfo, cpu: HostCPU) -> bool:
     most half of L2): 256x1024x256 1.09x -> 1.19x, 512x1024x256 1.05x -> 1.23x,
     1024x1024x128 1.06x -> 1.26x, 1024x512x512 1.18x -> 1.24x, 2048x512x256 1.12x ->
     1.19x, 2048x2048x64 1.03x -> 1.45x."""
-    return transposed_packs(op, cpu) or b_past_l2(op, cpu) or not output_in_l2(op, cpu)
+    in_l2 = output_in_l2(op, cpu, unpacked_tile(op, cpu)[2])
+    return transposed_packs(op, cpu) or b_past_l2(op, cpu) or not in_l2
 
 
-def output_in_l2(op: OpInfo, cpu: HostCPU) -> bool:
-    """Whether the unpacked nest, with its own register tile, holds the whole output in L2
-    beside a K block of A's rows and of B's columns: its one output block."""
+def output_in_l2(op: OpInfo, cpu: HostCPU, kc: int) -> bool:
+    """Whether the unpacked nest holds the whole output in L2 beside a K block (`kc`, its
+    `unpacked_tile`'s) of A's rows and of B's columns: its one output block."""
     m, n = op.dims["M"], op.dims["N"]
-    mr, nr = register_tile(cpu, m, n, op.element_type)
-    kc = unpacked_k_block(op, cpu, wide_register_tile(op, cpu, mr, nr)[0])
     size_in, size_out = element_bytes(op.element_type), element_bytes(op.dtypes[-1])
     return m * n * size_out + (m + n) * kc * size_in <= cpu.features.l2_bytes
 
 
-def unpacked_k_block(op: OpInfo, cpu: HostCPU, mr: int) -> int:
-    """The unpacked nest's K block: A's MR x KC micro-panel in a quarter of L1."""
+def unpacked_tile(op: OpInfo, cpu: HostCPU) -> tuple[int, int, int]:
+    """The unpacked nest's MR, NR (`register_tile`, widened by `wide_register_tile`) and K
+    block: A's MR x KC micro-panel in a quarter of L1."""
+    m, n = op.dims["M"], op.dims["N"]
+    mr, nr = wide_register_tile(op, cpu, *register_tile(cpu, m, n, op.element_type))
     bound = cpu.features.l1d_bytes // 4 // (mr * element_bytes(op.element_type))
-    return fit(op.dims["K"], bound, pow2=True)
+    return mr, nr, fit(op.dims["K"], bound, pow2=True)
 
 
 def b_past_l2(op: OpInfo, cpu: HostCPU) -> bool:
