@@ -158,6 +158,21 @@ def test_rows_that_divide_m_fill_the_register_file_where_4_and_8_do_not():
         assert (config["MR"], config["NR"]) == (7, 32)  # 7 x 2 vectors: 14 accumulators
 
 
+@pytest.mark.parametrize("cpu", [AMD_LIKE, INTEL_LIKE], ids=["amd", "intel"])
+def test_tiles_prefetching_b_ahead_keep_registers_for_their_broadcasts(cpu):
+    """13 and 14 rows divide these M, but 26 or 28 accumulators of two vectors each spill
+    beside their broadcasts where B's rows are prefetched ahead: at most 24 (11 x 2, 7 x 2)."""
+    family = FAMILIES["contraction"]
+    for m, rows in ((1001, 11), (1022, 7), (2002, 11)):
+        config = family.select(matmul(m, 4096, 1024), cpu)
+        assert (config["MR"], config["NR"], config["PREFETCH"]) == (rows, 32, 2)
+        assert not family.violations(matmul(m, 4096, 1024), cpu, {**config, "KU": 1, "ORDER": 1})
+    spilling = {**config, "MR": 13, "MC": 1001, "KU": 1, "ORDER": 1}
+    broken = family.violations(matmul(1001, 4096, 1024), cpu, spilling)
+    assert broken == ["prefetch_ahead_fits"]
+    assert not family.violations(matmul(1001, 4096, 1024), cpu, {**spilling, "PREFETCH": 0})
+
+
 # A Zen 3-like core: AVX2 (16 registers of 8 f32 lanes), 32 KiB 8-way L1d, 512 KiB 8-way L2.
 ZEN3_LIKE = HostCPU(
     isa="avx2",

@@ -74,6 +74,7 @@ def contraction_ok(c, op, cpu, floor):
         and (c["PACK"] == 0 or k * n * 4 > f.l2_bytes // 2)
         and (c["PACK"] == 0 or (c["KU"] == 1 and (c["ORDER"] == 1 or c["PACK"] == 2)))
         and (c["PREFETCH"] == 0 or c["PACK"] == 1)
+        and (c["PREFETCH"] != 2 or v == 1 or c["MR"] * v <= f.vector_registers * 3 // 4)
     )
 
 

@@ -29,6 +29,7 @@ from mlirtune.schedules.contraction.packed_host import (
     output_in_l2,
     packed_blocks,
     packing_pays,
+    prefetch_ahead_fits,
     prefetch_needs_a_in_place,
     transposed_packs,
     unpacked_tile,
@@ -275,6 +276,7 @@ def constraints(
             z3.Or(pack == PACK_NONE, z3.BoolVal(packing_pays(op, cpu))),
         ),
         prefetch_needs_a_in_place(op, knobs),
+        prefetch_ahead_fits(knobs, lanes, f.vector_registers),
         Constraint(
             "pack_unrolls_nothing",
             f"PACK == 0 or (KU == 1 and (ORDER == 1 or PACK == {PACK_AB})): the packed nest "

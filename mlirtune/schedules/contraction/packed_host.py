@@ -19,8 +19,12 @@ from mlirtune.schedules.contraction.blocking import (
 )
 from mlirtune.schedules.contraction.knob_values import PACK_AB, PACK_B
 from mlirtune.schedules.contraction.packed_tails import column_tail, row_tail
-from mlirtune.schedules.contraction.register_tiles import wide_register_tile
-from mlirtune.schedules.cpu_model import PAGE_BYTES, fit, register_tile
+from mlirtune.schedules.contraction.register_tiles import (
+    ahead_accumulators,
+    prefetches_rows_ahead,
+    wide_register_tile,
+)
+from mlirtune.schedules.cpu_model import PAGE_BYTES, fit, register_tile, vectors
 from mlirtune.schedules.knobs import cache_tiles
 from mlirtune.targets.host_cpu import HostCPU
 
@@ -123,17 +127,6 @@ def _one_k_block(
     return (k, one) if one is not None else (kc, nc)
 
 
-def prefetches_rows_ahead(op: OpInfo, nr: int) -> bool:
-    """Whether the packed nest reading A in place prefetches B's panel rows ahead
-    (PREFETCH=2, `prefetch_level`) whatever K is: where a panel row of the f32
-    micro-kernel spans several cache lines (AVX-512's 4 x 64 and 8 x 32 tiles). Measured
-    on an Intel Xeon (4 x 64, KC=128-256, ratios to OpenBLAS in one rotating run, without
-    -> with): 2048^3 0.97x -> 1.05x, 4096x4096x256 (A's rows 1 KiB apart) 1.00x -> 1.10x,
-    2048x2048x512 0.94x -> 1.04x, and under an MLP's bias and ReLU too."""
-    row_bytes = nr * element_bytes(op.element_type)
-    return op.element_type == "f32" and row_bytes >= 2 * LINE_BYTES
-
-
 def prefetch_level(op: OpInfo, nr: int) -> int:
     """PREFETCH for the packed nest reading A in place: 2 (the next row of register tiles'
     A panel, and B's panel rows ahead in the K loop, ir/prefetch_ahead.py) where B's
@@ -190,6 +183,22 @@ def prefetch_needs_a_in_place(op: OpInfo, knobs: KnobVariables) -> Constraint:
         z3.Or(
             knobs["PREFETCH"] == 0,
             z3.And(knobs["PACK"] == PACK_B, z3.BoolVal(not op.attributes.get("transpose_a"))),
+        ),
+    )
+
+
+def prefetch_ahead_fits(knobs: KnobVariables, lanes: int, registers: int) -> Constraint:
+    """PREFETCH=2 only on register tiles whose broadcasts fit beside their accumulators
+    (register_tiles.ahead_accumulators): one vector per row, or at most that many."""
+    most = ahead_accumulators(registers)
+    return Constraint(
+        "prefetch_ahead_fits",
+        f"PREFETCH != 2, NR <= {lanes}, or MR*ceil(NR/{lanes}) <= {most}: with B's rows "
+        "prefetched ahead, taller tiles of several vectors spilled their accumulators",
+        z3.Or(
+            knobs["PREFETCH"] != 2,
+            knobs["NR"] <= lanes,
+            knobs["MR"] * vectors(knobs["NR"], lanes) <= most,
         ),
     )
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
+from mlirtune.ir.prefetch import LINE_BYTES
 from mlirtune.schedules.contraction.packed_tails import row_tail
 from mlirtune.schedules.cpu_model import ACCUMULATORS, MIN_ACCUMULATORS
 from mlirtune.targets.host_cpu import HostCPU
@@ -23,17 +24,42 @@ TAIL_SHARE = 0.01
 ROW_TAIL_SHARE = 0.02
 
 
+def prefetches_rows_ahead(op: OpInfo, nr: int) -> bool:
+    """Whether the packed nest reading A in place prefetches B's panel rows ahead
+    (PREFETCH=2, `prefetch_level`) whatever K is: where a panel row of the f32
+    micro-kernel spans several cache lines (AVX-512's 4 x 64 and 8 x 32 tiles). Measured
+    on an Intel Xeon (4 x 64, KC=128-256, ratios to OpenBLAS in one rotating run, without
+    -> with): 2048^3 0.97x -> 1.05x, 4096x4096x256 (A's rows 1 KiB apart) 1.00x -> 1.10x,
+    2048x2048x512 0.94x -> 1.04x, and under an MLP's bias and ReLU too."""
+    row_bytes = nr * element_bytes(op.element_type)
+    return op.element_type == "f32" and row_bytes >= 2 * LINE_BYTES
+
+
+def ahead_accumulators(registers: int) -> int:
+    """Most accumulators a packed register tile of several vectors per row keeps where B's
+    panel rows are prefetched ahead (PREFETCH=2): three quarters of the register file. Each
+    row's broadcast is reused by its row's vectors, so it takes a register of its own, and
+    LLVM scheduled all of them ahead of the FMAs: on AVX-512, 13 x 32 and 14 x 32 f32 (and
+    13 x 16 f64) spilled accumulators to the stack in the micro-kernel (not at PREFETCH 0
+    or 1, nor 12 x 32 or 6 x 64). Measured on an Intel Xeon, 1001x4096x1024 f32 against
+    OpenBLAS in one rotating run: 13 x 32 0.73x, 11 x 32 1.06-1.08x, 13 x 32 at PREFETCH=0
+    1.06x."""
+    return registers * 3 // 4
+
+
 def packed_register_tile(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> tuple[int, int]:
     """The packed micro-kernel's register tile: of `tile_preference`'s tiles that the
-    register file holds and whose rows divide M, the first whose column tail (split off,
-    see packed.column_tail) is at most one vector, exactly two, or at most TAIL_SHARE of N;
+    register file holds (within `ahead_accumulators` where B's rows are prefetched ahead)
+    and whose rows divide M, the first whose column tail (split off, see
+    packed.column_tail) is at most one vector, exactly two, or at most TAIL_SHARE of N;
     else MR x NR. Where none of them divides M, the other row counts that fill the register
     file take their place; where none of those divides M either, the first tile, preferred
     ones first, whose row tail (split off, see packed.row_tail) is at most ROW_TAIL_SHARE
     of M. Measured on an Intel Xeon, f32 with a prime M, ratios to OpenBLAS: the 14 x 32
     tile that fills the register file (an 11-row tail) ran 4099x2048x2048 at 0.62x and
     4099x4096x4096 at 0.58x, 6 x 64 (a 7-row tail) at 1.05x and 0.97x; 14 rows of A read
-    in place, K elements apart, overfill a 12-way L1 set.
+    in place, K elements apart, overfill a 12-way L1 set, and the tile spilled
+    (`ahead_accumulators`).
     A wider tail costs the split-off nest more: 1000x999x1001 ran at 0.90x with 4 x 64 (a
     39-column tail), 0.97x with 8 x 32 (7 columns)."""
     lanes = cpu.lanes(op.element_type)
@@ -41,7 +67,10 @@ def packed_register_tile(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> tuple[in
     registers = cpu.features.vector_registers
 
     def fits(rows: int, width: int) -> bool:  # accumulators, a row of B and the broadcast
-        return registers >= (rows + 1) * (width // lanes) + 1
+        vectors = width // lanes
+        ahead = vectors > 1 and prefetches_rows_ahead(op, width)
+        spills = ahead and rows * vectors > ahead_accumulators(registers)
+        return registers >= (rows + 1) * vectors + 1 and not spills
 
     candidates = ((rows, v * lanes) for rows, v in tile_preference(cpu))
     preferred = [tile for tile in candidates if fits(*tile)]
