@@ -111,13 +111,17 @@ def test_a_wide_column_tail_is_split_into_pieces_that_verify(engine, pack):
     assert engine.execute(Matmul(M=64, N=61, K=40), parameters).verification.ok
 
 
+@pytest.mark.parametrize("kind", ["matmul", "mlp"])
 @pytest.mark.parametrize("pack", [1, 2])
 @pytest.mark.parametrize(("m", "tail"), [(67, 3), (65, 9)])
-def test_a_row_tail_is_split_off_and_verifies(engine, m, tail, pack):
+def test_a_row_tail_is_split_off_and_verifies(engine, m, tail, pack, kind):
     """Rows past M's last whole 8-row tile run in a nest of their own, so the packed nest's
-    tiles stay whole; a single row is taken with one tile's rows (9: 65 = 7 x 8 + 9)."""
-    assert row_tail(_matmul(m, 64, 64), mr=8, nr=16, kc=16) == tail
-    result = engine.execute(Matmul(M=m, N=64, K=64), {**SMALL, "PACK": pack})
+    tiles stay whole; a single row is taken with one tile's rows (9: 65 = 7 x 8 + 9). Under
+    an MLP's bias and ReLU the tail's nest takes the epilogue too."""
+    epilogue = {"epilogue": 1} if kind == "mlp" else {}
+    assert row_tail(_matmul(m, 64, 64, **epilogue), mr=8, nr=16, kc=16) == tail
+    workload = (Mlp if kind == "mlp" else Matmul)(M=m, N=64, K=64)
+    result = engine.execute(workload, {**SMALL, "PACK": pack})
     assert result.verification.ok
 
 
@@ -130,18 +134,22 @@ def test_no_row_tail_where_it_is_not_split():
     assert row_tail(op, mr=8, nr=16, kc=64) == 0  # K is one block
     assert row_tail(op, mr=8, nr=24, kc=16) == 0  # partial column tiles
     assert row_tail(_matmul(67, 64, 64, transpose_b=1), mr=8, nr=16, kc=16) == 0
-    assert row_tail(_matmul(67, 64, 64, epilogue=1), mr=8, nr=16, kc=16) == 0
+    # Under an epilogue, on one thread only: two threads' column blocks do not peel.
+    assert row_tail(_matmul(67, 64, 64, epilogue=1), mr=8, nr=16, kc=16, threads=2) == 0
 
 
-def test_selector_packs_a_prime_m_with_a_row_tail(engine):
+@pytest.mark.parametrize("kind", ["matmul", "mlp"])
+def test_selector_packs_a_prime_m_with_a_row_tail(engine, kind):
     """M = 1021 is prime: no register tile divides it, so the selector takes the packed nest
     with a short row tail split off, in whole blocks of the other rows (unpacked, 1021^3 f32
-    ran at 0.68x OpenBLAS; packed 0.82x, on an AMD Zen 3)."""
+    ran at 0.68x OpenBLAS; packed 0.82x, on an AMD Zen 3), under an MLP's epilogue too."""
     target = HostCPU(l1d_bytes=32 << 10, l1d_ways=8, l2_bytes=1 << 20, l2_ways=8)
     pinned = MlirJitEngine(target=target, use_specs=False)
-    workload = Matmul(M=1021, N=1024, K=1024)
+    workload = (Mlp if kind == "mlp" else Matmul)(M=1021, N=1024, K=1024)
     values = pinned.plan(workload).values
-    tail = row_tail(_matmul(1021, 1024, 1024), values["MR"], values["NR"], values["KC"])
+    epilogue = {"epilogue": 1} if kind == "mlp" else {}
+    op = _matmul(1021, 1024, 1024, **epilogue)
+    tail = row_tail(op, values["MR"], values["NR"], values["KC"])
     assert values["PACK"] > 0 and 0 < tail <= 0.02 * 1021, values
     assert (1021 - tail) % values["MC"] == 0
     assert pinned.execute(workload).verification.ok

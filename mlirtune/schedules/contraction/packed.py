@@ -71,6 +71,7 @@ from mlirtune.schedules.contraction.packed_tails import (
     column_tail,
     row_tail,
     schedule_column_tail,
+    schedule_epilogue_row_tail,
     schedule_row_tail,
 )
 from mlirtune.schedules.contraction.widen import vectorize_widening, widened_type
@@ -122,7 +123,7 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         raise UsageError(f"schedule contraction: {problem}", stage="schedule")
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
     mr, nr = min(p["MR"], p["MC"], m), min(p["NR"], p["NC"], n)
-    rows_past = row_tail(op, mr, nr, p["KC"])
+    rows_past = row_tail(op, mr, nr, p["KC"], p.get("THREADS", 1))
     m -= rows_past  # the packed nest's rows; the tail's are split off (`packed_tails.py`)
     tail = column_tail(op, mr, nr)
     n -= tail  # the packed nest's columns; the tail's are split off (`packed_tails.py`)
@@ -154,20 +155,22 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         # With THREADS > 1 the column blocks are an scf.forall, spread over the threads.
         parallel = p.get("THREADS", 1) > 1
         output = s.output_op(op)
-        if rows_past:  # the output op is the contraction (no epilogue)
+        epilogue = bool(op.attributes.get("epilogue"))
+        if rows_past and not epilogue:  # the output op is the contraction
             output = schedule_row_tail(s, output, (m, n, k), rows_past, nr)
         if tail:
             output = schedule_column_tail(s, output, n, tail, mr)
-        column_block, _ = s.fuse_with_loops(output, [0, nc], step="cache_tile_n", parallel=parallel)
+        if rows_past and epilogue:
+            column_block = schedule_epilogue_row_tail(s, output, (m, nc, k), nr, op.kind)
+        else:
+            column_block, _ = s.fuse_with_loops(
+                output, [0, nc], step="cache_tile_n", parallel=parallel
+            )
         depths = _k_block_depths(k, kc)
         # An epilogue on one K block of whole tiles is the op the M and register tiles are
         # cut from, the contraction and the fill fused into its tiles: it takes the
         # accumulators in registers, and C is stored once (see the module docstring).
-        epilogue_in_registers = (
-            bool(op.attributes.get("epilogue"))
-            and len(depths) == 1
-            and not (partial or partial_tiles)
-        )
+        epilogue_in_registers = epilogue and len(depths) == 1 and not (partial or partial_tiles)
         if epilogue_in_registers:
             rows = s.fuse(column_block, [mc, 0], step="cache_tile_m")
             _, (row_loop, _) = s.fuse_with_loops(
