@@ -68,8 +68,7 @@ def packed_register_tile(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> tuple[in
 
     def fits(rows: int, width: int) -> bool:  # accumulators, a row of B and the broadcast
         vectors = width // lanes
-        ahead = vectors > 1 and prefetches_rows_ahead(op, width)
-        spills = ahead and rows * vectors > ahead_accumulators(registers)
+        spills = prefetches_rows_ahead(op, width) and rows * vectors > ahead_accumulators(registers)
         return registers >= (rows + 1) * vectors + 1 and not spills
 
     candidates = ((rows, v * lanes) for rows, v in tile_preference(cpu))
