@@ -68,6 +68,7 @@ from mlirtune.ir.prefetch_panel import PANEL_ATTRIBUTE
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.contraction.knob_values import PACK_AB
 from mlirtune.schedules.contraction.packed_tails import (
+    POINTWISE,
     column_tail,
     row_tail,
     schedule_column_tail,
@@ -206,7 +207,7 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
             _prefetch_next_panels(s, row_loop, prefetch)
         # Register tiles of the epilogue, and of a fill that could not be fused (a partial
         # column block's slice of it is not folded away): its own pass over C.
-        for name in () if epilogue_in_registers else ("linalg.fill", "linalg.generic"):
+        for name in () if epilogue_in_registers else POINTWISE:
             others = s.match(s.root, [name], step=f"match_{name}")
             tiled, _ = s.tile(others, [mr, nr], step=f"register_tile_{name}")
             if partial_tiles or tails:  # with tails, the fill is all of C's

@@ -107,7 +107,8 @@ def schedule_epilogue_row_tail(
     others = [s.match(rest, [name], step=f"match_row_tail_{name}") for name in POINTWISE]
     epilogue = s.match(main, ["linalg.generic"], step="match_main_rows_epilogue")
     # Fold the one-iteration loops, which gives the tail's tiles static shapes.
-    s.canonicalize(s.match(s.root, ["func.func"], step="match_function"), step="fold_peeled")
+    function = s.match(s.root, ["func.func"], step="match_function_to_fold_peeled")
+    s.canonicalize(function, step="fold_peeled")
     k_blocks, _ = s.tile(contraction, [0, 0, min(TAIL_BLOCK[1], k)], step="block_row_tail")
     _, (columns, _) = s.tile(k_blocks, [0, nr, 1], step="tile_row_tail")
     s.vectorize_linalg(columns)
