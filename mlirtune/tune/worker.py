@@ -17,6 +17,7 @@ import fcntl
 import os
 import pickle
 import resource
+import shutil
 import socket
 import sys
 import time
@@ -105,7 +106,14 @@ def main() -> None:
     modules unpickle here), then the pickled WorkerSetup."""
     connection = Connection(socket.socket(fileno=int(sys.argv[1])).detach())
     sys.path[:] = connection.recv()
-    serve(connection, pickle.loads(connection.recv_bytes()))
+    setup: WorkerSetup = pickle.loads(connection.recv_bytes())
+    try:
+        serve(connection, setup)
+    except (EOFError, BrokenPipeError, ConnectionResetError):
+        # The parent is gone (killed: it closes a worker's socket only once the worker has
+        # exited). Nobody is left to remove its scratch folder, so the first worker to notice
+        # does; the logs in it had no reader left either.
+        shutil.rmtree(Path(setup.log_path).parent, ignore_errors=True)
     # Exit at once: tearing down MLIR and LLVM takes about 0.2 s and frees nothing the
     # operating system does not; the log is flushed first.
     sys.stdout.flush()
@@ -115,7 +123,7 @@ def main() -> None:
 
 def serve(connection: Connection, setup: WorkerSetup) -> None:
     """Serve ("evaluate", params, cutoff_s) and ("race", [params], rounds, until_settled) requests
-    until None or until the parent goes away."""
+    until None; EOFError or BrokenPipeError when the parent goes away."""
     _redirect_output(setup.log_path)
     resource.setrlimit(resource.RLIMIT_AS, (setup.memory_bytes, setup.memory_bytes))
     # The parent admitted the workload for all workers against the machine's budget; here
@@ -130,10 +138,7 @@ def serve(connection: Connection, setup: WorkerSetup) -> None:
     setup.workload.reference_outputs  # noqa: B018 - computed once, before any timeout runs
     connection.send(("ready",))
     while True:
-        try:
-            request = connection.recv()
-        except EOFError:  # the parent is gone (killed): nothing left to do
-            return
+        request = connection.recv()
         if request is None:
             return
         if request == "stop":  # meant for a race that had already ended

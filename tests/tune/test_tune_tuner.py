@@ -119,12 +119,18 @@ def test_cli_unreadable_db(tmp_path, capsys):
 
 def test_kill_mid_run_then_resume(tmp_path):
     """SIGKILL the tuner once some candidates are stored; the same command then resumes:
-    nothing stored is measured again and nothing is lost."""
+    nothing stored is measured again and nothing is lost. The orphaned workers exit and
+    remove the scratch folder the dead tuner left."""
     db_path = tmp_path / "t.db"
+    scratch_root = tmp_path / "tmp"
+    scratch_root.mkdir()
     command = [sys.executable, "-m", "mlirtune", "tune", "matmul", "M=32", "N=32", "K=32",
                "--budget", "8", "--strategy", "exhaustive", "--db", str(db_path),
                "--json"]  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    environment = {**os.environ, "TMPDIR": str(scratch_root)}
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=environment
+    )
     stored_at_kill = 0
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and process.poll() is None:
@@ -136,6 +142,11 @@ def test_kill_mid_run_then_resume(tmp_path):
     process.wait()
     stored_at_kill = _candidates(db_path)
     assert 0 < stored_at_kill < 8
+    assert list(scratch_root.glob("mlirtune-tune-*")), "the tuner's scratch folder was not there"
+    deadline = time.monotonic() + 60
+    while list(scratch_root.glob("mlirtune-tune-*")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not list(scratch_root.glob("mlirtune-tune-*"))
     rerun = subprocess.run(command, capture_output=True, text=True, timeout=300, check=True)
     report = json.loads(rerun.stdout)
     assert report["resumed"] == stored_at_kill
