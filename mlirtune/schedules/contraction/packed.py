@@ -124,7 +124,7 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         raise UsageError(f"schedule contraction: {problem}", stage="schedule")
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
     mr, nr = min(p["MR"], p["MC"], m), min(p["NR"], p["NC"], n)
-    rows_past = row_tail(op, mr, nr, p["KC"], p.get("THREADS", 1))
+    rows_past = row_tail(op, mr, nr, p["KC"])
     m -= rows_past  # the packed nest's rows; the tail's are split off (`packed_tails.py`)
     tail = column_tail(op, mr, nr)
     n -= tail  # the packed nest's columns; the tail's are split off (`packed_tails.py`)
@@ -162,7 +162,9 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         if tail:
             output = schedule_column_tail(s, output, n, tail, mr)
         if rows_past and epilogue:
-            column_block = schedule_epilogue_row_tail(s, output, (m, nc, k), nr, op.kind)
+            column_block = schedule_epilogue_row_tail(
+                s, output, (m, nc, k), nr, op.kind, parallel=parallel
+            )
         else:
             column_block, _ = s.fuse_with_loops(
                 output, [0, nc], step="cache_tile_n", parallel=parallel

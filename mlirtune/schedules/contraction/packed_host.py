@@ -47,7 +47,7 @@ def packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
     size = element_bytes(op.element_type)
     bounds = blis_blocking(cpu.features, mr, nr, size)
     pack_a = bool(op.attributes.get("transpose_a"))
-    rows = m - row_tail(op, mr, nr, 0, cpu.threads)
+    rows = m - row_tail(op, mr, nr, 0)
     columns = n - column_tail(op, mr, nr)
     per_thread = max(nr, columns // cpu.threads)  # a column block per thread
     # A read in place (PACK=1) packs nothing per row block: with no whole block of M
@@ -84,7 +84,7 @@ def packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
         nc = whole_block(columns, per_thread, nr, cpu.threads)
         if nc is not None:
             kc = _k_block(op, min(bounds.kc, max(1, bounds.b_block_bytes // (nc * size))))
-    tail = row_tail(op, mr, nr, kc, cpu.threads)
+    tail = row_tail(op, mr, nr, kc)
     if (None in (mc, nc) and not pack_a) or (rows < m and not tail):
         return None  # no whole blocks; or a row tail, but K is one block
     if nc is not None and rows == m and kc < k <= 2 * kc and op.attributes.get("epilogue"):

@@ -17,21 +17,18 @@ TAIL_BLOCK = (128, 256)
 POINTWISE = ("linalg.fill", "linalg.generic")
 
 
-def row_tail(op: OpInfo, mr: int, nr: int, kc: int, threads: int = 1) -> int:
+def row_tail(op: OpInfo, mr: int, nr: int, kc: int) -> int:
     """Rows past M's last whole MR-row register tile, which `packed_schedule` splits off so
     that the packed nest's tiles stay static: padded partial tiles ran at 0.23x OpenBLAS
     (2048^3 f32 at 6 x 16 on an AMD Zen 3), and a prime M, left unpacked, at 0.24x (4099 x
     2048 x 2048; packed 4 x 16 with a 3-row tail, 0.71x), an MLP's at 0.49x its three numpy
     ops (509x4096x1024 on an Intel Xeon). 0 where there are none or M is one tile; and,
     untried or failing to compile (1021 x 256 x 256 past 3 GB), where NR does not divide N,
-    K is one KC block, an operand is stored transposed or not f32, or under an epilogue on
-    several `threads` (its column blocks are then one scf.forall, which does not peel)."""
+    K is one KC block, or an operand is stored transposed or not f32."""
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
     plain = op.dtypes[:2] == ("f32", "f32") and not any(
         op.attributes.get(name) for name in ("transpose_a", "transpose_b")
     )
-    if op.attributes.get("epilogue") and threads > 1:
-        return 0
     # One row would be a [1, N, K] op, whose schedule ran out of memory: MR + 1 rows instead.
     tail = m % mr + (mr if m % mr == 1 else 0)
     return tail if m > tail + mr and n % nr == 0 and k > kc and plain else 0
@@ -92,16 +89,19 @@ def schedule_epilogue_row_tail(
     blocks: tuple[int, int, int],
     nr: int,
     kind: str,
+    parallel: bool = False,
 ) -> ir.Value:
     """`schedule_row_tail` under an element-wise epilogue (`output`), which a split would
     leave reading a slice of one whole contraction that no later tiling fuses: tile the
-    epilogue by the packed nest's `rows` (of M) and NC columns (`blocks`: rows, NC, K),
-    fusing the contraction and the fill in, and peel the row loop. The tail rows' copy then
-    runs in K blocks of TAIL_BLOCK[1] and NR-wide register tiles, its fill and epilogue in
-    NR-wide tiles, vectorized now. Returns the handle of the epilogue over the first rows'
-    column blocks: the packed nest's column blocks."""
+    epilogue by the packed nest's `rows` (of M; `blocks`: rows, NC, K), fusing the
+    contraction and the fill in, and peel that loop. The tail rows' copy then runs in K
+    blocks of TAIL_BLOCK[1] and NR-wide register tiles, its fill and epilogue in NR-wide
+    tiles, vectorized now; on one thread, after the main rows. The main rows' epilogue is
+    then cut into NC-column blocks with its producers fused (`parallel`: one scf.forall,
+    spread over the threads, which a peel cannot take: hence the rows first). Returns the
+    handle of those column blocks: the packed nest's."""
     rows, nc, k = blocks
-    _, (row_loop, _) = s.fuse_with_loops(output, [rows, nc], step="block_rows_and_columns")
+    _, (row_loop,) = s.fuse_with_loops(output, [rows, 0], step="block_rows")
     main, rest = s.peel(row_loop, step="peel_row_tail")
     contraction = s.match_root(rest, kind, step="match_row_tail_contraction")
     others = [s.match(rest, [name], step=f"match_row_tail_{name}") for name in POINTWISE]
@@ -115,4 +115,5 @@ def schedule_epilogue_row_tail(
     for name, ops in zip(POINTWISE, others, strict=True):
         _, (loop_handle,) = s.tile(ops, [0, nr], step=f"tile_row_tail_{name}")
         s.vectorize_linalg(loop_handle)
-    return epilogue
+    column_blocks, _ = s.fuse_with_loops(epilogue, [0, nc], step="cache_tile_n", parallel=parallel)
+    return column_blocks

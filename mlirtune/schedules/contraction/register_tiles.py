@@ -96,7 +96,7 @@ def packed_register_tile(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> tuple[in
         usable = [
             (rows, width)
             for rows, width in (*preferred, *filling)
-            if 0 < row_tail(op, rows, width, 0, cpu.threads) <= ROW_TAIL_SHARE * m and n >= width
+            if 0 < row_tail(op, rows, width, 0) <= ROW_TAIL_SHARE * m and n >= width
         ]
     narrow = [
         (r, w) for r, w in usable if n % w <= lanes or n % w == 2 * lanes or n % w <= TAIL_SHARE * n
