@@ -370,9 +370,7 @@ def cost(op: OpInfo, cpu: HostCPU, config: Config) -> float:
 
 def _split_tails(op: OpInfo, knobs: KnobVariables, tails: Constraint) -> Constraint:
     """`tails`, unless the packed nest splits N's tail off in power-of-two pieces
-    (packed.column_tail: MR divides M, no epilogue)."""
-    if op.attributes.get("epilogue"):
-        return tails
+    (packed.column_tail: MR divides M)."""
     m, mr = op.dims["M"], knobs["MR"]
     split = z3.And(knobs["PACK"] != PACK_NONE, m % mr == 0, m > mr)
     why = f"; or PACK > 0 with MR dividing {m}: the packed nest splits the tail off"

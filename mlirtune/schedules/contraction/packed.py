@@ -72,7 +72,7 @@ from mlirtune.schedules.contraction.packed_tails import (
     column_tail,
     row_tail,
     schedule_column_tail,
-    schedule_epilogue_row_tail,
+    schedule_epilogue_tails,
     schedule_row_tail,
 )
 from mlirtune.schedules.contraction.widen import vectorize_widening, widened_type
@@ -157,15 +157,15 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         parallel = p.get("THREADS", 1) > 1
         output = s.output_op(op)
         epilogue = bool(op.attributes.get("epilogue"))
-        if rows_past and not epilogue:  # the output op is the contraction
-            output = schedule_row_tail(s, output, (m, n, k), rows_past, nr)
-        if tail:
-            output = schedule_column_tail(s, output, n, tail, mr)
-        if rows_past and epilogue:
-            column_block = schedule_epilogue_row_tail(
-                s, output, (m, nc, k), nr, op.kind, parallel=parallel
+        if tails and epilogue:
+            column_block = schedule_epilogue_tails(
+                s, output, op.kind, (m, n, k), (rows_past, tail), (mr, nr), nc, parallel
             )
-        else:
+        else:  # tails are split off the contraction, the output op where there are any
+            if rows_past:
+                output = schedule_row_tail(s, output, (m, n, k), rows_past, nr)
+            if tail:
+                output = schedule_column_tail(s, output, n, tail, mr)
             column_block, _ = s.fuse_with_loops(
                 output, [0, nc], step="cache_tile_n", parallel=parallel
             )

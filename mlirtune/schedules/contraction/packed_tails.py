@@ -1,7 +1,7 @@
 """Remainders of the packed contraction nest (packed.py): the rows past M's last whole
 register tile and the columns past N's are split off (`transform.structured.split`) into
 nests of their own, so that the packed nest's tiles stay static; under an element-wise
-epilogue, the rows are peeled off the epilogue's row loop instead.
+epilogue, they are peeled off a loop of the epilogue's instead.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from mlir import ir
 
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.schedules.builder import ScheduleBuilder
+from mlirtune.schedules.builder import ScheduleBuilder, piece_width
 
 # Columns and K rows of B's blocks in the row tail's nest (`schedule_row_tail`).
 TAIL_BLOCK = (128, 256)
@@ -38,10 +38,9 @@ def column_tail(op: OpInfo, mr: int, nr: int) -> int:
     """Columns past N's last whole NR-wide register tile, which `packed_schedule` splits off
     so that the packed nest's tiles stay static. 0 where there are none; where M has a
     partial register tile too (the tiles are dynamic anyway, padded per tile; a row tail
-    needs whole columns); and under an epilogue, whose split halves do not take the
-    contraction in by tile and fuse."""
+    needs whole columns)."""
     m, n = op.dims["M"], op.dims["N"]
-    return n % nr if m % mr == 0 and m > mr and not op.attributes.get("epilogue") else 0
+    return n % nr if m % mr == 0 and m > mr else 0
 
 
 def schedule_column_tail(
@@ -83,37 +82,59 @@ def schedule_row_tail(
     return main
 
 
-def schedule_epilogue_row_tail(
+def schedule_epilogue_tails(
     s: ScheduleBuilder,
     output: ir.Value,
-    blocks: tuple[int, int, int],
-    nr: int,
     kind: str,
+    nest: tuple[int, int, int],
+    past: tuple[int, int],
+    tile: tuple[int, int],
+    nc: int,
     parallel: bool = False,
 ) -> ir.Value:
-    """`schedule_row_tail` under an element-wise epilogue (`output`), which a split would
-    leave reading a slice of one whole contraction that no later tiling fuses: tile the
-    epilogue by the packed nest's `rows` (of M; `blocks`: rows, NC, K), fusing the
-    contraction and the fill in, and peel that loop. The tail rows' copy then runs in K
-    blocks of TAIL_BLOCK[1] and NR-wide register tiles, its fill and epilogue in NR-wide
-    tiles, vectorized now; on one thread, after the main rows. The main rows' epilogue is
-    then cut into NC-column blocks with its producers fused (`parallel`: one scf.forall,
-    spread over the threads, which a peel cannot take: hence the rows first). Returns the
-    handle of those column blocks: the packed nest's."""
-    rows, nc, k = blocks
-    _, (row_loop,) = s.fuse_with_loops(output, [rows, 0], step="block_rows")
-    main, rest = s.peel(row_loop, step="peel_row_tail")
-    contraction = s.match_root(rest, kind, step="match_row_tail_contraction")
-    others = [s.match(rest, [name], step=f"match_row_tail_{name}") for name in POINTWISE]
-    epilogue = s.match(main, ["linalg.generic"], step="match_main_rows_epilogue")
-    # Fold the one-iteration loops, which gives the tail's tiles static shapes.
+    """`schedule_row_tail` or `schedule_column_tail` under an element-wise epilogue
+    (`output`), which a split would leave reading a slice of one whole contraction that no
+    later tiling fuses. The packed nest's M x N x K is `nest`, the rows or columns past it
+    `past` (one of them 0), its register tile MR x NR `tile`. The epilogue is tiled by the
+    nest's rows or columns, the contraction and the fill fused in, and that loop peeled.
+    The tail's copy then runs as its split-off counterpart's does, its fill and epilogue in
+    the same register tiles, vectorized now, on one thread, before the main part. The main
+    part's epilogue is cut into NC-column blocks with its producers fused (`parallel`: one
+    scf.forall, spread over the threads, which a peel cannot take: hence the tail first).
+    Returns the handle of those column blocks: the packed nest's."""
+    m, n, k = nest
+    rows_past, columns_past = past
+    mr, nr = tile
+    sizes = [m, 0] if rows_past else [0, n]
+    _, (tail_loop,) = s.fuse_with_loops(output, sizes, step="block_main_part")
+    main_part, rest = s.peel(tail_loop, step="peel_tail")
+    contraction = s.match_root(rest, kind, step="match_tail_contraction")
+    others = [s.match(rest, [name], step=f"match_tail_{name}") for name in POINTWISE]
+    epilogue = s.match(main_part, ["linalg.generic"], step="match_main_epilogue")
+    # Fold the one-iteration loops, which gives the tail's ops static shapes.
     function = s.match(s.root, ["func.func"], step="match_function_to_fold_peeled")
     s.canonicalize(function, step="fold_peeled")
-    k_blocks, _ = s.tile(contraction, [0, 0, min(TAIL_BLOCK[1], k)], step="block_row_tail")
-    _, (columns, _) = s.tile(k_blocks, [0, nr, 1], step="tile_row_tail")
-    s.vectorize_linalg(columns)
-    for name, ops in zip(POINTWISE, others, strict=True):
-        _, (loop_handle,) = s.tile(ops, [0, nr], step=f"tile_row_tail_{name}")
+    if rows_past:  # in K blocks and NR-wide tiles
+        k_blocks, _ = s.tile(contraction, [0, 0, min(TAIL_BLOCK[1], k)], step="block_row_tail")
+        _, (loop_handle, _) = s.tile(k_blocks, [0, nr, 1], step="tile_row_tail")
         s.vectorize_linalg(loop_handle)
+        for name, ops in zip(POINTWISE, others, strict=True):
+            _, (loop_handle,) = s.tile(ops, [0, nr], step=f"tile_row_tail_{name}")
+            s.vectorize_linalg(loop_handle)
+    else:  # in pieces, MR rows at a time
+        for name, ops in ((kind, contraction), *zip(POINTWISE, others, strict=True)):
+            tile_sizes = [mr, 0, 1] if name == kind else [mr, 0]
+            for piece, part in enumerate(_pieces(s, ops, columns_past, f"column_tail_{name}")):
+                _, (loop_handle, *_) = s.tile(part, tile_sizes, step=f"tile_{name}_{piece}")
+                s.vectorize_linalg(loop_handle)
     column_blocks, _ = s.fuse_with_loops(epilogue, [0, nc], step="cache_tile_n", parallel=parallel)
     return column_blocks
+
+
+def _pieces(s: ScheduleBuilder, op: ir.Value, columns: int, step: str) -> list[ir.Value]:
+    """`op`, static over `columns` columns, in the pieces `ScheduleBuilder.split_tail` cuts."""
+    first = piece_width(columns)
+    if first == columns:
+        return [op]
+    head, pieces = s.split_tail(op, 1, first, columns - first, step=step)
+    return [head, *(piece for piece, _ in pieces)]
