@@ -126,7 +126,7 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
     mr, nr = min(p["MR"], p["MC"], m), min(p["NR"], p["NC"], n)
     rows_past = row_tail(op, mr, nr, p["KC"])
     m -= rows_past  # the packed nest's rows; the tail's are split off (`packed_tails.py`)
-    tail = column_tail(op, mr, nr)
+    tail = column_tail(op, mr, nr, p.get("THREADS", 1))
     n -= tail  # the packed nest's columns; the tail's are split off (`packed_tails.py`)
     tails = bool(rows_past or tail)
     mc, nc, kc = min(p["MC"], m), min(p["NC"], n), min(p["KC"], k)
@@ -165,7 +165,7 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
             if rows_past:
                 output = schedule_row_tail(s, output, (m, n, k), rows_past, nr)
             if tail:
-                output = schedule_column_tail(s, output, n, tail, mr)
+                output = schedule_column_tail(s, output, n, tail, mr, parallel)
             column_block, _ = s.fuse_with_loops(
                 output, [0, nc], step="cache_tile_n", parallel=parallel
             )
@@ -211,7 +211,12 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         # column block's slice of it is not folded away): its own pass over C.
         for name in () if epilogue_in_registers else POINTWISE:
             others = s.match(s.root, [name], step=f"match_{name}")
-            tiled, _ = s.tile(others, [mr, nr], step=f"register_tile_{name}")
+            sizes = [mr, nr]
+            if parallel and tails and not epilogue and name == "linalg.fill":
+                # All of C's fill, outside the column blocks' forall: its rows in one too.
+                others, _ = s.fuse_with_loops(others, [mr, 0], step="share_fill", parallel=True)
+                sizes = [0, nr]
+            tiled, _ = s.tile(others, sizes, step=f"register_tile_{name}")
             if partial_tiles or tails:  # with tails, the fill is all of C's
                 with s.at(f"vectorize_{name}"):
                     structured.VectorizeOp(tiled, vector_sizes=[mr, nr])

@@ -48,7 +48,7 @@ def packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
     bounds = blis_blocking(cpu.features, mr, nr, size)
     pack_a = bool(op.attributes.get("transpose_a"))
     rows = m - row_tail(op, mr, nr, 0)
-    columns = n - column_tail(op, mr, nr)
+    columns = n - column_tail(op, mr, nr, cpu.threads)
     per_thread = max(nr, columns // cpu.threads)  # a column block per thread
     # A read in place (PACK=1) packs nothing per row block: with no whole block of M
     # within the bound, one spanning M.

@@ -13,6 +13,13 @@ from mlirtune.schedules.builder import ScheduleBuilder, piece_width
 
 # Columns and K rows of B's blocks in the row tail's nest (`schedule_row_tail`).
 TAIL_BLOCK = (128, 256)
+# The largest share of N that a column tail grown to share the tiles out over the threads
+# may take (`column_tail`): it runs apart from the column blocks, C filled by a pass of its
+# own. Two threads of an Intel Xeon, f32, ratios to numpy's two, packed with the grown tail
+# against unpacked in whole blocks: N=1000 (40 columns) 0.93x against 0.21x (no whole
+# blocks); N=3000 (56 columns) 0.99x against 0.25x; but N=300 (44 columns) at M=2048 and K
+# from 128 to 1024, 0.46-0.85x against 0.93-1.00x.
+THREADS_TAIL_SHARE = 0.05
 # The ops a contraction's tile is fused with: its fill and an element-wise epilogue.
 POINTWISE = ("linalg.fill", "linalg.generic")
 
@@ -34,17 +41,29 @@ def row_tail(op: OpInfo, mr: int, nr: int, kc: int) -> int:
     return tail if m > tail + mr and n % nr == 0 and k > kc and plain else 0
 
 
-def column_tail(op: OpInfo, mr: int, nr: int) -> int:
+def column_tail(op: OpInfo, mr: int, nr: int, threads: int = 1) -> int:
     """Columns past N's last whole NR-wide register tile, which `packed_schedule` splits off
-    so that the packed nest's tiles stay static. 0 where there are none; where M has a
-    partial register tile too (the tiles are dynamic anyway, padded per tile; a row tail
-    needs whole columns)."""
+    so that the packed nest's tiles stay static; on several `threads`, where those tiles do
+    not share out evenly, past the last whole group of one tile per thread (the column
+    blocks, one scf.forall, must: 1000^3 f32 on two threads of an Intel Xeon, unpacked for
+    want of them, ran at 0.21x numpy's two; in padded blocks, 0.33x), where that tail is at
+    most THREADS_TAIL_SHARE of N. 0 where there are none; where M has a partial register
+    tile too (the tiles are dynamic anyway, padded per tile; a row tail needs whole
+    columns)."""
     m, n = op.dims["M"], op.dims["N"]
-    return n % nr if m % mr == 0 and m > mr else 0
+    if m % mr or m <= mr:
+        return 0
+    shared = n % (nr * threads)
+    return shared if (n // nr) % threads and shared <= THREADS_TAIL_SHARE * n else n % nr
 
 
 def schedule_column_tail(
-    s: ScheduleBuilder, contraction: ir.Value, columns: int, tail: int, mr: int
+    s: ScheduleBuilder,
+    contraction: ir.Value,
+    columns: int,
+    tail: int,
+    mr: int,
+    parallel: bool = False,
 ) -> ir.Value:
     """Split the contraction at `columns` and schedule the op over the `tail` columns past
     them, in pieces of power-of-two widths down to 8 and then the rest: MR rows at a time,
@@ -53,11 +72,18 @@ def schedule_column_tail(
     tile instead makes every tile of the nest dynamic, each padded unvectorized (measured
     1000x1008x1000 f32: 0.48x OpenBLAS, against 0.95x at N=1024); the pieces keep vector
     widths LLVM does not split into odd parts (1024x1013x1024 f32 with a 53-column tail:
-    0.34x in one piece, 0.90x in pieces). Returns the handle of the op over the first
+    0.34x in one piece, 0.90x in pieces). With `parallel`, the MR-row tiles are an
+    scf.forall, spread over the threads. Returns the handle of the op over the first
     `columns`."""
     main, pieces = s.split_tail(contraction, 1, columns, tail, step="split_column_tail")
     for piece, (part, _) in enumerate(pieces):
-        _, (rows, _) = s.tile(part, [mr, 0, 1], step=f"tile_column_tail_{piece}")
+        if parallel:
+            part, _ = s.fuse_with_loops(
+                part, [mr, 0, 0], step=f"share_column_tail_{piece}", parallel=True
+            )
+            _, (rows,) = s.tile(part, [0, 0, 1], step=f"tile_column_tail_{piece}")
+        else:
+            _, (rows, _) = s.tile(part, [mr, 0, 1], step=f"tile_column_tail_{piece}")
         s.vectorize_linalg(rows)
     return main
 
