@@ -173,21 +173,26 @@ class ScheduleBuilder:
         self, target: ir.Value, dimension: int, size: int, tail: int, step: str
     ) -> tuple[ir.Value, list[tuple[ir.Value, int]]]:
         """Split a structured op along loop `dimension` at `size`, and the `tail` iterations
-        past it into pieces of power-of-two widths down to 8, then the rest: vector rows that
-        LLVM keeps whole, where it breaks other widths (24, 39, 53) into odd pieces, lane
-        inserts and spills. Returns the op over the first `size` and the (piece, width)
-        list in order."""
+        past it into `split_pieces`: the op over the first `size`, and the pieces."""
         main, rest = self.split(target, dimension, size, step=step)
+        return main, self.split_pieces(rest, dimension, tail, step)
+
+    def split_pieces(
+        self, target: ir.Value, dimension: int, size: int, step: str
+    ) -> list[tuple[ir.Value, int]]:
+        """Split a structured op over `size` iterations of loop `dimension` into pieces of
+        power-of-two widths down to 8, then the rest: vector rows that LLVM keeps whole,
+        where it breaks other widths (24, 39, 53) into odd pieces, lane inserts and spills.
+        Returns the (piece, width) list in order."""
         pieces: list[tuple[ir.Value, int]] = []
-        remaining = tail
-        while remaining:
-            width = piece_width(remaining)
-            part = rest
-            if width < remaining:
-                part, rest = self.split(rest, dimension, width, step=f"{step}_{len(pieces)}")
+        while size:
+            width = 1 << (size.bit_length() - 1) if size > 8 else size
+            part = target
+            if width < size:
+                part, target = self.split(target, dimension, width, step=f"{step}_{len(pieces)}")
             pieces.append((part, width))
-            remaining -= width
-        return main, pieces
+            size -= width
+        return pieces
 
     def unroll(self, loop_handle: ir.Value, factor: int, step: str) -> None:
         """Unroll an scf.for by `factor` (the loop handle is consumed). A factor that does not
@@ -391,9 +396,3 @@ class ScheduleBuilder:
                 lowering_strategy=tvector.VectorMultiReductionLowering.InnerReduction
             ),
         )
-
-
-def piece_width(remaining: int) -> int:
-    """Width of the next piece of a `remaining`-wide tail (ScheduleBuilder.split_tail): the
-    largest power of two within it, down to 8, then the rest in one piece."""
-    return 1 << (remaining.bit_length() - 1) if remaining > 8 else remaining

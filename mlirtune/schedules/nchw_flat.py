@@ -15,7 +15,7 @@ from mlir import ir
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config
 from mlirtune.ir.flat_conv import FLAT_CROP_ATTRIBUTE
-from mlirtune.schedules.builder import ScheduleBuilder, piece_width
+from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.nchw_rows import vectorize_tap_steps
 from mlirtune.schedules.nchw_tiles import plane_row
 
@@ -41,9 +41,7 @@ def flat_channel_rows(s: ScheduleBuilder, op: OpInfo, function: ir.Value, p: Con
         # The partial tile (static once peeled) runs in power-of-two pieces, its fill fused.
         _, remainder = s.peel(loops[2], step="peel_plane_tail")
         last = s.match(remainder, ["linalg.generic"], step="match_plane_tail")
-        first = piece_width(tail)
-        if first < tail:
-            s.split_tail(last, 2, first, tail - first, step="split_plane_tail")
+        s.split_pieces(last, 2, tail, step="split_plane_tail")
     if channels % f_tile:  # after the pieces, so that the peel clones them all
         s.peel(loops[1], step="peel_f")
     crop = s.match(function, CROP_OPS, step="match_crop", attributes=[FLAT_CROP_ATTRIBUTE])

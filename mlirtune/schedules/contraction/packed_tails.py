@@ -9,7 +9,7 @@ from __future__ import annotations
 from mlir import ir
 
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.schedules.builder import ScheduleBuilder, piece_width
+from mlirtune.schedules.builder import ScheduleBuilder
 
 # Columns and K rows of B's blocks in the row tail's nest (`schedule_row_tail`).
 TAIL_BLOCK = (128, 256)
@@ -150,17 +150,9 @@ def schedule_epilogue_tails(
     else:  # in pieces, MR rows at a time
         for name, ops in ((kind, contraction), *zip(POINTWISE, others, strict=True)):
             tile_sizes = [mr, 0, 1] if name == kind else [mr, 0]
-            for piece, part in enumerate(_pieces(s, ops, columns_past, f"column_tail_{name}")):
+            pieces = s.split_pieces(ops, 1, columns_past, step=f"split_column_tail_{name}")
+            for piece, (part, _) in enumerate(pieces):
                 _, (loop_handle, *_) = s.tile(part, tile_sizes, step=f"tile_{name}_{piece}")
                 s.vectorize_linalg(loop_handle)
     column_blocks, _ = s.fuse_with_loops(epilogue, [0, nc], step="cache_tile_n", parallel=parallel)
     return column_blocks
-
-
-def _pieces(s: ScheduleBuilder, op: ir.Value, columns: int, step: str) -> list[ir.Value]:
-    """`op`, static over `columns` columns, in the pieces `ScheduleBuilder.split_tail` cuts."""
-    first = piece_width(columns)
-    if first == columns:
-        return [op]
-    head, pieces = s.split_tail(op, 1, first, columns - first, step=step)
-    return [head, *(piece for piece, _ in pieces)]
