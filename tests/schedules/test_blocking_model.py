@@ -5,7 +5,13 @@ CPU's measurements. Nothing is compiled."""
 import pytest
 
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.schedules.contraction.blocking import Blocking, blis_blocking, whole_block
+from mlirtune.schedules.contraction.blocking import (
+    Blocking,
+    blis_blocking,
+    shared_blocks,
+    whole_block,
+    whole_near,
+)
 from mlirtune.schedules.registry import FAMILIES
 from mlirtune.targets.host_cpu import HostCPU
 
@@ -216,6 +222,22 @@ def test_whole_blocks_divide_the_loop_or_are_not_taken():
     assert whole_block(1001, 768, 1) is None  # 143 is under a quarter of it
     assert whole_block(999, 14336, 32) is None  # no whole panels of 32
     assert whole_block(1009, 512, 1) is None  # prime: only 1 divides it below the bound
+
+
+def test_whole_blocks_near_a_partial_one_for_threads_to_share():
+    """Partial blocks are peeled, which keeps the loop on one thread: a whole block near
+    the partial one, above it first, below it next, or the whole loop."""
+    assert whole_near(1000, 16, 8) == 40  # 1000 = 25 x 40
+    assert whole_near(1001, 14, 7) == 7  # 77 is past four times 14
+    assert whole_near(300, 128, 32) == 300  # no multiple of 32 divides it
+    assert whole_near(4099, 64, 8) is None  # prime
+    op = OpInfo("matmul", {"M": 1000, "N": 300, "K": 2048}, F32)
+    assert shared_blocks(op, 1, 16, 300, 8, 32) == (16, 300)  # one thread: as chosen
+    two = shared_blocks(op, 2, 16, 300, 8, 32)
+    assert 1000 % two[0] == 0 and 300 % two[1] == 0, two
+    threaded = HostCPU(isa="avx512", l1d_bytes=48 << 10, l1d_ways=12, l2_bytes=2 << 20, threads=2)
+    config = FAMILIES["contraction"].select(op, threaded)
+    assert 1000 % config["MC"] == 0 and 300 % config["NC"] == 0, config
 
 
 def test_packed_blocks_past_the_caches_break_named_constraints():
