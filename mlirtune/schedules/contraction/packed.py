@@ -163,7 +163,7 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
             )
         else:  # tails are split off the contraction, the output op where there are any
             if rows_past:
-                output = schedule_row_tail(s, output, (m, n, k), rows_past, nr)
+                output = schedule_row_tail(s, output, (m, n, k), rows_past, nr, parallel)
             if tail:
                 output = schedule_column_tail(s, output, n, tail, mr, parallel)
             column_block, _ = s.fuse_with_loops(

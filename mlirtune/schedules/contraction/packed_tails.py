@@ -77,32 +77,34 @@ def schedule_column_tail(
     `columns`."""
     main, pieces = s.split_tail(contraction, 1, columns, tail, step="split_column_tail")
     for piece, (part, _) in enumerate(pieces):
-        if parallel:
-            part, _ = s.fuse_with_loops(
-                part, [mr, 0, 0], step=f"share_column_tail_{piece}", parallel=True
-            )
-            _, (rows,) = s.tile(part, [0, 0, 1], step=f"tile_column_tail_{piece}")
-        else:
-            _, (rows, _) = s.tile(part, [mr, 0, 1], step=f"tile_column_tail_{piece}")
+        _, rows = _tile_tail(s, part, [mr, 0, 0], [0, 0, 1], f"tile_column_tail_{piece}", parallel)
         s.vectorize_linalg(rows)
     return main
 
 
 def schedule_row_tail(
-    s: ScheduleBuilder, contraction: ir.Value, shape: tuple[int, int, int], tail: int, nr: int
+    s: ScheduleBuilder,
+    contraction: ir.Value,
+    shape: tuple[int, int, int],
+    tail: int,
+    nr: int,
+    parallel: bool = False,
 ) -> ir.Value:
     """Split the contraction (M x N x K: `shape`) at M's first `rows` and schedule the op
     over the `tail` rows past them: blocks of B of at most TAIL_BLOCK[1] rows by TAIL_BLOCK[0]
     columns (a whole number of NR-wide tiles dividing N), read in place, each swept in
     NR-wide register tiles along K, vectorized now so that the packed nest's later matches
     skip it; it reads C as filled by a pass of its own. A K block keeps the rows of B one
-    tile reads within the TLB's reach: B's rows lie N elements apart. Returns the handle of
-    the op over the first rows."""
+    tile reads within the TLB's reach: B's rows lie N elements apart. With `parallel`, the
+    column blocks are an scf.forall, spread over the threads. Returns the handle of the op
+    over the first rows."""
     rows, n, k = shape
     main, rest = s.split(contraction, 0, rows, step="split_row_tail")
     most_columns, depth = TAIL_BLOCK
     width = max(w for w in range(nr, min(most_columns, n) + 1, nr) if n % w == 0)  # static
-    blocks, _ = s.tile(rest, [0, width, min(depth, k)], step="block_row_tail")
+    blocks, _ = _tile_tail(
+        s, rest, [0, width, 0], [0, 0, min(depth, k)], "block_row_tail", parallel
+    )
     _, (columns, _) = s.tile(blocks, [0, nr, 1], step="tile_row_tail")
     s.vectorize_linalg(columns)
     return main
@@ -124,7 +126,8 @@ def schedule_epilogue_tails(
     `past` (one of them 0), its register tile MR x NR `tile`. The epilogue is tiled by the
     nest's rows or columns, the contraction and the fill fused in, and that loop peeled.
     The tail's copy then runs as its split-off counterpart's does, its fill and epilogue in
-    the same register tiles, vectorized now, on one thread, before the main part. The main
+    the same register tiles, vectorized now, before the main part (a column tail's MR-row
+    tiles spread over the threads with `parallel`, a row tail's on one thread). The main
     part's epilogue is cut into NC-column blocks with its producers fused (`parallel`: one
     scf.forall, spread over the threads, which a peel cannot take: hence the tail first).
     Returns the handle of those column blocks: the packed nest's."""
@@ -149,10 +152,26 @@ def schedule_epilogue_tails(
             s.vectorize_linalg(loop_handle)
     else:  # in pieces, MR rows at a time
         for name, ops in ((kind, contraction), *zip(POINTWISE, others, strict=True)):
-            tile_sizes = [mr, 0, 1] if name == kind else [mr, 0]
+            shared, inner = ([mr, 0, 0], [0, 0, 1]) if name == kind else ([mr, 0], [0, 0])
             pieces = s.split_pieces(ops, 1, columns_past, step=f"split_column_tail_{name}")
             for piece, (part, _) in enumerate(pieces):
-                _, (loop_handle, *_) = s.tile(part, tile_sizes, step=f"tile_{name}_{piece}")
+                step = f"tile_{name}_{piece}"
+                _, loop_handle = _tile_tail(s, part, shared, inner, step, parallel)
                 s.vectorize_linalg(loop_handle)
     column_blocks, _ = s.fuse_with_loops(epilogue, [0, nc], step="cache_tile_n", parallel=parallel)
     return column_blocks
+
+
+def _tile_tail(
+    s: ScheduleBuilder, op: ir.Value, shared: list[int], inner: list[int], step: str, parallel: bool
+) -> tuple[ir.Value, ir.Value]:
+    """Tile a tail's op by `shared`, then by `inner` (in one tiling, on one thread); with
+    `parallel`, the `shared` loop is an scf.forall, spread over the threads. Returns the
+    tiled op and the outermost loop."""
+    if not parallel:
+        tiled, loops = s.tile(op, [a or b for a, b in zip(shared, inner, strict=True)], step=step)
+        return tiled, loops[0]
+    tiled, (forall,) = s.fuse_with_loops(op, shared, step=f"share_{step}", parallel=True)
+    if any(inner):
+        tiled, _ = s.tile(tiled, inner, step=step)
+    return tiled, forall
