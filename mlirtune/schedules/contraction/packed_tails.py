@@ -75,10 +75,8 @@ def schedule_column_tail(
     0.34x in one piece, 0.90x in pieces). With `parallel`, the MR-row tiles are an
     scf.forall, spread over the threads. Returns the handle of the op over the first
     `columns`."""
-    main, pieces = s.split_tail(contraction, 1, columns, tail, step="split_column_tail")
-    for piece, (part, _) in enumerate(pieces):
-        _, rows = _tile_tail(s, part, [mr, 0, 0], [0, 0, 1], f"tile_column_tail_{piece}", parallel)
-        s.vectorize_linalg(rows)
+    main, rest = s.split(contraction, 1, columns, step="split_column_tail")
+    _sweep_pieces(s, rest, tail, ([mr, 0, 0], [0, 0, 1]), "column_tail", parallel)
     return main
 
 
@@ -152,14 +150,25 @@ def schedule_epilogue_tails(
             s.vectorize_linalg(loop_handle)
     else:  # in pieces, MR rows at a time
         for name, ops in ((kind, contraction), *zip(POINTWISE, others, strict=True)):
-            shared, inner = ([mr, 0, 0], [0, 0, 1]) if name == kind else ([mr, 0], [0, 0])
-            pieces = s.split_pieces(ops, 1, columns_past, step=f"split_column_tail_{name}")
-            for piece, (part, _) in enumerate(pieces):
-                step = f"tile_{name}_{piece}"
-                _, loop_handle = _tile_tail(s, part, shared, inner, step, parallel)
-                s.vectorize_linalg(loop_handle)
+            sizes = ([mr, 0, 0], [0, 0, 1]) if name == kind else ([mr, 0], [0, 0])
+            _sweep_pieces(s, ops, columns_past, sizes, f"column_tail_{name}", parallel)
     column_blocks, _ = s.fuse_with_loops(epilogue, [0, nc], step="cache_tile_n", parallel=parallel)
     return column_blocks
+
+
+def _sweep_pieces(
+    s: ScheduleBuilder,
+    op: ir.Value,
+    columns: int,
+    sizes: tuple[list[int], list[int]],
+    step: str,
+    parallel: bool,
+) -> None:
+    """Cut `op`, static over a column tail of `columns`, into `ScheduleBuilder.split_pieces`
+    and sweep each in tiles (`_tile_tail`'s shared and inner `sizes`), vectorized now."""
+    for piece, (part, _) in enumerate(s.split_pieces(op, 1, columns, step=f"split_{step}")):
+        _, outer = _tile_tail(s, part, *sizes, f"tile_{step}_{piece}", parallel)
+        s.vectorize_linalg(outer)
 
 
 def _tile_tail(
