@@ -74,6 +74,7 @@ from mlirtune.schedules.contraction.packed_tails import (
     schedule_column_tail,
     schedule_epilogue_tails,
     schedule_row_tail,
+    tile_shared,
 )
 from mlirtune.schedules.contraction.widen import vectorize_widening, widened_type
 
@@ -211,12 +212,9 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         # column block's slice of it is not folded away): its own pass over C.
         for name in () if epilogue_in_registers else POINTWISE:
             others = s.match(s.root, [name], step=f"match_{name}")
-            sizes = [mr, nr]
-            if parallel and tails and not epilogue and name == "linalg.fill":
-                # All of C's fill, outside the column blocks' forall: its rows in one too.
-                others, _ = s.fuse_with_loops(others, [mr, 0], step="share_fill", parallel=True)
-                sizes = [0, nr]
-            tiled, _ = s.tile(others, sizes, step=f"register_tile_{name}")
+            # All of C's fill, outside the column blocks' forall: its rows in one too.
+            share = parallel and tails and not epilogue and name == "linalg.fill"
+            tiled, _ = tile_shared(s, others, [mr, 0], [0, nr], f"register_tile_{name}", share)
             if partial_tiles or tails:  # with tails, the fill is all of C's
                 with s.at(f"vectorize_{name}"):
                     structured.VectorizeOp(tiled, vector_sizes=[mr, nr])

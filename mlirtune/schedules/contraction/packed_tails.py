@@ -100,7 +100,7 @@ def schedule_row_tail(
     main, rest = s.split(contraction, 0, rows, step="split_row_tail")
     most_columns, depth = TAIL_BLOCK
     width = max(w for w in range(nr, min(most_columns, n) + 1, nr) if n % w == 0)  # static
-    blocks, _ = _tile_tail(
+    blocks, _ = tile_shared(
         s, rest, [0, width, 0], [0, 0, min(depth, k)], "block_row_tail", parallel
     )
     _, (columns, _) = s.tile(blocks, [0, nr, 1], step="tile_row_tail")
@@ -165,16 +165,16 @@ def _sweep_pieces(
     parallel: bool,
 ) -> None:
     """Cut `op`, static over a column tail of `columns`, into `ScheduleBuilder.split_pieces`
-    and sweep each in tiles (`_tile_tail`'s shared and inner `sizes`), vectorized now."""
+    and sweep each in tiles (`tile_shared`'s shared and inner `sizes`), vectorized now."""
     for piece, (part, _) in enumerate(s.split_pieces(op, 1, columns, step=f"split_{step}")):
-        _, outer = _tile_tail(s, part, *sizes, f"tile_{step}_{piece}", parallel)
+        _, outer = tile_shared(s, part, *sizes, f"tile_{step}_{piece}", parallel)
         s.vectorize_linalg(outer)
 
 
-def _tile_tail(
+def tile_shared(
     s: ScheduleBuilder, op: ir.Value, shared: list[int], inner: list[int], step: str, parallel: bool
 ) -> tuple[ir.Value, ir.Value]:
-    """Tile a tail's op by `shared`, then by `inner` (in one tiling, on one thread); with
+    """Tile `op` by `shared`, then by `inner` (in one tiling, on one thread); with
     `parallel`, the `shared` loop is an scf.forall, spread over the threads. Returns the
     tiled op and the outermost loop."""
     if not parallel:
