@@ -18,14 +18,15 @@ one boot, 192 on the next), and a stale figure misstates every "% of peak".
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from mlirtune.api import engine_for
+from mlirtune.files import write_atomic
 from mlirtune.interfaces.bench import BenchOptions
 from mlirtune.interfaces.workload import Complexity
 from mlirtune.targets.host_cpu import COMPUTE_BITS, HostCPU
@@ -205,10 +206,5 @@ def _read(path: Path) -> dict[str, float]:
 def _write(path: Path, peaks: dict[str, float]) -> None:
     """Replace the cache atomically, so a killed run never leaves half a file; a cache that
     cannot be written only means measuring again next time."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False) as handle:
-            json.dump(peaks, handle, indent=1, sort_keys=True)
-        os.replace(handle.name, path)
-    except OSError:
-        pass
+    with contextlib.suppress(OSError):
+        write_atomic(path, json.dumps(peaks, indent=1, sort_keys=True).encode())

@@ -16,8 +16,6 @@ same. Hand-written entries are welcome: only the entry point's pairs define the 
 from __future__ import annotations
 
 import io
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +23,7 @@ from typing import Any
 from mlir import ir
 from mlir.dialects import transform
 
+from mlirtune.files import write_atomic
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.ir.attrs import from_attribute, to_attribute
 from mlirtune.ir.context import describe_location, format_diagnostics
@@ -206,18 +205,7 @@ class SpecLibrary:
 
     def save(self, path: str | Path) -> Path:
         """Write as bytecode for `.mlirbc`, else as text; atomically (never half a file)."""
-        path = Path(path)
-        data = self.serialize(bytecode=path.suffix == ".mlirbc")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        try:
-            with os.fdopen(handle, "wb") as file:
-                file.write(data)
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
-        return path
+        return write_atomic(path, self.serialize(bytecode=Path(path).suffix == ".mlirbc"))
 
 
 def build_entry_point(matchers: list[str], actions: list[str]) -> None:

@@ -11,13 +11,13 @@ import http.client
 import os
 import re
 import ssl
-import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from mlirtune.files import write_atomic
 from mlirtune.interfaces.errors import UsageError
 
 SPEC_SUFFIXES = (".mlir", ".mlirbc")
@@ -98,7 +98,7 @@ def _fetch_url(spec: str, cache_dir: Path, timeout_s: float) -> SpecSource:
     if actual != pin:
         raise _error(f"spec {url}: sha256 mismatch: expected {pin}, got {actual}")
     with contextlib.suppress(OSError):  # the cache only saves a download; never fail on it
-        _write_atomic(cached, data)
+        write_atomic(cached, data)
     return SpecSource(stem, url, data)
 
 
@@ -127,20 +127,6 @@ def _download(url: str, timeout_s: float) -> bytes:
         reason = str(exc) or type(exc).__name__
     reason = " ".join(reason.split())
     raise _error(f"spec {url}: download failed: {reason}")
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write via a temp file and os.replace, so readers never see a partial cache file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def expand(spec: str) -> list[str]:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mlirtune.files import write_atomic
 from mlirtune.interfaces.errors import UsageError
 
 FORMAT = "mlirtune-suite-results/1"
@@ -84,9 +84,7 @@ class SuiteResults:
 def save_results(results: SuiteResults, path: Path) -> None:
     """Write `results` to `path` atomically: a kill leaves the previous file or this one."""
     text = json.dumps({"format": FORMAT, **dataclasses.asdict(results)}, indent=1)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(text)
-    os.replace(partial, path)
+    write_atomic(path, text.encode())
 
 
 def load_results(path: Path) -> SuiteResults:
