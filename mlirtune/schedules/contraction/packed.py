@@ -66,9 +66,9 @@ from mlirtune.interfaces.schedule import Config
 from mlirtune.ir.prefetch_ahead import AHEAD_ATTRIBUTE
 from mlirtune.ir.prefetch_panel import PANEL_ATTRIBUTE
 from mlirtune.schedules.builder import ScheduleBuilder
+from mlirtune.schedules.contraction.fusion import POINTWISE
 from mlirtune.schedules.contraction.knob_values import PACK_AB
 from mlirtune.schedules.contraction.packed_tails import (
-    POINTWISE,
     column_tail,
     row_tail,
     schedule_column_tail,

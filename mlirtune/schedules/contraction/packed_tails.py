@@ -10,6 +10,7 @@ from mlir import ir
 
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.schedules.builder import ScheduleBuilder
+from mlirtune.schedules.contraction.fusion import POINTWISE
 
 # Columns and K rows of B's blocks in the row tail's nest (`schedule_row_tail`).
 TAIL_BLOCK = (128, 256)
@@ -20,8 +21,6 @@ TAIL_BLOCK = (128, 256)
 # blocks); N=3000 (56 columns) 0.99x against 0.25x; but N=300 (44 columns) at M=2048 and K
 # from 128 to 1024, 0.46-0.85x against 0.93-1.00x.
 THREADS_TAIL_SHARE = 0.05
-# The ops a contraction's tile is fused with: its fill and an element-wise epilogue.
-POINTWISE = ("linalg.fill", "linalg.generic")
 
 
 def row_tail(op: OpInfo, mr: int, nr: int, kc: int) -> int:

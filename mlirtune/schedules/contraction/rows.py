@@ -22,6 +22,7 @@ from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config
 from mlirtune.schedules.builder import ScheduleBuilder
+from mlirtune.schedules.contraction.fusion import POINTWISE
 
 # UNIT knob value of this path (after dot.py's UNIT_FMA, UNIT_DOT and UNIT_AMX).
 UNIT_ROWS = 3
@@ -70,7 +71,7 @@ def rows_schedule(op: OpInfo, parameters: Config) -> ir.Module:
         function = s.match(s.root, ["func.func"], step="match_function")
         contraction = s.match_root(s.root, op.kind, step="match_contraction")
         contraction, row_loops = s.tile(contraction, [*ones, mr, 0, 0], step="row_tiles")
-        others = s.match(s.root, ["linalg.fill", "linalg.generic"], step="match_elementwise")
+        others = s.match(s.root, POINTWISE, step="match_elementwise")
         _, elementwise_loops = s.tile(others, [*ones, mr, 0], step="row_tiles_elementwise")
         if k % kc and k > kc:
             # The last K % KC steps in an op of their own, which adds them to the main

@@ -19,6 +19,7 @@ from mlir import ir
 
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.schedules.builder import ScheduleBuilder
+from mlirtune.schedules.contraction.fusion import POINTWISE
 from mlirtune.schedules.contraction.widen import vectorize_widening, widened_type
 
 
@@ -103,7 +104,7 @@ def contraction_schedule(op: OpInfo, parameters: dict[str, int]) -> ir.Module:
             # Only when KU divides every K cache tile (the K step loop runs KC iterations),
             # so the unrolled loop has no epilogue. Before peeling, which clones it unrolled.
             s.unroll(k_step_loops[-1], ku, step="unroll_k")
-        others = s.match(s.root, ["linalg.fill", "linalg.generic"], step="match_elementwise")
+        others = s.match(s.root, POINTWISE, step="match_elementwise")
         _, elementwise_loops = s.tile(others, [*ones, mr, nr], step="register_tile_elementwise")
         s.keep_rolled(elementwise_loops, step="keep_elementwise_rolled")
         function = s.match(s.root, ["func.func"], step="match_function")
