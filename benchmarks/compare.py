@@ -2,7 +2,8 @@
 
 Rounds alternate (ours, numpy, ours, numpy, ...) so that machine drift hits both sides alike,
 and the sides' order rotates every round (`rotating_rounds`); each side's time is the median of
-its per-round medians.
+its per-round medians. Each row also gives the range of the rounds' own ratios: how far the
+machine's drift moved the ratio within the run.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ class Comparison:
     numpy_s: float
     flops: int
     parameters: dict
+    round_ratios: tuple[float, ...]  # numpy's time over ours in each round
     moved: int = 0
 
     @property
@@ -38,11 +40,12 @@ class Comparison:
     def row(self) -> str:
         return (
             f"{self.label:34s} {self.flops / self.ours_s / 1e9:9.1f} "
-            f"{self.flops / self.numpy_s / 1e9:9.1f} {self.ratio:7.2f}x"
+            f"{self.flops / self.numpy_s / 1e9:9.1f} {self.ratio:7.2f}x "
+            f"({min(self.round_ratios):.2f}-{max(self.round_ratios):.2f})"
         )
 
 
-HEADER = f"{'workload':34s} {'ours':>9s} {'numpy':>9s} {'ratio':>8s}   (GFLOP/s)"
+HEADER = f"{'workload':34s} {'ours':>9s} {'numpy':>9s} {'ratio':>8s} (rounds)   (GFLOP/s)"
 
 
 def rotating_rounds(sides: dict[str, Callable[[], float]], rounds: int) -> dict[str, list[float]]:
@@ -88,5 +91,6 @@ def compare(
         statistics.median(times["numpy"]),
         complexity.flops,
         used,
+        tuple(theirs / ours for ours, theirs in zip(times["ours"], times["numpy"], strict=True)),
         complexity.bytes_read + complexity.bytes_written,
     )
