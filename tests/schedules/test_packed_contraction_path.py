@@ -3,6 +3,9 @@ are packed once per cache block, and its limits."""
 
 from __future__ import annotations
 
+import resource
+import subprocess
+import sys
 from collections.abc import Callable
 
 import pytest
@@ -284,6 +287,31 @@ def test_the_selectors_prefetches_verify(engine):
 )
 def test_skinny_products_verify(engine, workload):
     assert engine.execute(workload).verification.ok
+
+
+@pytest.mark.parametrize(
+    "workload",
+    ["matmul M=1 N=256 K=64", "matmul M=5 N=64 K=96", "mlp M=3 N=64 K=64"],
+    ids=["matvec", "rows", "mlp"],
+)
+@pytest.mark.parametrize("pack", [1, 2])
+def test_one_row_register_tiles_verify_within_bounded_memory(workload, pack):
+    # Canonicalizing beside the vector lowering looped without end on MR=1 tiles, past
+    # 14 GB; in a child process whose address space is capped, so a return of that loop
+    # fails here instead of exhausting the machine.
+    cap = 4 << 30
+    knobs = {**BLOCKS, "MC": 8, "MR": 1, "PACK": pack, "PREFETCH": 0}
+    command = [sys.executable, "-m", "mlirtune", "run", *workload.split(), "--no-specs"]
+    command += [f"--param={name}={value}" for name, value in knobs.items()]
+    done = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (cap, cap)),
+    )
+    assert done.returncode == 0, done.stderr
+    assert "verification passed" in done.stdout
 
 
 @pytest.mark.parametrize(

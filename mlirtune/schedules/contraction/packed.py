@@ -326,6 +326,11 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
                 ),
                 canonicalize=False,
             )
+        if mr == 1:
+            # One-row register tiles: their accumulators' unit leading dim made lower_vectors
+            # loop without end (past 14 GB for a 1 x 4096 x 11008 matrix-vector product), as
+            # on the unpacked path (contraction_schedule in transform.py): drop it first.
+            s.drop_leading_unit_dims(function)
         s.hoist_invariant_subsets(function)
         # One-column register tiles: see contraction_schedule (transform.py).
         s.lower_vectors(function, canonicalize=nr != 1)
