@@ -51,6 +51,7 @@ panel after its K blocks.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from mlir import ir
@@ -69,8 +70,7 @@ from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.contraction.fusion import POINTWISE
 from mlirtune.schedules.contraction.knob_values import PACK_AB
 from mlirtune.schedules.contraction.packed_tails import (
-    column_tail,
-    row_tail,
+    packed_nest,
     schedule_column_tail,
     schedule_epilogue_tails,
     schedule_row_tail,
@@ -123,20 +123,11 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
     problem = unpackable(op, p)
     if problem:
         raise UsageError(f"schedule contraction: {problem}", stage="schedule")
-    m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
-    mr, nr = min(p["MR"], p["MC"], m), min(p["NR"], p["NC"], n)
-    rows_past = row_tail(op, mr, nr, p["KC"])
-    m -= rows_past  # the packed nest's rows; the tail's are split off (`packed_tails.py`)
-    tail = column_tail(op, mr, nr, p.get("THREADS", 1))
-    n -= tail  # the packed nest's columns; the tail's are split off (`packed_tails.py`)
+    # M and N less the tails split off (`packed_tails.py`), and the blocks and tiles.
+    nest = packed_nest(op, p)
+    m, n, k, mc, nc, kc, mr, nr, rows_past, tail = dataclasses.astuple(nest)
     tails = bool(rows_past or tail)
-    mc, nc, kc = min(p["MC"], m), min(p["NC"], n), min(p["KC"], k)
-    mr, nr = min(p["MR"], mc), min(p["NR"], nc)
-    # K blocks need no padding: the first one takes K's remainder (`_first_k_block_apart`).
-    partial = bool(m % mc or n % nc)
-    # Register tiles partial in M or N (in the last block, or inside whole blocks that MR or
-    # NR do not divide) are dynamic: their fill and epilogue take masked vectors.
-    partial_tiles = bool(m % mr or n % nc or nc % nr)
+    partial, partial_tiles = nest.partial, nest.partial_tiles
     pack_a = p["PACK"] == PACK_AB
     transposed_a = bool(op.attributes.get("transpose_a"))
     # A [M, K] read in place: each row of register tiles prefetches the next row's A panel,

@@ -6,9 +6,12 @@ epilogue, they are peeled off a loop of the epilogue's instead.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from mlir import ir
 
 from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.schedule import Config
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.contraction.fusion import POINTWISE
 
@@ -21,6 +24,54 @@ TAIL_BLOCK = (128, 256)
 # blocks); N=3000 (56 columns) 0.99x against 0.25x; but N=300 (44 columns) at M=2048 and K
 # from 128 to 1024, 0.46-0.85x against 0.93-1.00x.
 THREADS_TAIL_SHARE = 0.05
+
+
+@dataclass(frozen=True)
+class PackedNest:
+    """The packed nest's extents (`packed_schedule`): M and N less the row and column tails
+    split off, its cache blocks and its register tiles."""
+
+    m: int
+    n: int
+    k: int
+    mc: int
+    nc: int
+    kc: int
+    mr: int
+    nr: int
+    rows_past: int
+    columns_past: int
+
+    @property
+    def partial(self) -> bool:
+        """Partial cache blocks in M or N (K's need no padding: the first K block takes
+        K's remainder)."""
+        return bool(self.m % self.mc or self.n % self.nc)
+
+    @property
+    def partial_tiles(self) -> bool:
+        """Register tiles partial in M or N, in the last block or inside whole blocks that
+        MR or NR do not divide: dynamic, their fill and epilogue masked."""
+        return bool(self.m % self.mr or self.n % self.nc or self.nc % self.nr)
+
+    @property
+    def padded(self) -> bool:
+        """Whether every register tile is dynamic, its panels padded per tile and K block
+        (unvectorized where A is read in place): partial blocks or tiles."""
+        return self.partial or self.partial_tiles
+
+
+def packed_nest(op: OpInfo, parameters: Config) -> PackedNest:
+    """The packed nest `packed_schedule` builds for `op` with these knobs."""
+    p = parameters
+    m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
+    mr, nr = min(p["MR"], p["MC"], m), min(p["NR"], p["NC"], n)
+    rows_past = row_tail(op, mr, nr, p["KC"])
+    columns_past = column_tail(op, mr, nr, p.get("THREADS", 1))
+    m, n = m - rows_past, n - columns_past
+    mc, nc, kc = min(p["MC"], m), min(p["NC"], n), min(p["KC"], k)
+    mr, nr = min(p["MR"], mc), min(p["NR"], nc)
+    return PackedNest(m, n, k, mc, nc, kc, mr, nr, rows_past, columns_past)
 
 
 def row_tail(op: OpInfo, mr: int, nr: int, kc: int) -> int:
