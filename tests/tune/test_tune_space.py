@@ -10,6 +10,7 @@ from mlir import ir
 
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.op import OpInfo
+from mlirtune.schedules.contraction.packed_tails import packed_nest
 from mlirtune.schedules.cpu_model import rows_conflict_in_l1
 from mlirtune.schedules.registry import FAMILIES
 from mlirtune.targets.host_cpu import HostCPU
@@ -327,6 +328,19 @@ def test_cost_sees_a_rows_l1_set_conflicts():
         tall = space.cost({**tiles, "MR": 16, "NR": 16})
         wide = space.cost({**tiles, "MR": 8, "NR": 32})
         assert (tall > 1.5 * wide) == slower
+
+
+def test_cost_prices_a_packed_nest_left_with_padded_register_tiles():
+    # 4096 rows in tiles of 6: with K in one block no row tail is split off, so every
+    # register tile of the packed nest is padded (packed_tails.PackedNest); with K in two
+    # blocks the 4 rows past the last whole tile are split off and the nest stays static.
+    op = matmul(4096, 4096, 256)
+    space = space_for(op, "contraction", host())
+    tiles = {"MC": 4096, "NC": 512, "MR": 6, "NR": 64, "KU": 1, "ORDER": 1, "PACK": 1}
+    one_block, two_blocks = ({**tiles, "KC": kc, "PREFETCH": 0, "UNIT": 0} for kc in (256, 128))
+    assert packed_nest(op, one_block).padded and not packed_nest(op, two_blocks).padded
+    assert packed_nest(op, two_blocks).rows_past == 4
+    assert space.cost(one_block) > 2 * space.cost(two_blocks)
 
 
 @pytest.mark.parametrize(

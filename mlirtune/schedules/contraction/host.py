@@ -34,6 +34,7 @@ from mlirtune.schedules.contraction.packed_host import (
     transposed_packs,
     unpacked_tile,
 )
+from mlirtune.schedules.contraction.packed_tails import packed_nest
 from mlirtune.schedules.contraction.register_tiles import packed_register_tile
 from mlirtune.schedules.contraction.rows import UNIT_ROWS
 from mlirtune.schedules.contraction.rows_host import rows_constraints, rows_cost, rows_select
@@ -304,6 +305,14 @@ def _unless_unit(constraint: Constraint, unit: z3.ArithRef, path: int) -> Constr
     )
 
 
+# How many times slower a packed nest with padded register tiles runs
+# (packed_tails.PackedNest.padded): the least slowdown measured on an Intel Xeon, f32,
+# against the same shape's fastest whole nest in one tuning run. 1000x999x1001: NC=960
+# 62 against 188 GFLOP/s, MR=12 17-62; 4096x4096x256 with K in one block (no row tail is
+# split off then), MR=6 or 12: 18-48 against 215.
+PADDED_NEST_SLOWDOWN = 3.0
+
+
 def cost(op: OpInfo, cpu: HostCPU, config: Config) -> float:
     """Roofline of the micro-kernel against L2 and memory traffic, plus per-tile costs.
 
@@ -316,7 +325,8 @@ def cost(op: OpInfo, cpu: HostCPU, config: Config) -> float:
     swept once per NC and MC block, and the accumulators are loaded and stored once per
     K tile from wherever the output block lives (packed, the first K tile loads none;
     unpacked, the fill writes the block once more). Each register tile and cache block
-    costs fixed loop and set-up cycles, which penalises tiny tiles.
+    costs fixed loop and set-up cycles, which penalises tiny tiles. A packed nest whose
+    tiles are padded costs PADDED_NEST_SLOWDOWN times as much.
     """
     unit = config.get("UNIT", UNIT_FMA)
     if unit == UNIT_ROWS:
@@ -365,6 +375,8 @@ def cost(op: OpInfo, cpu: HostCPU, config: Config) -> float:
     c_passes = 2 * k_tiles - 1 if pack != PACK_NONE else 2 * k_tiles + 1
     traffic.add(c_passes * c_bytes, mc * nc * size_out)
     cycles = max(compute, traffic.cycles()) + overhead
+    if pack != PACK_NONE and packed_nest(op, config).padded:
+        cycles *= PADDED_NEST_SLOWDOWN
     return seconds(batch * cycles, cpu)
 
 
