@@ -12,6 +12,7 @@ from mlirtune.schedules.contraction.blocking import padded_block
 from mlirtune.schedules.contraction.packed_tails import column_tail, row_tail
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads import Matmul, Mlp
+from tests.schedules.test_packed_contraction_path import scheduled
 
 pytestmark = pytest.mark.jit
 
@@ -180,18 +181,13 @@ def test_mlp_tails_on_two_threads_verify(pack, shape, main):
     threaded = MlirJitEngine(target=HostCPU(threads=2), use_specs=False)
     workload = Mlp(M=shape[0], N=shape[1], K=64)
     parameters = {**SMALL, "PACK": pack}
-    forall_shapes = []
 
-    def collect(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "scf.forall":
-            forall_shapes.append(ir.RankedTensorType(op.results[0].type).shape)
-        return ir.WalkResult.ADVANCE
+    def forall_shape(op: ir.Operation) -> list[int] | None:
+        if op.name != "scf.forall":
+            return None
+        return list(ir.RankedTensorType(op.results[0].type).shape)
 
-    def observe(stage: str, module: ir.Module) -> None:
-        if stage.startswith("schedule"):
-            module.operation.walk(collect)
-
-    threaded.lower_payload(workload, parameters, observer=observe)
+    forall_shapes = scheduled(threaded, workload, parameters, forall_shape)
     assert main in forall_shapes and list(shape) not in forall_shapes
     assert threaded.execute(workload, parameters).verification.ok
 
