@@ -6,7 +6,7 @@ class, and measures on this host the config each class chose for it against the 
 selector's (the untuned compile). Every candidate is compiled, verified and timed by the
 tuner's isolated evaluator, in worker processes, so a failure costs that candidate only;
 the survivors are then raced against the selector in interleaved rounds
-(`tuner.race_finalists`: the fastest wins only if it beat the selector in every round).
+(`tuner.race_finalists`: the fastest of those that beat the selector in every round wins).
 The verdict is written, as an entry tuned on this host, into the user's library, which is
 saved after each workload; the measurements go to the tuning database like a tuning run's.
 """
