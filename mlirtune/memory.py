@@ -145,6 +145,12 @@ def memory_budget() -> Budget | None:
         setting, origin = parse_budget(text), f"{BUDGET_VARIABLE}={text.strip()}"
     else:
         setting, origin = DEFAULT_FRACTION, "the default fraction"
+    return budget_of(setting, origin)
+
+
+def budget_of(setting: int | float, origin: str) -> Budget | None:
+    """A budget of `setting` bytes (int) or that fraction of the available memory (float;
+    None when that cannot be read)."""
     if isinstance(setting, int):
         return Budget(setting, origin)
     available = available_memory()

@@ -33,6 +33,10 @@ examples:
 `mlirtune COMMAND --help` explains a command, its defaults and examples.
 Exit codes: 0 success, 1 verification failed, 2 bad input or compilation error,
 3 internal error, 130 interrupted.
+Memory: a workload whose arrays pass $MLIRTUNE_MEMORY_BUDGET (default: half the memory
+available) is refused before anything is allocated, and a compile that grows the process
+past $MLIRTUNE_COMPILE_MEMORY (the same default) is stopped; both take bytes (16G) or a
+fraction (0.8).
 """
 WORKLOAD_NOTE = """
 A workload is a built-in name with KEY=VALUE options (`mlirtune list` shows them and their
@@ -121,8 +125,11 @@ def main(argv: list[str] | None = None) -> int:
             raise
         return int(exit_.code)
     warnings.showwarning = _show_warning
+    from mlirtune.memory_guard import compiles_guarded
+
     try:
-        return args.handler(args)
+        with compiles_guarded():
+            return args.handler(args)
     except MlirtuneError as error:
         print(f"mlirtune: error: {error}", file=sys.stderr)
         return error.exit_code

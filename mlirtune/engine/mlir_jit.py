@@ -26,6 +26,7 @@ from mlirtune.interfaces.workload import Workload
 from mlirtune.ir.context import new_context
 from mlirtune.ir.inspect import uses_amx_tiles
 from mlirtune.memory import check_memory
+from mlirtune.memory_guard import guarded
 from mlirtune.pipeline import run_pipeline
 from mlirtune.runtime import Buffer, HostRuntime, Runtime
 from mlirtune.runtime.openmp import load_openmp, release_threads
@@ -171,12 +172,13 @@ class MlirJitEngine(DescriptorEngine):
                         stage="jit",
                     )
             try:
-                engine = ExecutionEngine(
-                    module, opt_level=self.opt_level, shared_libs=sorted(libraries)
-                )
-                # Code is materialised lazily; look the entry point up now so that
-                # unresolved symbols fail here, as a JIT error, not at the first call.
-                engine.lookup(TIMER_ENTRY)
+                with guarded("jit"):
+                    engine = ExecutionEngine(
+                        module, opt_level=self.opt_level, shared_libs=sorted(libraries)
+                    )
+                    # Code is materialised lazily; look the entry point up now so that
+                    # unresolved symbols fail here, as a JIT error, not at the first call.
+                    engine.lookup(TIMER_ENTRY)
             except RuntimeError as error:
                 raise MlirtuneError(
                     f"JIT compilation failed: {error} (LLVM's reason is printed above)",

@@ -27,6 +27,7 @@ from mlirtune.ir.context import parse_module, run_passes, verify_lowered
 from mlirtune.ir.inspect import largest_vector
 from mlirtune.ir.interpret import interpret
 from mlirtune.ir.tensorize import tensorize_roots
+from mlirtune.memory_guard import guarded
 from mlirtune.pipeline.descriptor import DescriptorError, resolve_stage
 from mlirtune.pipeline.steps import step_named
 from mlirtune.schedules.builder import ENTRY_POINT
@@ -156,30 +157,39 @@ def run_pipeline(
     last_schedule = _last_stage(stages, ("schedule", "dispatch"))
     if after_schedules and last_schedule < 0:
         after_schedules(module)
-    generic_path = _bring_roots_to_tensors(module, lowering)
-    for index, stage in enumerate(stages):
-        if generic_path and _needs_tensors(stage):
-            pass  # skipped: the payload's memref root ops would fail it
-        elif (resolved := resolve_stage(stage, lowering.values)).kind == "pass":
-            run_passes(
-                module,
-                f"builtin.module({resolved.name})",
-                stage=resolved.origin,
-                print_after_all=print_after_all,
-            )
-        elif resolved.kind == "step":
-            step_named(resolved.name)(module, **resolved.arguments)
-        elif resolved.kind == "dispatch":
-            _schedule_dispatches(module, lowering, observer)
-        else:
-            apply_schedule(module, _schedule_module(resolved, lowering.roots), resolved.origin)
-            if observer:
-                observer(f"schedule {resolved.name}", module)
-        if after_schedules and index == last_schedule:
-            after_schedules(module)
-    verify_lowered(module)
+    with guarded("lower"):
+        generic_path = _bring_roots_to_tensors(module, lowering)
+        for index, stage in enumerate(stages):
+            if not (generic_path and _needs_tensors(stage)):  # else its memref roots fail it
+                with guarded(f"{stage.origin} ({stage.kind} {stage.name})"):
+                    resolved = resolve_stage(stage, lowering.values)
+                    _run_stage(module, resolved, lowering, observer, print_after_all)
+            if after_schedules and index == last_schedule:
+                after_schedules(module)
+        verify_lowered(module)
     if observer:
         observer("lowering", module)
+
+
+def _run_stage(
+    module: ir.Module,
+    resolved: Stage,
+    lowering: Lowering,
+    observer: Observer | None,
+    print_after_all: bool,
+) -> None:
+    """Apply one stage (its slots filled) to `module` in place."""
+    if resolved.kind == "pass":
+        pipeline = f"builtin.module({resolved.name})"
+        run_passes(module, pipeline, stage=resolved.origin, print_after_all=print_after_all)
+    elif resolved.kind == "step":
+        step_named(resolved.name)(module, **resolved.arguments)
+    elif resolved.kind == "dispatch":
+        _schedule_dispatches(module, lowering, observer)
+    else:
+        apply_schedule(module, _schedule_module(resolved, lowering.roots), resolved.origin)
+        if observer:
+            observer(f"schedule {resolved.name}", module)
 
 
 def schedule_modules(lowering: Lowering) -> list[ir.Module]:
