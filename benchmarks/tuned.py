@@ -23,4 +23,9 @@ def tuned_parameters(
     print(f"tuning {label}: {problem.space.count()} configs ...", file=sys.stderr)
     with TuningDB(db_path) as db:
         report = tune(problem, options, db)
+    verdict = report.verdict
+    if verdict.won:
+        print(f"  won the race: {verdict.speedup:.3f}x the selector's config", file=sys.stderr)
+    else:
+        print("  the selector's config stood: no finalist beat it in every round", file=sys.stderr)
     return problem.slot_values(report.best)
