@@ -35,6 +35,16 @@ INTEL_LIKE = HostCPU(
     l3_bytes=105 << 20,
     l3_ways=15,
 )
+INTEL_LIKE_TWO_THREADS = HostCPU(
+    isa="avx512",
+    l1d_bytes=48 << 10,
+    l1d_ways=12,
+    l2_bytes=2 << 20,
+    l2_ways=16,
+    l3_bytes=105 << 20,
+    l3_ways=15,
+    threads=2,
+)
 F32 = ("f32", "f32", "f32")
 
 
@@ -79,26 +89,32 @@ def test_wider_elements_take_shorter_blocks():
         # lines, prefetched ahead, so K passes in streamed blocks: those that keep A's
         # panel in L1 while B's micro-panels stream through floor(7 / (1 + 4/64)) = 6 of 8
         # ways (96 rows of 256 bytes) or floor(11 / (1 + 8/32)) = 8 of 12 (256 rows of
-        # 128 bytes), twice that with the prefetches: whole blocks of 128 or 512. B's block
-        # in half of L2 then spans 512 KiB / 512 bytes = 1024 or 1 MiB / 2 KiB = 512
-        # columns.
+        # 128 bytes), up to twice that with the prefetches, the shortest whole block from
+        # the bound up where B's block then spans more columns: 128 (the only whole block
+        # from 96 to 192) or 256 (not 512). B's block in half of L2 then spans
+        # 512 KiB / 512 bytes = 1024 or 1 MiB / 1 KiB = 1024 columns.
         (AMD_LIKE, matmul(2048, 2048, 2048), (128, 1024, 128, 1)),
-        (INTEL_LIKE, matmul(2048, 2048, 2048), (512, 512, 512, 1)),
+        (INTEL_LIKE, matmul(2048, 2048, 2048), (512, 1024, 256, 1)),
         # K = 11008 = 2^8 x 43: the KC knob's block in 256's octave is 344, past the AMD
         # bound (128 there), within the Intel one.
         (AMD_LIKE, matmul(256, 4096, 11008), (128, 1024, 128, 1)),
         (INTEL_LIKE, matmul(256, 4096, 11008), (256, 512, 344, 1)),
         # N = 11008 has no whole block within 512 over a quarter of it, but 256: with K in
-        # short blocks already, B's block narrows rather than K's.
+        # short blocks already, B's block narrows rather than K's; and K's blocks of 256
+        # would leave it at 256 columns, so they stay at 512.
         (INTEL_LIKE, matmul(256, 11008, 4096), (256, 256, 512, 1)),
         # K = 1024 passes twice the streamed bound too.
-        (INTEL_LIKE, matmul(1024, 1024, 1024), (512, 512, 512, 1)),
+        (INTEL_LIKE, matmul(1024, 1024, 1024), (512, 1024, 256, 1)),
+        # On two threads each takes 512 of its columns, which blocks of 256 would not widen.
+        (INTEL_LIKE_TWO_THREADS, matmul(1024, 1024, 1024), (512, 512, 512, 1)),
+        (INTEL_LIKE_TWO_THREADS, matmul(2048, 2048, 2048), (512, 1024, 256, 1)),
         # ... but under an epilogue (an MLP's bias and ReLU) it is one block, which applies
         # the epilogue in registers: B's 1 MiB block then spans 1 MiB / 4 KiB = 256
-        # columns. Not where K spans more than two blocks (AMD's of 128 rows; K = 2048).
+        # columns. Not where K spans more than two of the longest blocks (AMD's of 128
+        # rows; Intel's of 512 at K = 2048).
         (INTEL_LIKE, matmul(512, 4096, 1024, epilogue=1), (512, 256, 1024, 1)),
         (AMD_LIKE, matmul(512, 4096, 1024, epilogue=1), (128, 1024, 128, 1)),
-        (INTEL_LIKE, matmul(1024, 4096, 2048, epilogue=1), (512, 512, 512, 1)),
+        (INTEL_LIKE, matmul(1024, 4096, 2048, epilogue=1), (512, 1024, 256, 1)),
         # 999 columns leave a 39-column tail past 64-wide tiles, which LLVM splits into odd
         # pieces: the 8 x 32 tile. 1000 rows in whole blocks of 200; the 992 columns of
         # whole register tiles (the packed nest splits off the other 7) have no whole block
@@ -120,6 +136,8 @@ def test_wider_elements_take_shorter_blocks():
         "intel-llama",
         "intel-llama-wide",
         "intel-1024",
+        "intel-1024-two-threads",
+        "intel-2048-two-threads",
         "intel-mlp",
         "amd-mlp",
         "intel-mlp-deep",

@@ -13,6 +13,7 @@ from mlirtune.interfaces.schedule import Config, Constraint, KnobVariables
 from mlirtune.ir.prefetch import LINE_BYTES
 from mlirtune.schedules.contraction.blocking import (
     MIN_PANEL_COLUMNS,
+    Blocking,
     blis_blocking,
     padded_block,
     whole_block,
@@ -65,16 +66,32 @@ def packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
     ahead = not pack_a and prefetches_rows_ahead(op, nr)
     streamed_bound = bounds.kc_streamed * (2 if ahead else 1)
     streamed = k % 8 == 0 and k > (streamed_bound if ahead else bounds.kc)
-    kc = _k_block(op, streamed_bound if streamed else bounds.kc)
-    # As many column blocks for each thread (128x768x3072, two threads: 3 blocks of 256
-    # took 3.1 ms, 4 of 192 2.3 ms), B's block within its L2 bytes.
-    nc_bound = bounds.b_block_bytes // (kc * size)
-    nc = None if pack_a else whole_block(columns, min(nc_bound, per_thread), nr, cpu.threads)
-    if nc is None and not pack_a and streamed:
-        # K in short blocks already: narrower whole blocks of B rather than shorter K
-        # blocks (256x11008x4096 f32 on an Intel Xeon: KC=128 NC=256 1.05x OpenBLAS).
-        least = MIN_PANEL_COLUMNS
-        nc = whole_block(columns, min(nc_bound, per_thread), nr, cpu.threads, least=least)
+    kc = longest = _k_block(op, streamed_bound if streamed else bounds.kc)
+
+    def column_block(kc: int) -> int | None:
+        """As many whole column blocks for each thread (128x768x3072, two threads: 3
+        blocks of 256 took 3.1 ms, 4 of 192 2.3 ms), B's block within its L2 bytes; with K
+        in short blocks already, narrower blocks of B rather than shorter K blocks
+        (256x11008x4096 f32 on an Intel Xeon: KC=128 NC=256 1.05x OpenBLAS)."""
+        bound = min(bounds.b_block_bytes // (kc * size), per_thread)
+        nc = whole_block(columns, bound, nr, cpu.threads)
+        if nc is None and streamed:
+            nc = whole_block(columns, bound, nr, cpu.threads, least=MIN_PANEL_COLUMNS)
+        return nc
+
+    nc = None if pack_a else column_block(kc)
+    if ahead and streamed and nc is not None:
+        # The shortest whole K block from the bound up, where B's block then spans more
+        # columns in the same bytes: with 8 x 32 f32 tiles on a 48 KiB 12-way L1 (bound
+        # 256 rows), KC=256 NC=1024 against KC=512 NC=512, ratios to OpenBLAS in three
+        # rotating runs on an Intel Xeon: 1024^3 +1.7%, +3.4%, +1.4%, 2048^3 +3.9%, +0.3%,
+        # +0.9%, 512x4096x1024 +4.5%, +0.9%, +1.2%, 4096^3 +1.4%, +0.9%, 512x1024x1024
+        # +0.5%, +0.6%. Not where it narrows only K (two threads, 1024^3: KC=256 NC=512
+        # -1.9%).
+        shorter = _shortest_block_from(op, bounds.kc_streamed, longest)
+        wider = column_block(shorter)
+        if wider is not None and wider > nc:
+            kc, nc = shorter, wider
     if nc is None or nc < min(per_thread, MIN_PANEL_COLUMNS):
         # A thread's columns in one block, K blocks short enough to keep B's block in L2:
         # where no whole block of B fits at this KC (1000x999x1001 f32, NC=992 on an Intel
@@ -87,11 +104,11 @@ def packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
     tail = row_tail(op, mr, nr, kc)
     if (None in (mc, nc) and not pack_a) or (rows < m and not tail):
         return None  # no whole blocks; or a row tail, but K is one block
-    if nc is not None and rows == m and kc < k <= 2 * kc and op.attributes.get("epilogue"):
-        kc, nc = _one_k_block(op, cpu, kc, nc, columns, per_thread, nr, bounds.b_block_bytes)
+    if nc is not None and rows == m and kc < k <= 2 * longest and op.attributes.get("epilogue"):
+        kc, nc = _one_k_block(op, cpu, (kc, nc, longest), columns, per_thread, nr, bounds)
     return {
         "MC": mc or padded_block(m, bounds.mc, mr),
-        "NC": nc or padded_block(columns, min(nc_bound, per_thread), nr),
+        "NC": nc or padded_block(columns, min(bounds.b_block_bytes // (kc * size), per_thread), nr),
         "KC": kc,
         "MR": mr,
         "NR": nr,
@@ -100,19 +117,27 @@ def packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
     }
 
 
+def _shortest_block_from(op: OpInfo, bound: int, longest: int) -> int:
+    """The shortest whole K block of the KC knob's cache tiles from `bound` up to `longest`
+    (a whole block itself), else `longest`."""
+    k = op.dims["K"]
+    whole = [b for b in K_CACHE_TILES(op, 1) if bound <= b <= longest and k % b == 0]
+    return min(whole, default=longest)
+
+
 def _one_k_block(
     op: OpInfo,
     cpu: HostCPU,
-    kc: int,
-    nc: int,
+    chosen: tuple[int, int, int],
     columns: int,
     per_thread: int,
     nr: int,
-    b_block_bytes: int,
+    bounds: Blocking,
 ) -> tuple[int, int]:
-    """KC and NC for an op with an element-wise epilogue whose K spans two K blocks: K in
-    one block, with narrower column blocks that keep B's block within its L2 bytes, where
-    such whole blocks exist (else `kc` and `nc`). On one K block the epilogue takes the
+    """KC and NC for an op with an element-wise epilogue whose K spans two of the longest
+    streamed K blocks (`chosen`: KC, NC and that longest block): K in one block, with
+    narrower column blocks that keep B's block within its L2 bytes, where such whole
+    blocks exist (else KC and NC as chosen). On one K block the epilogue takes the
     accumulators in registers and C is stored once (packed.py), where two blocks read C
     back and run the epilogue as a pass of its own. Measured on an Intel Xeon (8 x 32
     f32, ratios to numpy's three ops in one rotating run): MLP 512x4096x1024 KC=512 NC=512
@@ -121,10 +146,13 @@ def _one_k_block(
     four blocks: 1024x4096x2048 1.04x -> 0.99x (NC=512 -> 128), hence column blocks at
     least half as wide. Without an epilogue it gains nothing (512x4096x1024 and 1024^3
     matmuls, within 1%)."""
+    kc, nc, longest = chosen
     size = element_bytes(op.element_type)
     k = op.dims["K"]
-    bound = min(b_block_bytes // (k * size), per_thread)
-    one = whole_block(columns, bound, nr, cpu.threads, least=max(MIN_PANEL_COLUMNS, nc // 2))
+    bound = min(bounds.b_block_bytes // (k * size), per_thread)
+    # At least half the columns of B's block in K blocks of `longest` (same bytes).
+    least = max(MIN_PANEL_COLUMNS, nc * kc // longest // 2)
+    one = whole_block(columns, bound, nr, cpu.threads, least=least)
     return (k, one) if one is not None else (kc, nc)
 
 
