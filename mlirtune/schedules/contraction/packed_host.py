@@ -100,7 +100,7 @@ def packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
         # KC=128 120 ms, NC=256 and KC=1024 142-166 ms, numpy 111 ms).
         nc = whole_block(columns, per_thread, nr, cpu.threads)
         if nc is not None:
-            kc = _k_block(op, min(bounds.kc, max(1, bounds.b_block_bytes // (nc * size))))
+            kc = longest = _k_block(op, min(bounds.kc, max(1, bounds.b_block_bytes // (nc * size))))
     tail = row_tail(op, mr, nr, kc)
     if (None in (mc, nc) and not pack_a) or (rows < m and not tail):
         return None  # no whole blocks; or a row tail, but K is one block
