@@ -2,6 +2,8 @@
 checked on overridden geometries: the selector's MC, NC and KC follow the caches, not one
 CPU's measurements. Nothing is compiled."""
 
+import dataclasses
+
 import pytest
 
 from mlirtune.interfaces.op import OpInfo
@@ -35,16 +37,7 @@ INTEL_LIKE = HostCPU(
     l3_bytes=105 << 20,
     l3_ways=15,
 )
-INTEL_LIKE_TWO_THREADS = HostCPU(
-    isa="avx512",
-    l1d_bytes=48 << 10,
-    l1d_ways=12,
-    l2_bytes=2 << 20,
-    l2_ways=16,
-    l3_bytes=105 << 20,
-    l3_ways=15,
-    threads=2,
-)
+INTEL_LIKE_TWO_THREADS = HostCPU(dataclasses.replace(INTEL_LIKE.features, cores=2), threads=2)
 F32 = ("f32", "f32", "f32")
 
 
