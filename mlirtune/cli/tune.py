@@ -356,10 +356,12 @@ def _print_report(report: TuneReport, target: Target) -> None:
         table.add_column(column, justify="left" if column == "config" else "right", no_wrap=True)
     baseline_median = float(np.median(report.baseline_samples))
     rows = [("baseline", problem.baseline, report.baseline_samples)]
-    fastest = report.fastest_candidate
-    if fastest is not None:
+    # The winner (which need not be the fastest median raced: see race_finalists), else
+    # the fastest config other than the baseline.
+    shown = report.winner or report.fastest_candidate
+    if shown is not None:
         name = "best" if report.winner else "fastest"
-        rows.append((name, fastest, report.samples_of(fastest)))
+        rows.append((name, shown, report.samples_of(shown)))
     for name, config, samples in rows:
         samples = np.asarray(samples)
         median = float(np.median(samples))

@@ -6,10 +6,11 @@ from dataclasses import dataclass
 
 import pytest
 
+from mlirtune.cli.tune import _print_report
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.tune.outcome import Outcome
 from mlirtune.tune.problem import Config, generate
-from mlirtune.tune.tuner import Candidate, TuneOptions, race_finalists
+from mlirtune.tune.tuner import Candidate, TuneOptions, TuneReport, race_finalists, verdict_of
 from mlirtune.workloads.matmul import Matmul
 
 
@@ -51,20 +52,42 @@ def _race(problem, finalists: list[Config], round_seconds: list[list[float]]):
     return race_finalists(problem, ScriptedRaces(parts), NoDB(), ranked, options)
 
 
+ROUNDS_WITH_A_SLOWER_WINNER = [
+    [1.00, 1.00, 1.00, 1.00],  # the baseline
+    [0.97, 0.98, 0.97, 0.98],  # won every round
+    [0.90, 0.90, 0.90, 1.01],  # the fastest median, but lost the last round
+    [1.10, 1.10, 1.10, 1.10],
+]
+
+
 def test_the_fastest_finalist_that_won_every_round_wins(problem):
     steady, faster_but_lost_once, slower = _finalists(problem, 3)
     race, winner = _race(
-        problem,
-        [steady, faster_but_lost_once, slower],
-        [
-            [1.00, 1.00, 1.00, 1.00],  # the baseline
-            [0.97, 0.98, 0.97, 0.98],  # won every round
-            [0.90, 0.90, 0.90, 1.01],  # the fastest median, but lost the last round
-            [1.10, 1.10, 1.10, 1.10],
-        ],
+        problem, [steady, faster_but_lost_once, slower], ROUNDS_WITH_A_SLOWER_WINNER
     )
     assert winner == steady
     assert len(race) == 4
+
+
+def test_the_report_shows_the_winner_not_the_fastest_median(problem, capsys):
+    finalists = _finalists(problem, 3)
+    race, winner = _race(problem, finalists, ROUNDS_WITH_A_SLOWER_WINNER)
+    baseline = Outcome("ok", samples=(1.0, 1.0), flops=1.0)
+    report = TuneReport(
+        problem=problem,
+        strategy="exhaustive",
+        evaluated=[Candidate(c, Outcome("ok", samples=(1.0,), flops=1.0)) for c in finalists],
+        resumed=0,
+        baseline_first=baseline,
+        baseline_last=baseline,
+        race=race,
+        winner=winner,
+        verdict=verdict_of(problem, race, winner, baseline),
+        warnings=[],
+    )
+    _print_report(report, problem.target)
+    shown = {line.split()[0]: line.split()[1:] for line in capsys.readouterr().out.splitlines()}
+    assert shown["best:"] == [f"{k}={v}" for k, v in problem.slot_values(finalists[0]).items()]
 
 
 def test_of_several_finalists_that_won_every_round_the_fastest_wins(problem):
