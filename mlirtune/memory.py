@@ -51,10 +51,14 @@ WORKER_OVERHEAD_BYTES = 1 << 30
 # Runtime buffers are over-allocated by this much to be 64-byte aligned (HostRuntime).
 BUFFER_ALIGNMENT = 64
 
-HOW_TO_CHANGE = (
-    f"to change it, set {BUDGET_VARIABLE} to a size in bytes (e.g. 16G) or to a fraction of "
-    "the available memory (e.g. 0.8)"
-)
+
+def how_to_change(variable: str) -> str:
+    """The end of a message about a memory limit set by `variable`: how to set it."""
+    return (
+        f"to change it, set {variable} to a size in bytes (e.g. 16G) or to a fraction of the "
+        "available memory (e.g. 0.8)"
+    )
+
 
 _SUFFIXES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
@@ -311,7 +315,8 @@ def check_memory(
         count = f"{processes} processes x {format_bytes(need.total)} = " if processes > 1 else ""
         raise UsageError(
             f"{what} needs {count}{format_bytes(total)} ({need.describe()}), over the memory "
-            f"budget of {format_bytes(budget.bytes)} ({budget.origin}); {HOW_TO_CHANGE}",
+            f"budget of {format_bytes(budget.bytes)} ({budget.origin}); "
+            + how_to_change(BUDGET_VARIABLE),
             stage="memory",
         )
     return need

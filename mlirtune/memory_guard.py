@@ -98,14 +98,13 @@ class _Watch(threading.Thread):
         while not self._done.wait(POLL_S):
             grown = resident_bytes() - self.start_bytes
             if grown > self.limit:
-                from mlirtune.memory import format_bytes
+                from mlirtune.memory import format_bytes, how_to_change
 
                 error = MlirtuneError(
                     f"the compile grew this process by {format_bytes(grown)}, past its ceiling "
                     f"of {format_bytes(self.limit)} ({self.origin}), and was stopped before it "
                     "could exhaust the machine. A lowering that keeps growing is a bug in its "
-                    f"schedule or pipeline; to allow more, set {CEILING_VARIABLE} to a size in "
-                    "bytes (e.g. 16G) or to a fraction of the available memory (e.g. 0.8)",
+                    f"schedule or pipeline; {how_to_change(CEILING_VARIABLE)}",
                     stage=self.stage,
                 )
                 sys.stdout.flush()

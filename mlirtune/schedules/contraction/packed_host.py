@@ -68,12 +68,16 @@ def packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
     streamed = k % 8 == 0 and k > (streamed_bound if ahead else bounds.kc)
     kc = longest = _k_block(op, streamed_bound if streamed else bounds.kc)
 
+    def column_bound(kc: int) -> int:
+        """The widest column block: a thread's columns, B's block within its L2 bytes."""
+        return min(bounds.b_block_bytes // (kc * size), per_thread)
+
     def column_block(kc: int) -> int | None:
         """As many whole column blocks for each thread (128x768x3072, two threads: 3
-        blocks of 256 took 3.1 ms, 4 of 192 2.3 ms), B's block within its L2 bytes; with K
-        in short blocks already, narrower blocks of B rather than shorter K blocks
-        (256x11008x4096 f32 on an Intel Xeon: KC=128 NC=256 1.05x OpenBLAS)."""
-        bound = min(bounds.b_block_bytes // (kc * size), per_thread)
+        blocks of 256 took 3.1 ms, 4 of 192 2.3 ms) within `column_bound`; with K in short
+        blocks already, narrower blocks of B rather than shorter K blocks (256x11008x4096
+        f32 on an Intel Xeon: KC=128 NC=256 1.05x OpenBLAS)."""
+        bound = column_bound(kc)
         nc = whole_block(columns, bound, nr, cpu.threads)
         if nc is None and streamed:
             nc = whole_block(columns, bound, nr, cpu.threads, least=MIN_PANEL_COLUMNS)
@@ -108,7 +112,7 @@ def packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
         kc, nc = _one_k_block(op, cpu, (kc, nc, longest), columns, per_thread, nr, bounds)
     return {
         "MC": mc or padded_block(m, bounds.mc, mr),
-        "NC": nc or padded_block(columns, min(bounds.b_block_bytes // (kc * size), per_thread), nr),
+        "NC": nc or padded_block(columns, column_bound(kc), nr),
         "KC": kc,
         "MR": mr,
         "NR": nr,
