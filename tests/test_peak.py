@@ -174,6 +174,7 @@ def test_amx_tiles_set_the_bf16_and_int8_peaks_where_granted(peaks_file, monkeyp
     monkeypatch.setattr(peak, "measure_amx_peak", lambda target, dtype: amx_rates[dtype])
     flags = AVX512.flags | {"avx512_bf16", "amx_tile", "amx_bf16", "amx_int8"}
     amx = HostCPU(dataclasses.replace(AVX512, flags=flags))
+    monkeypatch.setattr(HostCPU, "runs_here", lambda self: True)  # the AMX host is this one
     monkeypatch.setattr(host_cpu, "amx_refusal", lambda: None)
     assert peak.measured_peak_gflops(amx, "bf16") == 3000.0
     assert peak.measured_peak_gflops(amx, "i8") == 6000.0

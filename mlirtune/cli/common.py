@@ -75,14 +75,19 @@ def plural(count: int, noun: str, many: str | None = None) -> str:
 def target_of(args: argparse.Namespace) -> Target:
     """The --target, on --threads cores where the command takes it (the host only)."""
     from mlirtune.targets import HostCPU, target_named
+    from mlirtune.targets.host_cpu import restrict_isa
 
     target = target_named(args.target)
-    threads = getattr(args, "threads", 1)
-    if threads == 1:
+    threads, isa = getattr(args, "threads", 1), getattr(args, "isa", None)
+    if threads == 1 and not isa:
         return target
     if not isinstance(target, HostCPU):
-        raise UsageError(f"--threads applies to the host target, not {args.target}")
-    return HostCPU(target.features, threads=threads)
+        given = " and ".join(
+            name for name, on in (("--threads", threads > 1), ("--isa", isa)) if on
+        )
+        raise UsageError(f"{given} applies to the host target, not {args.target}")
+    features = restrict_isa(target.features, isa) if isa else target.features
+    return HostCPU(features, threads=threads)
 
 
 def pipeline_of(args: argparse.Namespace) -> str | Descriptor | None:
@@ -135,6 +140,12 @@ def add_spec_arguments(cmd: argparse.ArgumentParser) -> None:
 
 
 def workload_of(args: argparse.Namespace):
+    given = [f"--{name}" for name in ("inputs", "expect") if getattr(args, name, None)]
+    if given and not args.payload:
+        raise UsageError(
+            f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} to --payload "
+            "only: a built-in workload or a PyTorch module makes its own inputs and reference"
+        )
     torch_factory = getattr(args, "torch", None)
     if torch_factory:
         if args.workload or args.payload:
@@ -155,6 +166,7 @@ def workload_of(args: argparse.Namespace):
         )
     if not args.workload:
         raise UsageError("name a workload (see `mlirtune list`) or give --payload FILE")
+
     from mlirtune.workloads import workload_class
 
     cls = workload_class(args.workload)
@@ -197,12 +209,26 @@ def add_command(
     """A subcommand whose --help shows `description` (default: `help_text`), filled to 88
     columns, and the examples in `epilog` verbatim."""
     paragraphs = (description or help_text).split("\n\n")
-    return commands.add_parser(
+    cmd = commands.add_parser(
         name,
         help=help_text,
         description="\n\n".join(textwrap.fill(text, DESCRIPTION_WIDTH) for text in paragraphs),
         epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_verbose_argument(cmd)
+    return cmd
+
+
+def add_verbose_argument(cmd: argparse.ArgumentParser) -> None:
+    """--verbose, which every command takes, before or after its name."""
+    cmd.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="show errors whole (MLIR's diagnostics with their notes, the context of a YAML "
+        "error) and what MLIR and LLVM printed; also MLIRTUNE_DEBUG=1",
     )
 
 
@@ -247,6 +273,13 @@ def add_target_argument(cmd: argparse.ArgumentParser) -> None:
         choices=sorted(TARGETS),
         default="host",
         help="compilation target (default: %(default)s, with the detected CPU features)",
+    )
+    cmd.add_argument(
+        "--isa",
+        choices=["avx2", "sse"],
+        help="restrict the host's kernels to a narrower ISA than its CPU has, e.g. avx2 on an "
+        "AVX-512 machine to measure an AVX2 CPU class (also $MLIRTUNE_ISA; with numpy's side "
+        "restricted too: OPENBLAS_CORETYPE=Haswell)",
     )
 
 

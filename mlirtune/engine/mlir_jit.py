@@ -30,7 +30,7 @@ from mlirtune.memory_guard import guarded
 from mlirtune.pipeline import run_pipeline
 from mlirtune.runtime import Buffer, HostRuntime, Runtime
 from mlirtune.runtime.openmp import load_openmp, release_threads
-from mlirtune.runtime.tile_state import amx_refusal
+from mlirtune.targets.tile_state import amx_refusal
 from mlirtune.specs.specset import SpecSet
 from mlirtune.targets.host_cpu import HostCPU
 

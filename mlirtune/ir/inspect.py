@@ -74,7 +74,7 @@ def op_counts(module: ir.Module) -> Counter[str]:
 
 def uses_amx_tiles(module: ir.Module) -> bool:
     """Whether the lowered (LLVM dialect) module calls AMX tile intrinsics, whose first use
-    faults unless the OS granted this process tile state (mlirtune.runtime.tile_state)."""
+    faults unless the OS granted this process tile state (mlirtune.targets.tile_state)."""
     return any(name.startswith(AMX_INTRINSICS) for name in intrinsics_called(module))
 
 

@@ -51,8 +51,10 @@ def strided_channels_first(
         function, "fill_packed_output", structured.apply_patterns_tensor_fold_into_pack_and_unpack
     )
     unpack = s.match(function, ["linalg.unpack"], step="match_unpack")
-    if p.get("THREADS", 1) > 1:
-        # Images (N) as one scf.forall spread over the threads.
+    if p.get("THREADS", 1) > 1 and d["F"] % f_tile == 0:
+        # Images (N) as one scf.forall spread over the threads. Not with a partial F block:
+        # the filter's packing, fused into the forall, would then be cut per block into
+        # dynamic shapes that do not vectorize (the image loop stays on one thread).
         s.fuse_with_loops(unpack, [1, 0, 0, 0], step="parallel_images", parallel=True)
         unpack = s.match(function, ["linalg.unpack"], step="match_unpack_per_image")
     # F blocks outermost, so that the filter's packing (fused per block) is hoisted out of

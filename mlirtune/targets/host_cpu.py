@@ -22,10 +22,9 @@ from typing import Any
 
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.target import UNKNOWN_CLASS, Target
-from mlirtune.runtime.tile_state import amx_refusal
+from mlirtune.targets.isa import ISA_LEVELS, ISA_VARIABLE, ISA_VECTORS, flag_level, isa_level
+from mlirtune.targets.tile_state import amx_refusal
 
-# (vector bits, vector registers) per ISA level on x86-64; "generic" is a 128-bit baseline.
-ISA_VECTORS = {"avx512": (512, 32), "avx2": (256, 16), "sse": (128, 16), "generic": (128, 16)}
 # Flags that matter to code generation; the rest of /proc/cpuinfo's list is left out.
 RELEVANT_FLAG = re.compile(r"(avx|fma|sse|ssse|f16c|amx|asimd|sve|bf16|fp16|neon)")
 # Used when sysfs says nothing: small enough to be true of any current core.
@@ -94,8 +93,32 @@ class CpuFeatures:
 @functools.cache
 def detect_features() -> CpuFeatures:
     """The features of this machine, read once from /proc/cpuinfo and sysfs (Linux), with
-    conservative fallbacks elsewhere."""
-    return read_features(Path("/proc/cpuinfo"), Path("/sys/devices/system/cpu/cpu0/cache"))
+    conservative fallbacks elsewhere; restricted to MLIRTUNE_ISA where that is set."""
+    features = read_features(Path("/proc/cpuinfo"), Path("/sys/devices/system/cpu/cpu0/cache"))
+    isa = os.environ.get(ISA_VARIABLE, "").strip()
+    return restrict_isa(features, isa, ISA_VARIABLE) if isa else features
+
+
+def restrict_isa(features: CpuFeatures, isa: str, origin: str = "--isa") -> CpuFeatures:
+    """`features` with kernels restricted to `isa`, which may not be wider than the CPU's:
+    its vector width and registers, and only the flags of that level and below (no AVX-512
+    dot products or AMX tiles under avx2)."""
+    if isa not in ISA_LEVELS:
+        raise UsageError(
+            f"{origin}={isa!r}: unknown ISA; give one of {', '.join(ISA_LEVELS)}", stage="target"
+        )
+    if ISA_LEVELS.index(isa) > ISA_LEVELS.index(features.isa):
+        raise UsageError(
+            f"{origin}={isa}: this CPU's widest ISA is {features.isa}; kernels can be "
+            "restricted to a narrower one, not widened",
+            stage="target",
+        )
+    bits, registers = ISA_VECTORS[isa]
+    level = ISA_LEVELS.index(isa)
+    flags = frozenset(f for f in features.flags if ISA_LEVELS.index(flag_level(f)) <= level)
+    return dataclasses.replace(
+        features, isa=isa, vector_bits=bits, vector_registers=registers, flags=flags
+    )
 
 
 def read_features(cpuinfo: Path, cache_dir: Path) -> CpuFeatures:
@@ -103,7 +126,7 @@ def read_features(cpuinfo: Path, cache_dir: Path) -> CpuFeatures:
     info = _cpuinfo_fields(cpuinfo)
     arch = _normalise_arch(platform.machine())
     flags = frozenset(f for f in info.get("flags", info.get("Features", "")).split())
-    isa = _isa_level(arch, flags)
+    isa = isa_level(arch, flags)
     bits, registers = ISA_VECTORS[isa]
     if arch == "aarch64":
         registers = 32
@@ -207,18 +230,26 @@ class HostCPU(Target):
 
     def has_amx(self, dtype: str = "bf16") -> bool:
         """Whether kernels for this target may multiply `dtype` operands in AMX tiles (one
-        of AMX_UNITS): the CPU flags, on a target lowered for AVX-512, and Linux's grant of
-        tile state to this process (asked once; a refusal warns, and the kernels take dot
-        products or FMA instead)."""
+        of AMX_UNITS): the CPU flags, on a target lowered for AVX-512, and, where the
+        kernels run here, Linux's grant of tile state to this process (asked once; a refusal
+        warns, and the kernels take dot products or FMA instead)."""
         if dtype not in AMX_UNITS:
             return False
         flags = {"amx_tile", AMX_UNITS[dtype]}
         if self.features.isa != "avx512" or not flags <= self.features.flags:
             return False
+        if not self.runs_here():  # another CPU's kernels are only compiled here
+            return True
         refusal = amx_refusal()
         if refusal:
             _warn_once(f"{refusal}; bf16 and int8 kernels do without AMX tiles")
         return refusal is None
+
+    def runs_here(self) -> bool:
+        """Whether this machine can run this target's kernels: every CPU flag the target
+        has, the machine has (a target overridden to a lower ISA runs; one describing
+        another, wider CPU is only compiled for)."""
+        return self.features.flags <= detect_features().flags
 
     def accepts(self, slot: str, value: int | str) -> bool:
         """A kernel may use fewer threads than the target has (`tune --search-threads`)."""
@@ -339,17 +370,6 @@ def _parse_size(text: str) -> int:
 def _normalise_arch(machine: str) -> str:
     machine = machine.lower()
     return {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
-
-
-def _isa_level(arch: str, flags: frozenset[str]) -> str:
-    if arch != "x86_64":
-        return "generic"
-    if "avx512f" in flags:
-        return "avx512"
-    if "avx2" in flags and "fma" in flags:
-        return "avx2"
-    # SSE2 is part of x86-64 itself: only a flag list saying otherwise lowers the level.
-    return "sse" if "sse2" in flags or not flags else "generic"
 
 
 def _number(text: str) -> float:

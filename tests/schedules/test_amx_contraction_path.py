@@ -15,11 +15,11 @@ from mlirtune.api import engine_for
 from mlirtune.engine import mlir_jit
 from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.ir.inspect import intrinsics_called, op_counts, ops_named
-from mlirtune.runtime.tile_state import amx_refusal
 from mlirtune.schedules.contraction.amx_host import AMX_B_COLUMNS
 from mlirtune.schedules.contraction.knob_values import UNIT_AMX, UNIT_DOT, UNIT_FMA
 from mlirtune.targets import host_cpu
 from mlirtune.targets.host_cpu import HostCPU, detect_features
+from mlirtune.targets.tile_state import amx_refusal
 from mlirtune.workloads import Matmul, Mlp
 from tests.schedules.test_dot_contraction_path import (
     AMX,
@@ -152,6 +152,7 @@ def test_shapes_of_partial_tiles_take_dot_products(granted, op):
 
 
 def test_a_refused_grant_falls_back_to_dot_products_with_a_warning(monkeypatch):
+    monkeypatch.setattr(HostCPU, "runs_here", lambda self: True)  # the AMX host is this one
     monkeypatch.setattr(host_cpu, "amx_refusal", lambda: "refused for the selector test")
     with pytest.warns(UserWarning, match="refused for the selector test"):
         config = CONTRACTION.select(matmul_op(512, 512, 512), HostCPU(AMX_HOST))
@@ -163,6 +164,7 @@ def test_the_tuner_searches_amx_tiles_only_where_the_os_grants_them(monkeypatch)
     target = HostCPU(AMX_HOST)
     config = {**AMX_BLOCKS, "MC": 64, "NC": 256, "KC": 256, "PACK": 0, "KU": 1, "ORDER": 1}
     config = {**config, "PREFETCH": 0}
+    monkeypatch.setattr(HostCPU, "runs_here", lambda self: True)  # the AMX host is this one
     monkeypatch.setattr(host_cpu, "amx_refusal", lambda: None)
     assert CONTRACTION.violations(op, target, config) == []
     assert CONTRACTION.violations(op, target, {**config, "MR": 32, "NR": 32}) == []

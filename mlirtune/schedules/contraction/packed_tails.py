@@ -198,8 +198,11 @@ def schedule_epilogue_tails(
         for name, ops in zip(POINTWISE, others, strict=True):
             _, (loop_handle,) = s.tile(ops, [0, nr], step=f"tile_row_tail_{name}")
             s.vectorize_linalg(loop_handle)
-    else:  # in pieces, MR rows at a time
-        for name, ops in ((kind, contraction), *zip(POINTWISE, others, strict=True)):
+    else:  # in pieces, MR rows at a time; the fill first: on several threads, the
+        # contraction's tiles take in (fuse) a producer left standing, and the fill's own
+        # handle is then empty where the tail is one piece (one split keeps it alive)
+        fill, generic = zip(POINTWISE, others, strict=True)
+        for name, ops in (fill, (kind, contraction), generic):
             sizes = ([mr, 0, 0], [0, 0, 1]) if name == kind else ([mr, 0], [0, 0])
             _sweep_pieces(s, ops, columns_past, sizes, f"column_tail_{name}", parallel)
     column_blocks, _ = s.fuse_with_loops(epilogue, [0, nc], step="cache_tile_n", parallel=parallel)
