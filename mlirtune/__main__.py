@@ -1,7 +1,7 @@
-"""`python -m mlirtune` runs the command-line interface."""
+"""`python -m mlirtune` runs the command-line interface, contained (mlirtune.contain)."""
 
 import sys
 
-from mlirtune.cli import main
+from mlirtune.cli import command
 
-sys.exit(main())
+sys.exit(command())

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import resource
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,10 @@ VERIFY_BYTES_PER_ELEMENT = 5 * 8 + 2
 # EvaluatorSettings.memory_bytes) is for the workload.
 WORKER_OVERHEAD_BYTES = 1 << 30
 
+# Address space a run maps besides its arrays and the process it starts in: thread stacks
+# and allocator arenas (64 MiB reserved per thread), OpenMP's and BLAS's pools.
+MAPPING_SLACK_BYTES = 512 << 20
+
 # Runtime buffers are over-allocated by this much to be 64-byte aligned (HostRuntime).
 BUFFER_ALIGNMENT = 64
 
@@ -72,6 +77,7 @@ class Budget:
 
     bytes: int
     origin: str
+    advice: str = ""  # how to change it, where not by MLIRTUNE_MEMORY_BUDGET
 
 
 @dataclass(frozen=True)
@@ -141,15 +147,39 @@ def set_memory_budget(budget: int | float | str | None) -> None:
 
 
 def memory_budget() -> Budget | None:
-    """The current budget; None when neither a budget was set nor the available memory can
-    be read (then only the int64 limits apply)."""
+    """The current budget, lowered to what the process's address-space limit (`ulimit -v`)
+    leaves, where that is less; None when neither a budget was set nor the available
+    memory nor a limit can be read (then only the int64 limits apply)."""
     if _override is not None:
         setting, origin = _override, f"set_memory_budget({_override!r})"
     elif (text := os.environ.get(BUDGET_VARIABLE, "")).strip():
         setting, origin = parse_budget(text), f"{BUDGET_VARIABLE}={text.strip()}"
     else:
         setting, origin = DEFAULT_FRACTION, "the default fraction"
-    return budget_of(setting, origin)
+    budget, left = budget_of(setting, origin), address_space_left()
+    if left is not None and (budget is None or left < budget.bytes):
+        return Budget(
+            left,
+            "what this process's address-space limit (ulimit -v) leaves",
+            "raise the limit, or choose smaller sizes",
+        )
+    return budget
+
+
+def address_space_bytes() -> int:
+    """This process's address space now (/proc/self/statm's first field)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def address_space_left() -> int | None:
+    """Bytes the process may still map under its address-space limit (RLIMIT_AS, `ulimit
+    -v`), less an allowance for the thread stacks and allocator arenas a run maps besides
+    its arrays; None where there is no limit."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    return max(0, soft - address_space_bytes() - MAPPING_SLACK_BYTES)
 
 
 def budget_of(setting: int | float, origin: str) -> Budget | None:
@@ -271,16 +301,14 @@ def estimate(workload: Workload, *, verify: bool = True, baseline: bool = False)
     inputs = [a for a in args if not a.is_output]
     outputs = [a for a in args if a.is_output]
     held = [("inputs", sum(a.nbytes for a in inputs))]
-    # Each input is drawn as float64 before it is cast (Workload.make_inputs).
-    temporaries = {"input generation": 8 * max((a.elements for a in inputs), default=0)}
+    temporaries = {"input generation": workload.input_scratch_bytes()}
     if baseline:
         temporaries["numpy baseline"] = workload.baseline_bytes()
     else:
         held.append(("runtime buffers", sum(a.nbytes + BUFFER_ALIGNMENT for a in args)))
         temporaries["kernel"] = workload.kernel_scratch_bytes
         if verify:
-            output_elements = sum(a.elements for a in outputs)
-            held.append(("float64 reference outputs", 8 * output_elements))
+            held.append(("reference outputs", workload.reference_bytes()))
             temporaries["reference"] = workload.reference_scratch_bytes()
             compared = min(max((a.elements for a in outputs), default=0), CHUNK_ELEMENTS)
             temporaries["verification"] = VERIFY_BYTES_PER_ELEMENT * compared
@@ -316,7 +344,7 @@ def check_memory(
         raise UsageError(
             f"{what} needs {count}{format_bytes(total)} ({need.describe()}), over the memory "
             f"budget of {format_bytes(budget.bytes)} ({budget.origin}); "
-            + how_to_change(BUDGET_VARIABLE),
+            + (budget.advice or how_to_change(BUDGET_VARIABLE)),
             stage="memory",
         )
     return need

@@ -2,6 +2,7 @@
 array is allocated; the estimate covers what the code really allocates."""
 
 import os
+import resource
 import subprocess
 import sys
 import tracemalloc
@@ -73,7 +74,7 @@ def test_cli_refuses_over_budget(capsys, monkeypatch, tmp_path, argv):
     line = refusal(err)
     assert code == 2
     # The 256^3 matmul: 512 KiB of inputs, 768 KiB of buffers, 512 KiB float64 reference.
-    assert "inputs 512.0 KiB" in line and "float64 reference outputs 512.0 KiB" in line
+    assert "inputs 512.0 KiB" in line and "reference outputs 512.0 KiB" in line
     assert "memory budget of 1.0 MiB" in line and f"{BUDGET_VARIABLE}=1M" in line
     assert "to change it, set MLIRTUNE_MEMORY_BUDGET" in line
     assert not (tmp_path / "tuning.db").exists()  # a refused tune opened nothing
@@ -201,7 +202,7 @@ def test_estimate_covers_the_arguments(name):
     assert parts["runtime buffers"] >= sum(a.nbytes for a in args)
     assert need.total >= sum(a.nbytes for a in args) + parts["inputs"]
     outputs = sum(a.elements for a in args if a.is_output)
-    assert parts["float64 reference outputs"] == 8 * outputs
+    assert parts["reference outputs"] == 8 * outputs
 
 
 def test_huge_estimate_is_exact_without_allocating():
@@ -304,13 +305,60 @@ def test_outputs_start_as_nan_without_a_temporary():
 def test_tuning_counts_every_worker_and_their_cap():
     workload = Matmul(M=512, N=512, K=512)
     need = estimate(workload).total
-    set_memory_budget(3 * need)
-    generate(workload, HostCPU(), settings=EvaluatorSettings(workers=3))
-    with pytest.raises(UsageError, match=r"tuning of matmul .* needs 4 processes x"):
-        generate(workload, HostCPU(), settings=EvaluatorSettings(workers=4))
+    set_memory_budget(2 * need)
+    generate(workload, HostCPU(), settings=EvaluatorSettings(workers=2))
+    set_memory_budget(2 * need - 1)
+    with pytest.raises(UsageError, match=r"tuning of matmul .* needs 2 processes x"):
+        generate(workload, HostCPU(), settings=EvaluatorSettings(workers=2))
+    set_memory_budget(2 * need)
+    # Workers beyond the cores (at least two) would only share them, each with its arrays.
+    too_many = max(2, len(os.sched_getaffinity(0))) + 1
+    with pytest.raises(UsageError, match=f"--workers {too_many}: give 1 to {too_many - 1}"):
+        generate(workload, HostCPU(), settings=EvaluatorSettings(workers=too_many))
     small_cap = EvaluatorSettings(workers=2, memory_bytes=WORKER_OVERHEAD_BYTES + need - 1)
     with pytest.raises(UsageError, match="a tuning worker may use"):
         generate(workload, HostCPU(), settings=small_cap)
     # Nothing runs when only the space is wanted, so nothing is refused.
     set_memory_budget(1)
     assert generate(workload, HostCPU(), memory_check=False).space.count() > 0
+
+
+def _address_space_capped(limit: int):
+    """A preexec_fn: the child runs under `ulimit -v` of `limit` bytes."""
+    return lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+@pytest.mark.subprocess
+def test_the_budget_keeps_within_the_address_space_limit():
+    """Under `ulimit -v` a run is refused for what the limit leaves, before it allocates,
+    where a half of the available memory would admit it (and it died of MemoryError)."""
+    command = [sys.executable, "-m", "mlirtune", "run", "elementwise", "M=8000", "N=8000"]
+    done = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=_address_space_capped(3 << 30),
+    )
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert "what this process's address-space limit (ulimit -v) leaves" in line
+    assert "raise the limit, or choose smaller sizes" in line
+
+
+@pytest.mark.jit
+@pytest.mark.subprocess
+def test_a_tune_runs_under_an_address_space_limit_below_the_workers_cap(tmp_path):
+    """Workers cap their address space at 8 GiB, or lower where they inherit a lower limit:
+    raising it is not allowed (every worker failed under `ulimit -v 6G`)."""
+    command = [sys.executable, "-m", "mlirtune", "tune", "matmul", "M=32", "N=32", "K=32"]
+    command += ["--budget", "2", "--db", str(tmp_path / "t.db")]
+    done = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        preexec_fn=_address_space_capped(6 << 30),
+    )
+    assert done.returncode == 0, done.stderr
+    assert "not allowed to raise" not in done.stdout + done.stderr

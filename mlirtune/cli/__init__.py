@@ -14,6 +14,7 @@ from mlirtune.cli.common import (
     add_command,
     add_spec_arguments,
     add_target_argument,
+    add_verbose_argument,
     add_workload_arguments,
     seconds,
 )
@@ -31,12 +32,16 @@ examples:
   mlirtune suite run smoke -o results.json
 
 `mlirtune COMMAND --help` explains a command, its defaults and examples.
-Exit codes: 0 success, 1 verification failed, 2 bad input or compilation error,
-3 internal error, 130 interrupted.
+Exit codes: 0 success, 1 verification failed, 2 bad input, compilation error or crashed
+kernel, 3 internal error, 130 interrupted. Errors are one line; -v/--verbose (or
+MLIRTUNE_DEBUG=1) shows them whole, with what MLIR and LLVM printed.
 Memory: a workload whose arrays pass $MLIRTUNE_MEMORY_BUDGET (default: half the memory
-available) is refused before anything is allocated, and a compile that grows the process
-past $MLIRTUNE_COMPILE_MEMORY (the same default) is stopped; both take bytes (16G) or a
-fraction (0.8).
+available, and no more than `ulimit -v` leaves) is refused before anything is allocated.
+Compiles are contained: each runs in the command's child process, which may grow by
+$MLIRTUNE_COMPILE_MEMORY (default: half the memory available) for at most
+$MLIRTUNE_COMPILE_TIMEOUT seconds (default: 300; 0: no limit); a compile past either, or
+one that aborts in MLIR or LLVM, ends as one error naming its stage. Sizes take bytes
+(16G) or a fraction (0.8). $MLIRTUNE_ISA (as --isa) restricts the host's kernels to avx2.
 """
 WORKLOAD_NOTE = """
 A workload is a built-in name with KEY=VALUE options (`mlirtune list` shows them and their
@@ -114,8 +119,17 @@ examples:
 )
 
 
+def command() -> int:
+    """Entry point of the `mlirtune` script: `main` in a contained child process, so that
+    no compile or kernel can end the command without one line saying why
+    (mlirtune.contain)."""
+    from mlirtune.contain.supervisor import supervise
+
+    return supervise(main, sys.argv[1:])
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `mlirtune` script; returns the exit code (`--help` raises
+    """The command-line interface in this process; returns the exit code (`--help` raises
     SystemExit(0), as argparse does)."""
     parser = _parser()
     try:
@@ -125,13 +139,14 @@ def main(argv: list[str] | None = None) -> int:
             raise
         return int(exit_.code)
     warnings.showwarning = _show_warning
-    from mlirtune.memory_guard import compiles_guarded
+    verbose = bool(getattr(args, "verbose", False) or os.environ.get("MLIRTUNE_DEBUG"))
+    from mlirtune.contain.stages import set_verbose
 
+    set_verbose(verbose)
     try:
-        with compiles_guarded():
-            return args.handler(args)
+        return args.handler(args)
     except MlirtuneError as error:
-        print(f"mlirtune: error: {error}", file=sys.stderr)
+        print(f"mlirtune: error: {_one_line(str(error), verbose)}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
         print("mlirtune: interrupted", file=sys.stderr)
@@ -143,11 +158,25 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("MLIRTUNE_DEBUG"):
             raise
         print(
-            f"mlirtune: internal error: {type(error).__name__}: {error} "
-            "(set MLIRTUNE_DEBUG=1 for a traceback)",
+            f"mlirtune: internal error: {type(error).__name__}: "
+            f"{_one_line(str(error), verbose)} (set MLIRTUNE_DEBUG=1 for a traceback)",
             file=sys.stderr,
         )
         return 3
+
+
+def _one_line(message: str, verbose: bool) -> str:
+    """An error's first line; the rest (an MLIR diagnostic's notes, a YAML file's context)
+    only with --verbose, else counted."""
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    if verbose or len(lines) < 2:
+        return message.strip()
+    # A first line that ends in ':' announces its detail (a diagnostic): keep the first.
+    shown = 2 if lines[0].endswith(":") else 1
+    first, more = " ".join(lines[:shown]), len(lines) - shown
+    if not more:
+        return first
+    return f"{first} ({more} more line{'s' * (more > 1)} with --verbose)"
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
@@ -168,6 +197,7 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"mlirtune {_version()}")
+    add_verbose_argument(parser)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     listing = add_command(commands, "list", "list workloads and their options", LIST_EPILOG, LIST)
     listing.set_defaults(handler=kernel.cmd_list)

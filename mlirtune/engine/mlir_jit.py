@@ -17,6 +17,8 @@ from mlir.runtime import get_ranked_memref_descriptor
 from mlirtune.bench.harness import NativeTimer, run_benchmark
 from mlirtune.bench.result import bench_result
 from mlirtune.bench.timer import TIMER_ENTRY, add_timer
+from mlirtune.contain import compiling, running
+from mlirtune.contain.stages import cxx_reason
 from mlirtune.engine.planned import DescriptorEngine
 from mlirtune.interfaces.bench import BenchOptions, BenchResult
 from mlirtune.interfaces.engine import ExecutionResult, Observer
@@ -26,13 +28,12 @@ from mlirtune.interfaces.workload import Workload
 from mlirtune.ir.context import new_context
 from mlirtune.ir.inspect import uses_amx_tiles
 from mlirtune.memory import check_memory
-from mlirtune.memory_guard import guarded
 from mlirtune.pipeline import run_pipeline
 from mlirtune.runtime import Buffer, HostRuntime, Runtime
 from mlirtune.runtime.openmp import load_openmp, release_threads
-from mlirtune.targets.tile_state import amx_refusal
 from mlirtune.specs.specset import SpecSet
 from mlirtune.targets.host_cpu import HostCPU
+from mlirtune.targets.tile_state import amx_refusal
 
 
 @dataclass
@@ -172,7 +173,7 @@ class MlirJitEngine(DescriptorEngine):
                         stage="jit",
                     )
             try:
-                with guarded("jit"):
+                with compiling("jit"):
                     engine = ExecutionEngine(
                         module, opt_level=self.opt_level, shared_libs=sorted(libraries)
                     )
@@ -180,8 +181,10 @@ class MlirJitEngine(DescriptorEngine):
                     # unresolved symbols fail here, as a JIT error, not at the first call.
                     engine.lookup(TIMER_ENTRY)
             except RuntimeError as error:
+                reason = cxx_reason()
+                said = "LLVM's reason is printed above" if reason is None else reason
                 raise MlirtuneError(
-                    f"JIT compilation failed: {error} (LLVM's reason is printed above)",
+                    f"JIT compilation failed: {error} ({said or 'LLVM gave no reason'})",
                     stage="jit",
                 ) from None
             self._cache[key] = CompiledKernel(engine, workload.entry, module, lowering)
@@ -202,7 +205,8 @@ class MlirJitEngine(DescriptorEngine):
         check_memory(workload, "run", verify=check_correctness)  # before anything is allocated
         kernel = self.compile(workload, schedule_parameters)
         with workload.allocate(self) as buffers:
-            kernel.call(buffers)
+            with running("run"):
+                kernel.call(buffers)
             self.runtime.synchronize()
             release_threads()
             verification = workload.verify(self) if check_correctness else None
@@ -225,11 +229,12 @@ class MlirJitEngine(DescriptorEngine):
             timer = kernel.timer(buffers)
             verification, first_call_s = None, None
             if check_correctness:  # once, not a sample, before any timing
-                first_call_s = float(timer(1, 1)[0]) * 1e-9
+                with running("run"):
+                    first_call_s = float(timer(1, 1)[0]) * 1e-9
                 verification = workload.verify(self)
                 if not verification.ok and not verification.skipped:
                     raise VerificationError(verification.summary(), stage="verify")
-            with timing_slot or nullcontext():
+            with timing_slot or nullcontext(), running("benchmark"):
                 seconds = run_benchmark(timer, options, first_call_s)
             release_threads()  # what is timed next gets the cores to itself
         return bench_result(

@@ -28,6 +28,11 @@ class Stage:
     origin: str
     base_dir: Path
 
+    @property
+    def label(self) -> str:
+        """`origin (kind name)`: where the stage is and what it runs, for errors."""
+        return f"{self.origin} ({self.kind} {self.name})"
+
     def slots(self) -> set[str]:
         """Slot names this stage reads."""
         text = self.name if self.kind == "pass" else " ".join(map(str, self.arguments.values()))

@@ -57,6 +57,7 @@ class Complexity:
 
 # Integer options that are not sizes and may be zero or negative (an axis from the end).
 NON_SIZE_INTS = {"seed", "axis"}
+SEED_LIMIT = 2**32  # numpy's generators take unsigned seeds (the CLI's --seed is as wide)
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,8 @@ class Param:
             raise UsageError(f"{owner}: {self.name} must be an integer, got {value!r}")
         if self.kind is int and self.name not in NON_SIZE_INTS and value <= 0:
             raise UsageError(f"{owner}: {self.name} must be positive, got {value}")
+        if self.name == "seed" and not 0 <= value < SEED_LIMIT:
+            raise UsageError(f"{owner}: seed must be from 0 to {SEED_LIMIT - 1}, got {value}")
         if self.choices is not None and value not in self.choices:
             allowed = ", ".join(str(c) for c in self.choices)
             raise UsageError(f"{owner}: {self.name}={value!r} is not one of {allowed}")
@@ -194,6 +197,14 @@ class Workload(ABC):
     @abstractmethod
     def reference_scratch_bytes(self) -> int:
         """Peak bytes `reference` allocates besides the outputs it returns."""
+
+    @abstractmethod
+    def reference_bytes(self) -> int:
+        """Bytes the reference outputs are held in, once computed."""
+
+    @abstractmethod
+    def input_scratch_bytes(self) -> int:
+        """Peak bytes `make_inputs` allocates besides the inputs it returns."""
 
     @abstractmethod
     def baseline_bytes(self) -> int:

@@ -8,6 +8,7 @@ from pathlib import Path
 from mlir import ir
 from mlir.passmanager import PassManager
 
+from mlirtune.contain import compiling
 from mlirtune.interfaces.errors import MlirtuneError, UsageError
 
 
@@ -97,7 +98,8 @@ def run_passes(module: ir.Module, pipeline: str, *, stage: str, print_after_all:
         manager.enable_ir_printing(print_after_all=True)
     manager.enable_verifier(COMPILE_CHECKS.verify_each_pass)
     try:
-        manager.run(module.operation)
+        with compiling(stage):
+            manager.run(module.operation)
     except ir.MLIRError as error:
         raise MlirtuneError(format_diagnostics(error), stage=stage) from None
 

@@ -13,6 +13,7 @@ from mlir import ir
 from mlir.dialects import builtin
 from mlir.passmanager import PassManager
 
+from mlirtune.contain import compiling
 from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.ir.context import describe_location, format_diagnostics
 from mlirtune.ir.roots import ROOT_ATTRIBUTE
@@ -42,7 +43,8 @@ def interpret(payload: ir.Module, schedule: ir.Module, entry: str, where: str = 
         f"debug-payload-root-tag={PAYLOAD_TAG} entry-point={entry}}})"
     )
     try:
-        manager.run(wrapper.operation)
+        with compiling(where or "schedule"):
+            manager.run(wrapper.operation)
     except ir.MLIRError as error:
         diagnostics = format_diagnostics(error, op_dumps=False)
         if not getattr(error, "error_diagnostics", None):

@@ -16,6 +16,7 @@ from typing import Any
 
 from mlir import ir
 
+from mlirtune.contain import compiling
 from mlirtune.dispatch.functions import replace_function, standalone_module
 from mlirtune.interfaces.engine import Observer
 from mlirtune.interfaces.errors import MlirtuneError, UsageError
@@ -27,7 +28,6 @@ from mlirtune.ir.context import parse_module, run_passes, verify_lowered
 from mlirtune.ir.inspect import largest_vector
 from mlirtune.ir.interpret import interpret
 from mlirtune.ir.tensorize import tensorize_roots
-from mlirtune.memory_guard import guarded
 from mlirtune.pipeline.descriptor import DescriptorError, resolve_stage
 from mlirtune.pipeline.steps import step_named
 from mlirtune.schedules.builder import ENTRY_POINT
@@ -157,11 +157,11 @@ def run_pipeline(
     last_schedule = _last_stage(stages, ("schedule", "dispatch"))
     if after_schedules and last_schedule < 0:
         after_schedules(module)
-    with guarded("lower"):
+    with compiling("lower"):
         generic_path = _bring_roots_to_tensors(module, lowering)
         for index, stage in enumerate(stages):
             if not (generic_path and _needs_tensors(stage)):  # else its memref roots fail it
-                with guarded(f"{stage.origin} ({stage.kind} {stage.name})"):
+                with compiling(stage.label):
                     resolved = resolve_stage(stage, lowering.values)
                     _run_stage(module, resolved, lowering, observer, print_after_all)
             if after_schedules and index == last_schedule:
@@ -181,13 +181,13 @@ def _run_stage(
     """Apply one stage (its slots filled) to `module` in place."""
     if resolved.kind == "pass":
         pipeline = f"builtin.module({resolved.name})"
-        run_passes(module, pipeline, stage=resolved.origin, print_after_all=print_after_all)
+        run_passes(module, pipeline, stage=resolved.label, print_after_all=print_after_all)
     elif resolved.kind == "step":
         step_named(resolved.name)(module, **resolved.arguments)
     elif resolved.kind == "dispatch":
         _schedule_dispatches(module, lowering, observer)
     else:
-        apply_schedule(module, _schedule_module(resolved, lowering.roots), resolved.origin)
+        apply_schedule(module, _schedule_module(resolved, lowering.roots), resolved.label)
         if observer:
             observer(f"schedule {resolved.name}", module)
 

@@ -76,4 +76,6 @@ def with_schedule_file(schedule: str | Path, target: Target) -> Descriptor:
         raise UsageError(f"schedule file {schedule} not found", stage="schedule")
     lowering = load_descriptor(find_descriptor(target, ["lower_cpu"]))
     stage = Stage("schedule", path.name, {}, f"{path}", path.parent)
-    return Descriptor(path, f"schedule {path.name}", None, {}, [stage, *lowering.stages])
+    return Descriptor(
+        path, f"schedule {path.name}", None, dict(lowering.params), [stage, *lowering.stages]
+    )

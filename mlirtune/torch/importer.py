@@ -10,6 +10,8 @@ parameters and buffers passed first), or constants baked into the IR when asked.
 from __future__ import annotations
 
 import importlib.util
+import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -19,9 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
+from mlirtune.contain.limits import cap_child, compile_limits
 from mlirtune.interfaces.errors import UsageError
 
 INSTALL = "pip install -e '.[torch]' (or pip install 'mlirtune[torch]')"
+# Address space torch and torch-mlir take in the conversion's child before any module
+# (0.8 GiB measured after their imports); the compile ceiling comes on top.
+CHILD_BASE_BYTES = 2 << 30
 ENTRY = "main"
 
 
@@ -93,6 +99,7 @@ def import_module(
                 f"to linalg): {_first_line(error)}",
                 stage="torch",
             ) from None
+    _refuse_dynamic_shapes(program, type(module).__name__)
     text = _to_linalg(program, type(module).__name__)
     return ImportedModule(
         name=type(module).__name__,
@@ -105,6 +112,28 @@ def import_module(
     )
 
 
+def _refuse_dynamic_shapes(program: object, name: str) -> None:
+    """A UsageError naming the first op whose result's shape depends on the values (a
+    boolean mask's selection, nonzero): kernels here are compiled for static shapes, and
+    torch-mlir's conversion of such a program can run for minutes before it fails."""
+    import torch
+
+    for node in program.graph.nodes:
+        value = node.meta.get("val")
+        if isinstance(value, torch.Tensor) and not all(isinstance(d, int) for d in value.shape):
+            frames = re.findall(
+                r'File "([^"]+)", line (\d+).*\n\s*(.+)', node.meta.get("stack_trace") or ""
+            )
+            where = (
+                f" at {frames[-1][0]}:{frames[-1][1]} ({frames[-1][2].strip()})" if frames else ""
+            )
+            raise UsageError(
+                f"{name}: {node.target}{where} makes a tensor whose shape depends on the "
+                "input's values; only static shapes can be compiled",
+                stage="torch",
+            )
+
+
 def _to_linalg(program: object, name: str) -> str:
     """The exported program as linalg on tensors (generic form), lowered by torch-mlir in a
     process of its own (see mlirtune/torch/to_linalg.py)."""
@@ -114,19 +143,47 @@ def _to_linalg(program: object, name: str) -> str:
         program_path, text_path = Path(folder) / "program.pt2", Path(folder) / "linalg.mlir"
         torch.export.save(program, program_path)
         script = Path(__file__).with_name("to_linalg.py")
-        done = subprocess.run(
-            [sys.executable, "-I", str(script), str(program_path), str(text_path), ENTRY],
-            capture_output=True,
-            text=True,
-        )
+        limits = compile_limits()
+        cap = None if limits.ceiling_bytes is None else CHILD_BASE_BYTES + limits.ceiling_bytes
+        try:
+            done = subprocess.run(
+                [sys.executable, "-I", str(script), str(program_path), str(text_path), ENTRY],
+                capture_output=True,
+                text=True,
+                timeout=limits.timeout_s,
+                preexec_fn=lambda: cap_child(cap),
+            )
+        except subprocess.TimeoutExpired:
+            raise UsageError(
+                f"{name}: torch-mlir's conversion to linalg ran past the compile time limit "
+                f"of {limits.timeout_s:g} s ({limits.timeout_origin}) and was stopped",
+                stage="torch",
+            ) from None
         if done.returncode != 0:
-            lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
             raise UsageError(
                 f"{name} cannot be imported (torch.export, then torch-mlir to linalg): "
-                f"{lines[-1] if lines else f'torch-mlir exited {done.returncode}'}",
+                + _conversion_failure(done, cap, limits.ceiling_origin),
                 stage="torch",
             )
         return text_path.read_text()
+
+
+def _conversion_failure(done: subprocess.CompletedProcess, cap: int | None, origin: str) -> str:
+    """Why torch-mlir's child failed, in a line: out of memory under its cap, the signal
+    that ended it, or its own error."""
+    lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
+    markers = ("MemoryError", "out of memory", "allocation failed", "bad_alloc")
+    if cap is not None and any(marker in done.stderr for marker in markers):
+        from mlirtune.memory import format_bytes
+
+        return (
+            f"torch-mlir's conversion ran out of memory under its cap of {format_bytes(cap)} "
+            f"(the compile ceiling, {origin}, and {format_bytes(CHILD_BASE_BYTES)} for torch "
+            "itself)"
+        )
+    if done.returncode < 0:
+        return f"torch-mlir's conversion crashed ({signal.Signals(-done.returncode).name})"
+    return lines[-1] if lines else f"torch-mlir exited {done.returncode}"
 
 
 def _numpy(tensor: object) -> np.ndarray:

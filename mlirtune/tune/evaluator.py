@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import resource
 import shutil
 import signal
 import socket
@@ -28,7 +29,7 @@ from typing import Any
 
 from mlirtune.api import engine_for
 from mlirtune.interfaces.bench import BenchOptions
-from mlirtune.interfaces.errors import MlirtuneError
+from mlirtune.interfaces.errors import MlirtuneError, UsageError
 from mlirtune.interfaces.target import Target
 from mlirtune.interfaces.workload import Workload
 from mlirtune.tune.outcome import Outcome
@@ -53,8 +54,22 @@ class EvaluatorSettings:
 
     def worker_count(self) -> int:
         """The worker processes an evaluator starts: `workers`, else one per usable core,
-        at least two (the final race runs in two processes)."""
-        return self.workers or max(2, len(os.sched_getaffinity(0)))
+        at least two (the final race runs in two processes). More than that is refused:
+        they would only share the cores, each holding its own copy of the workload."""
+        most = max(2, len(os.sched_getaffinity(0)))
+        if self.workers is not None and not 1 <= self.workers <= most:
+            raise UsageError(
+                f"--workers {self.workers}: give 1 to {most} on this host (one per usable "
+                "core, at least 2); more would only share the cores",
+                stage="tune",
+            )
+        return self.workers or most
+
+    def worker_address_space(self) -> int:
+        """Each worker's address-space cap: `memory_bytes`, or the limit this process runs
+        under where that is lower (a worker cannot raise it)."""
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        return self.memory_bytes if soft == resource.RLIM_INFINITY else min(self.memory_bytes, soft)
 
 
 @dataclass
@@ -272,7 +287,7 @@ class IsolatedEvaluator:
             pipeline=self.pipeline,
             make_engine=self.settings.engine,
             bench_options=self.settings.bench_options,
-            memory_bytes=self.settings.memory_bytes,
+            memory_bytes=self.settings.worker_address_space(),
             cores=self.cores,
             bench_core=self.bench_core,
             lock_path=str(self._scratch / "benchmark.lock"),

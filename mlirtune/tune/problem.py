@@ -131,7 +131,7 @@ def check_worker_memory(workload: Workload, settings: EvaluatorSettings) -> None
         workload,
         "tuning",
         processes=settings.worker_count(),
-        process_limit=max(0, settings.memory_bytes - WORKER_OVERHEAD_BYTES),
+        process_limit=max(0, settings.worker_address_space() - WORKER_OVERHEAD_BYTES),
     )
 
 

@@ -16,7 +16,6 @@ import dataclasses
 import fcntl
 import os
 import pickle
-import resource
 import shutil
 import socket
 import sys
@@ -29,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from mlirtune.bench.harness import run_benchmark
+from mlirtune.contain.limits import cap_child
 from mlirtune.engine.mlir_jit import MlirJitEngine
 from mlirtune.interfaces.bench import BenchOptions
 from mlirtune.interfaces.errors import MlirtuneError, VerificationError
@@ -125,7 +125,7 @@ def serve(connection: Connection, setup: WorkerSetup) -> None:
     """Serve ("evaluate", params, cutoff_s) and ("race", [params], rounds, until_settled) requests
     until None; EOFError or BrokenPipeError when the parent goes away."""
     _redirect_output(setup.log_path)
-    resource.setrlimit(resource.RLIMIT_AS, (setup.memory_bytes, setup.memory_bytes))
+    cap_child(setup.memory_bytes)  # never above a limit it was given
     # The parent admitted the workload for all workers against the machine's budget; here
     # the cap is the limit (the memory available now already excludes the siblings' arrays).
     set_memory_budget(max(1, setup.memory_bytes - WORKER_OVERHEAD_BYTES))

@@ -109,6 +109,14 @@ class PayloadWorkload(Workload):
         copy of every input and one float64 temporary per output element."""
         return 8 * sum(spec.elements for spec in self.arguments())
 
+    def reference_bytes(self) -> int:
+        """Generic: every output as float64 (the reference is computed in float64)."""
+        return 8 * sum(spec.elements for spec in self.arguments() if spec.is_output)
+
+    def input_scratch_bytes(self) -> int:
+        """Generic: each input is drawn as float64 before it is cast (`make_inputs`)."""
+        return 8 * max((s.elements for s in self.arguments() if not s.is_output), default=0)
+
     def baseline_bytes(self) -> int:
         """Peak bytes `numpy_baseline` and one call of its closure allocate besides the
         cached inputs. Generic: every output in its dtype twice (result and temporary)."""
