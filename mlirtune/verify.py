@@ -26,6 +26,7 @@ class _Errors:
     flat_index: int = 0  # where it is
     max_abs: float = 0.0
     max_rel: float | None = None  # None: no reference value is far from 0
+    reference_nans: int = 0  # reference elements that are NaN: nothing checks against them
 
     def add(self, got: np.ndarray, want: np.ndarray, start: int, atol: float, rtol: float):
         """Fold in one chunk (float64 arrays starting at flat index `start`), with four
@@ -37,6 +38,10 @@ class _Errors:
         excess = magnitude * rtol
         excess += atol
         np.subtract(error, excess, out=excess)
+        unknown = np.isnan(excess)  # a NaN reference value: a failure, never a pass
+        if unknown.any():
+            self.reference_nans += int(np.isnan(want).sum())
+            excess[unknown] = np.inf
         worst = int(np.argmax(excess))
         if excess[worst] > self.excess:
             self.excess, self.flat_index = float(excess[worst]), start + worst
@@ -103,7 +108,9 @@ def check_outputs(
                 atol,
                 rtol,
             )
-        if errors.excess > 0:
+        if errors.reference_nans:
+            failures.append(f"{name} (its reference holds {errors.reference_nans} NaN)")
+        elif errors.excess > 0:
             failures.append(name)
         if errors.excess > worst_excess:
             worst_excess = errors.excess

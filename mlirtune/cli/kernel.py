@@ -96,7 +96,8 @@ def _checked_params(args: argparse.Namespace, engine: Engine, workload: Workload
     """The --param values, with a warning where they break constraints of the schedule
     family: they still run, but outside the space the tuner searches."""
     params = schedule_params(args.param)
-    broken = engine.broken_constraints(engine.plan(workload, params)) if params else []
+    lowering = engine.plan(workload, params) if params else None
+    broken = engine.broken_constraints(lowering) if lowering else []
     if broken:
         print(
             f"warning: the --param values break {', '.join(broken)} of this schedule family: "

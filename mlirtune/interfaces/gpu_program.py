@@ -86,7 +86,7 @@ class GpuProgram:
         naming the file and what is wrong."""
         try:
             data = json.loads(Path(path).read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
             raise UsageError(f"{path}: cannot read a GPU program: {error}", stage="load") from None
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise UsageError(f"{path}: not a {FORMAT} file", stage="load")

@@ -34,7 +34,9 @@ class Knob:
     size). `selected` says whether target selectors choose it (else the default stands);
     `minimum` is its smallest meaningful value (1 for sizes; 0 for a choice such as "no
     packing"). `searched=False` keeps it out of search spaces: its value comes from the
-    target when a pipeline is lowered (Target.pipeline_values, e.g. THREADS)."""
+    target when a pipeline is lowered (Target.pipeline_values, e.g. THREADS).
+    `alternatives` lists every value of a knob that names a code path or an order rather
+    than a size: any other value means nothing, and is refused wherever it comes from."""
 
     name: str
     description: str
@@ -43,6 +45,7 @@ class Knob:
     selected: bool = True
     minimum: int = 1
     searched: bool = True
+    alternatives: tuple[int, ...] | None = None
 
     def default_for(self, op: OpInfo) -> int:
         return self.default(op) if callable(self.default) else self.default

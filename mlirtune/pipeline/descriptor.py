@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from mlirtune.files import read_text, yaml_problem
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.lowering import SLOT, Descriptor, ParamValue, Stage
 from mlirtune.pipeline.steps import check_step_arguments
@@ -93,7 +94,13 @@ def _load(path: Path, bindings: dict[str, Any], chain: tuple[Path, ...]) -> Desc
         _check_declared(stage, declared)
         try:  # the registries' errors name what is known; the stage says where
             if kind == "schedule" and not name.endswith(".mlir"):
-                family_named(name)
+                knobs = [knob.name for knob in family_named(name).knobs]
+                unknown = sorted(set(arguments) - set(knobs))
+                if unknown:
+                    raise UsageError(
+                        f"schedule {name} has no knob(s) {', '.join(unknown)}; its knobs: "
+                        f"{', '.join(knobs)}"
+                    )
             elif kind == "step":
                 check_step_arguments(name, arguments)
         except UsageError as error:
@@ -130,22 +137,19 @@ def _check_declared(stage: Stage, declared: dict[str, Any]) -> None:
 
 def _read_yaml(path: Path) -> tuple[dict[str, Any], list[int]]:
     """The document and the line of each item of its `stages` list (1-based)."""
+    text = read_text(path, "pipeline")
     try:
         # yaml.safe_load's own steps, keeping the node tree in between for its line marks.
-        loader = yaml.SafeLoader(path.read_text())
+        loader = yaml.SafeLoader(text)
         try:
             root = loader.get_single_node()
             document = loader.construct_document(root) if root is not None else None
         finally:
             loader.dispose()
-    except OSError as error:
-        raise DescriptorError(f"{path}: cannot read: {error.strerror}") from None
     except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise DescriptorError(
-            f"{where}: invalid YAML: {getattr(error, 'problem', error)}"
-        ) from None
+        raise DescriptorError(yaml_problem(path, error)) from None
+    except RecursionError:
+        raise DescriptorError(f"{path}: YAML nested too deeply to read") from None
     if not isinstance(document, dict):
         raise DescriptorError(f"{path}: a descriptor is a mapping with a 'stages' list")
     unknown = sorted(set(document) - {"description", "flow", "params", "stages"})

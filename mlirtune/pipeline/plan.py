@@ -25,6 +25,7 @@ from mlirtune.ir.inspect import find_function
 from mlirtune.ir.roots import annotate_roots, find_roots
 from mlirtune.pipeline.driver import resolve_values, schedule_modules
 from mlirtune.pipeline.lookup import resolve_descriptor
+from mlirtune.schedules.registry import bound_family
 from mlirtune.specs.specset import SpecSet
 from mlirtune.targets.host_cpu import HostCPU
 
@@ -85,6 +86,8 @@ def plan_lowering(
     then the first spec entry that matches (tuned), then the selector and the defaults.
     Spec entries' notes (e.g. stale provenance) are kept on the Lowering."""
     proposal = Lowering(descriptor, roots)
+    if parameters:
+        _refuse_invalid_choices(proposal, parameters)
     choice = specs.choose(module, proposal) if specs is not None else None
     tuned = choice.config if choice is not None else None
     lowering = resolve_values(descriptor, target, roots, explicit=parameters, tuned=tuned)
@@ -174,3 +177,17 @@ def planned_schedule(
     _, lowering = _prepared(workload, target, None, specs, parameters)
     modules = schedule_modules(lowering)
     return modules[0] if modules else None
+
+
+def _refuse_invalid_choices(proposal: Lowering, parameters: dict[str, int]) -> None:
+    """A UsageError for an explicit value of a knob with alternatives (a code path, a loop
+    order) that is none of them: it would mean nothing, where another size only warns."""
+    try:
+        family, _, slots = bound_family(proposal)
+    except UsageError:  # no one library schedule: nothing to check against
+        return
+    knob_of = {slot: knob for knob, slot in slots.items()}
+    values = {knob_of[slot]: value for slot, value in parameters.items() if slot in knob_of}
+    problems = family.invalid_choices(values)
+    if problems:
+        raise UsageError(f"--param {problems[0]}", stage="schedule")

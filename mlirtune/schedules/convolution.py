@@ -147,6 +147,7 @@ class Convolution(HostFamily):
             0,
             flat_rows_choices,
             minimum=0,
+            alternatives=(0, 1),
         ),
         Knob(
             "PACK_FILTER",
@@ -155,6 +156,7 @@ class Convolution(HostFamily):
             0,
             pack_filter_choices,
             minimum=0,
+            alternatives=(0, 1),
         ),
         threads_knob(),
     )

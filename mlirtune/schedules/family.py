@@ -35,6 +35,9 @@ class LibraryFamily(ScheduleFamily):
     def parameters(self, op: OpInfo, values: Config | None = None) -> Config:
         resolved = self.defaults(op)
         minimum = {knob.name: knob.minimum for knob in self.knobs}
+        problem = self.invalid_choices(values or {})
+        if problem:
+            raise UsageError(f"schedule {self.name}: {problem[0]}", stage="schedule")
         for key, value in (values or {}).items():
             if key not in resolved:
                 raise UsageError(
@@ -52,6 +55,18 @@ class LibraryFamily(ScheduleFamily):
                 )
             resolved[key] = value
         return resolved
+
+    def invalid_choices(self, values: Config) -> list[str]:
+        """`KNOB=value must be one of ...: what it is` for each value of a knob with
+        alternatives (a code path, an order) that is none of them."""
+        return [
+            f"{knob.name}={values[knob.name]} must be one of "
+            f"{', '.join(map(str, knob.alternatives))} ({knob.description})"
+            for knob in self.knobs
+            if knob.alternatives is not None
+            and knob.name in values
+            and values[knob.name] not in knob.alternatives
+        ]
 
     def selected(self) -> tuple[str, ...]:
         """Names of the knobs the selector chooses (the others keep their defaults)."""

@@ -23,7 +23,7 @@ from typing import Any
 from mlir import ir
 from mlir.dialects import transform
 
-from mlirtune.files import write_atomic
+from mlirtune.files import write_output
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.ir.attrs import from_attribute, to_attribute
 from mlirtune.ir.context import describe_location, format_diagnostics
@@ -205,7 +205,8 @@ class SpecLibrary:
 
     def save(self, path: str | Path) -> Path:
         """Write as bytecode for `.mlirbc`, else as text; atomically (never half a file)."""
-        return write_atomic(path, self.serialize(bytecode=Path(path).suffix == ".mlirbc"))
+        data = self.serialize(bytecode=Path(path).suffix == ".mlirbc")
+        return write_output(path, data, "specs")
 
 
 def build_entry_point(matchers: list[str], actions: list[str]) -> None:

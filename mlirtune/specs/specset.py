@@ -250,17 +250,19 @@ class SpecSet:
         self, origin: MergedEntry, config: dict[str, int], op: OpInfo, lowering: Lowering
     ) -> tuple[bool, str | None]:
         """Whether a matched entry of this CPU class applies here, and what to tell the user
-        about it. An entry tuned on this target and toolchain always applies. Otherwise it
-        applies only if its config is valid in this target's space. A user's library warns
-        either way; the shipped defaults, tuned on one CPU of their class for every CPU of
-        it, say so in the lowering's notes instead, so a warning is not printed for every
-        compile."""
+        about it: only where its config is valid in this target's space, as a --param
+        config must be (an entry edited by hand, or left from an older schedule family, may
+        not be). A user's library warns either way; the shipped defaults, tuned on one CPU
+        of their class for every CPU of it, say so in the lowering's notes instead, so a
+        warning is not printed for every compile."""
         stale = stale_reasons(origin.entry, self.target)
-        if not stale:
-            return True, None
-        unset = unset_knobs(config, op, lowering, self.target)
+        unset = unset_knobs(config, op, lowering, self.target) if stale else []
         broken = unset or config_violations(config, op, lowering, self.target)
-        where = f"spec entry {origin.label} was tuned {' and '.join(stale)}"
+        if not stale and not broken:
+            return True, None
+        where = f"spec entry {origin.label}" + (
+            f" was tuned {' and '.join(stale)}" if stale else ""
+        )
         if unset:
             note = (
                 f"{where}; it predates the knob(s) {', '.join(unset)} of its schedule family, "

@@ -22,14 +22,14 @@ Errors name the file, the entry and the field.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-import yaml
-
+from mlirtune.files import load_yaml
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.workload import Workload
 
@@ -137,14 +137,7 @@ def shipped_suites() -> list[str]:
 def load_suite(name: str) -> Suite:
     """Read and check a suite (a path, or a shipped suite's name)."""
     path = suite_path(name)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as error:
-        raise UsageError(f"{path}: {error.strerror or error}", stage="suite") from None
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise UsageError(f"{where}: not YAML: {error}", stage="suite") from None
+    data = load_yaml(path, "suite")
     if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
         raise UsageError(f"{path}: a suite is a mapping with an `entries` list", stage="suite")
     unknown = sorted(set(data) - {"name", "description", "defaults", "entries"})
@@ -196,8 +189,11 @@ def _entry(path: Path, index: int, raw: object, defaults: dict) -> SuiteEntry:
                 f"{', '.join(BASELINES)}",
                 stage="suite",
             )
-    if values.get("threads", 1) < 1 or values.get("max_time", 1) <= 0:
-        raise UsageError(f"{path}: {where}: `threads` >= 1 and `max_time` > 0", stage="suite")
+    max_time = values.get("max_time", 1)
+    if values.get("threads", 1) < 1 or not (math.isfinite(max_time) and max_time > 0):
+        raise UsageError(
+            f"{path}: {where}: `threads` >= 1 and `max_time` a finite number > 0", stage="suite"
+        )
     here = path.parent
     return SuiteEntry(
         name=values["name"],

@@ -12,8 +12,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mlirtune.files import write_atomic
+from mlirtune.files import load_json, write_output
 from mlirtune.interfaces.errors import UsageError
+from mlirtune.typed import from_plain
 
 FORMAT = "mlirtune-suite-results/1"
 # Entry statuses: measured and verified, failed (an error before or while measuring), or
@@ -42,7 +43,7 @@ class EntryResult:
     tags: list[str]
     threads: int
     error: str | None = None
-    parameters: dict[str, int] = field(default_factory=dict)
+    parameters: dict[str, int | str] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
     flops: int = 0
     bytes_moved: int = 0
@@ -84,27 +85,13 @@ class SuiteResults:
 def save_results(results: SuiteResults, path: Path) -> None:
     """Write `results` to `path` atomically: a kill leaves the previous file or this one."""
     text = json.dumps({"format": FORMAT, **dataclasses.asdict(results)}, indent=1)
-    write_atomic(path, text.encode())
+    write_output(path, text.encode(), "results")
 
 
 def load_results(path: Path) -> SuiteResults:
     """Read a results file, or a UsageError naming the file and what is wrong with it."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except OSError as error:
-        raise UsageError(f"{path}: {error.strerror or error}", stage="results") from None
-    except json.JSONDecodeError as error:
-        raise UsageError(f"{path}:{error.lineno}: not JSON: {error.msg}", stage="results") from None
+    data = load_json(path, "results")
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise UsageError(f"{path}: not a suite results file ({FORMAT})", stage="results")
-    try:
-        entries = {name: _entry(value) for name, value in data["entries"].items()}
-        return SuiteResults(Manifest(**data["manifest"]), entries)
-    except (KeyError, TypeError) as error:
-        raise UsageError(f"{path}: malformed results: {error}", stage="results") from None
-
-
-def _entry(value: dict) -> EntryResult:
-    ours = Timing(**value["ours"]) if value.get("ours") else None
-    baselines = {name: Timing(**t) for name, t in value.get("baselines", {}).items()}
-    return EntryResult(**{**value, "ours": ours, "baselines": baselines})
+    body = {key: value for key, value in data.items() if key != "format"}
+    return from_plain(SuiteResults, body, str(path), "results")

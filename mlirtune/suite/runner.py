@@ -16,6 +16,7 @@ from pathlib import Path
 
 from mlirtune.api import engine_for
 from mlirtune.bench.baseline import measure_numpy, measure_torch
+from mlirtune.files import prepare_output
 from mlirtune.interfaces.bench import BenchOptions, BenchResult
 from mlirtune.interfaces.errors import MlirtuneError, UsageError
 from mlirtune.interfaces.workload import Workload
@@ -49,6 +50,7 @@ def run_suite(
     progress: Progress | None = None,
 ) -> SuiteResults:
     """Run `entries` of `suite` into `output`, resuming the results already there."""
+    prepare_output(output, "results")
     results = _resume(suite, output) if output.exists() else None
     if results is None:
         results = SuiteResults(_manifest(suite, command or []))

@@ -22,6 +22,10 @@ def workload_from_factory(spec: str) -> TorchWorkload:
     require_torch()
     try:
         namespace = runpy.run_path(str(path))
+    except SystemExit as exit_:
+        raise UsageError(
+            f"{path}: running it called sys.exit({exit_.code!r})", stage="torch"
+        ) from None
     except Exception as error:
         raise UsageError(
             f"{path}: running it failed: {type(error).__name__}: {error}", stage="torch"
@@ -35,6 +39,10 @@ def workload_from_factory(spec: str) -> TorchWorkload:
         )
     try:
         made = factory()
+    except SystemExit as exit_:
+        raise UsageError(
+            f"{path}:{name}() called sys.exit({exit_.code!r})", stage="torch"
+        ) from None
     except Exception as error:
         raise UsageError(
             f"{path}:{name}(): {type(error).__name__}: {error}", stage="torch"

@@ -19,7 +19,13 @@ import time
 from pathlib import Path
 
 from mlirtune.interfaces.errors import UsageError
-from mlirtune.tune.db_schema import SCHEMA_VERSION, check_version, migrate, schema_version
+from mlirtune.tune.db_schema import (
+    SCHEMA_VERSION,
+    check_ours,
+    check_version,
+    migrate,
+    schema_version,
+)
 
 # Milliseconds a connection waits for another writer's lock before giving up.
 BUSY_TIMEOUT_MS = 30_000
@@ -53,6 +59,7 @@ def _open_writable(path: Path, *, create: bool) -> sqlite3.Connection:
         if create:
             path.parent.mkdir(parents=True, exist_ok=True)
         conn = _connect(path, "rwc" if create else "rw")
+        check_ours(conn, path)  # before the first write: another program's file stays as it is
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA journal_mode = WAL")
         # In WAL mode, NORMAL syncs at checkpoints, not at every commit: a killed process
@@ -80,6 +87,7 @@ def open_readonly(path: Path) -> sqlite3.Connection:
     conn = None
     try:
         conn = _readable(path)
+        check_ours(conn, path)
         version = schema_version(conn)
         check_version(version, path)
         if version < SCHEMA_VERSION:  # migrate a copy: the file stays as it is

@@ -7,6 +7,7 @@ middle of an upgrade leaves the database at the last complete version.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from pathlib import Path
 
@@ -109,3 +110,54 @@ def check_version(version: int, path: Path) -> None:
             f"knows ({SCHEMA_VERSION}); upgrade mlirtune or use another --db",
             stage="db",
         )
+
+
+def check_ours(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse a file that is not an intact mlirtune tuning database before anything reads or
+    writes it: another program's SQLite file (tables, but not ours: migrating it would add
+    ours beside its own), or one whose pages are damaged."""
+    damage = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+    if damage != "ok":
+        damage = "; ".join(line for line in damage.splitlines() if not line.startswith("***"))
+        raise UsageError(
+            f"tuning database {path} is damaged (SQLite: {damage}); restore it from a copy, "
+            "or pass --db with a new path",
+            stage="db",
+        )
+    version = schema_version(conn)
+    check_version(version, path)  # a newer mlirtune's: say so, not that it is foreign
+    expected = _tables(version)
+    found = {
+        name: _columns(conn, name)
+        for (name,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        )
+    }
+    missing = [name for name, columns in expected.items() if not columns <= found.get(name, set())]
+    if missing or (version == 0 and found):
+        raise UsageError(
+            f"{path} is not an mlirtune tuning database (an SQLite file with tables "
+            f"{', '.join(sorted(found)) or 'none'}, schema version {version}); pass --db with "
+            "a tuning database or a new path",
+            stage="db",
+        )
+
+
+@functools.cache
+def _tables(version: int) -> dict[str, set[str]]:
+    """Each table of schema `version` and its columns, read off an empty in-memory copy."""
+    conn = sqlite3.connect(":memory:")
+    for step in MIGRATIONS[:version]:
+        for statement in step:
+            conn.execute(statement)
+    tables = {
+        name: _columns(conn, name)
+        for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        if not name.startswith("sqlite_")
+    }
+    conn.close()
+    return tables
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in conn.execute("SELECT * FROM pragma_table_info(?)", (table,))}

@@ -14,11 +14,12 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 from mlir import ir
+from mlir.dialects import func
 
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.verification import VerificationResult
 from mlirtune.interfaces.workload import ArgSpec, Complexity
-from mlirtune.ir.context import parse_module
+from mlirtune.ir.context import parse_module, run_passes
 from mlirtune.ir.dtypes import dtype_of_mlir
 from mlirtune.ir.inspect import find_function
 from mlirtune.workloads.base import PayloadWorkload
@@ -139,10 +140,17 @@ class FromFile(PayloadWorkload):
         return self._args
 
     def payload_module(self) -> ir.Module:
+        """The file's module, less the functions its entry does not reach: only what runs
+        is compiled (a file of 200,000 functions took minutes to lower, its entry alone
+        milliseconds)."""
         module = parse_module(self.path)
-        find_function(module, self.entry, str(self.path)).attributes["llvm.emit_c_interface"] = (
-            ir.UnitAttr.get()
-        )
+        entry = find_function(module, self.entry, str(self.path))
+        entry.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+        private = ir.StringAttr.get("private")
+        for op in module.body.operations:
+            if isinstance(op, func.FuncOp) and op.sym_name.value != self.entry and op.body.blocks:
+                op.attributes["sym_visibility"] = private
+        run_passes(module, "builtin.module(symbol-dce)", stage="parse")
         return module
 
     def make_inputs(self) -> list[np.ndarray]:
@@ -209,6 +217,13 @@ def _convert(array: np.ndarray, spec: ArgSpec, path: Path, entry: str) -> np.nda
 
 def _load_npy(path: str | Path) -> np.ndarray:
     try:
-        return np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as error:
+        array = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as error:
         raise UsageError(f"cannot read {path}: {error}", stage="inputs") from None
+    if not isinstance(array, np.ndarray):  # an .npz archive holds several arrays
+        array.close()
+        raise UsageError(
+            f"{path}: an .npz archive of several arrays; give one .npy file per argument",
+            stage="inputs",
+        )
+    return array

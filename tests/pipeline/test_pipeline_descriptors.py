@@ -47,7 +47,7 @@ def test_includes_are_expanded_with_bindings(tmp_path):
         """\
         params: {X: 1, Y: 2}
         stages:
-          - schedule: rowwise {a=$X b=$Y}
+          - schedule: rowwise {ROWS=$X COLS=$Y}
         """,
     )
     outer = write(
@@ -63,7 +63,7 @@ def test_includes_are_expanded_with_bindings(tmp_path):
     d = load_descriptor(outer)
     assert [s.kind for s in d.stages] == ["pass", "schedule"]
     # X is bound to the includer's slot $Z; Y stays a slot and the includer's default wins.
-    assert d.stages[1].arguments == {"a": "$Z", "b": "$Y"}
+    assert d.stages[1].arguments == {"ROWS": "$Z", "COLS": "$Y"}
     assert d.params == {"Z": 5, "Y": 20}
 
 
@@ -94,6 +94,10 @@ def test_includes_are_expanded_with_bindings(tmp_path):
         ({"p.yaml": "stages:\n  - pass: cse\n  bad: [\n"}, "invalid YAML"),
         ({"p.yaml": "stages:\n  - schedule: s {a}\n"}, "argument 'a' is not key=value"),
         ({"p.yaml": "stagez:\n  - pass: cse\n"}, "unknown key(s) stagez"),
+        (
+            {"p.yaml": "stages:\n  - schedule: rowwise {ROWS=4 FOO=3}\n"},
+            "stage 1: schedule rowwise has no knob(s) FOO; its knobs: ROWS, COLS",
+        ),
     ],
 )
 def test_errors_name_file_stage_and_cause(tmp_path, files, message):
@@ -107,7 +111,7 @@ def test_errors_name_file_stage_and_cause(tmp_path, files, message):
 
 def test_slot_without_any_value_fails_at_lowering(tmp_path):
     d = load_descriptor(
-        write(tmp_path, "p.yaml", "params: {B: null}\nstages:\n  - schedule: rowwise {a=$B}\n")
+        write(tmp_path, "p.yaml", "params: {B: null}\nstages:\n  - schedule: rowwise {ROWS=$B}\n")
     )
     with pytest.raises(DescriptorError, match=r"stage 1: unfilled slot\(s\) \$B"):
         resolve_stage(d.stages[0], d.params)

@@ -55,7 +55,7 @@ def suite_file(tmp_path: Path, text: str) -> str:
         ("entries:\n  - {workload: matmul}", r"entry 1: field `name` is missing"),
         ("entries:\n  - {name: a}", r"entry 1 \(a\): give `workload` or `payload`"),
         ("entries:\n  - {name: a, workload: matmul, baselines: [blas]}", r"unknown 'blas'"),
-        ("entries: [\n", r"suite.yaml:\d+: not YAML"),
+        ("entries: [\n", r"suite.yaml:\d+: invalid YAML"),
         ("name: x\n", r"a mapping with an `entries` list"),
     ],
 )

@@ -138,6 +138,7 @@ class Contraction(HostFamily):
             1,
             choices(1, 2),
             selected=False,
+            alternatives=(1, 2),
         ),
         # Matmul roots only (packed.py): 0 reads A and B in place, 1 packs B's panels per
         # KC x NC block, 2 packs A's per MC x KC block too.
@@ -147,6 +148,7 @@ class Contraction(HostFamily):
             PACK_NONE,
             lambda op, lanes: (PACK_NONE, PACK_B, PACK_AB) if op.kind == "matmul" else (0,),
             minimum=PACK_NONE,
+            alternatives=(PACK_NONE, PACK_B, PACK_AB),
         ),
         # The packed nest with A read in place only (PACK=1, packed.py): 1 has each row of
         # register tiles prefetch the next row's A panel (ir/prefetch_panel.py), 2 also
@@ -158,6 +160,7 @@ class Contraction(HostFamily):
             0,
             lambda op, lanes: (0, 1, 2) if op.kind == "matmul" else (0,),
             minimum=0,
+            alternatives=(0, 1, 2),
         ),
         # bf16 and int8 matmul roots only (dot.py): 0 widens the operands for FMA (or int32
         # multiply-add) micro-kernels, 1 multiplies pairs with dot products (AVX512-BF16
@@ -172,6 +175,7 @@ class Contraction(HostFamily):
             UNIT_FMA,
             _units,
             minimum=UNIT_FMA,
+            alternatives=(UNIT_FMA, UNIT_DOT, UNIT_AMX, UNIT_ROWS),
         ),
         threads_knob(),
         vector_bits_knob(),
