@@ -67,7 +67,11 @@ def _load(path: Path, bindings: dict[str, Any], chain: tuple[Path, ...]) -> Desc
     for number, raw in enumerate(raw_stages, start=1):
         line = f":{lines[number - 1]}" if len(lines) == len(raw_stages) else ""
         origin = f"{path}{line}: stage {number}"
-        parsed.append((*_parse_stage(raw, origin), origin))
+        kind, name, arguments = _parse_stage(raw, origin)
+        if kind == "schedule" and name in FAMILIES:  # every knob binds its own slot ...
+            knobs = {knob.name: f"${knob.name}" for knob in FAMILIES[name].knobs}
+            arguments = {**knobs, **arguments}  # ... but where the stage says otherwise
+        parsed.append((kind, name, arguments, origin))
     for kind, name, arguments, _ in parsed:
         if kind == "schedule" and name in FAMILIES:
             for slot in _knob_slots(name, arguments):

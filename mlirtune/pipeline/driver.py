@@ -161,6 +161,9 @@ def run_pipeline(
         generic_path = _bring_roots_to_tensors(module, lowering)
         for index, stage in enumerate(stages):
             if not (generic_path and _needs_tensors(stage)):  # else its memref roots fail it
+                if stage.kind == "schedule" and not stage.name.endswith(".mlir"):
+                    # Before its slots: a family with no root here has no defaults for them.
+                    root_for(_library_family(stage).root_kinds, lowering.roots, stage)
                 with compiling(stage.label):
                     resolved = resolve_stage(stage, lowering.values)
                     _run_stage(module, resolved, lowering, observer, print_after_all)

@@ -11,6 +11,10 @@ from collections.abc import Sequence
 
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Derivation, Knob
+from mlirtune.targets.isa import ISA_VECTORS
+
+# The vector width of a target that names none (the generic baseline, lower_cpu.yaml's too).
+GENERIC_VECTOR_BITS = ISA_VECTORS["generic"][0]
 
 # Rows of an outer-product register tile: the small counts a register file holds, with the
 # 3-, 6- and 12-row tiles that fill it when a row spans two or four vectors.
@@ -34,12 +38,12 @@ def vector_bits_knob() -> Knob:
     """VECTOR_BITS: the width of the target's vector registers, for code whose shape follows
     the instruction set (the packed path's transposing shuffles). Neither selected nor
     searched: the target fills it (HostCPU's vector ISA, the VECTOR_BITS slot of
-    lower_cpu.yaml); 0 where a pipeline does not pass it."""
+    lower_cpu.yaml); 128, the generic baseline, where none does."""
     return Knob(
         "VECTOR_BITS",
         "bits of a vector register (set by the target)",
-        0,
-        choices(0),
+        GENERIC_VECTOR_BITS,
+        choices(GENERIC_VECTOR_BITS),
         selected=False,
         minimum=0,
         searched=False,

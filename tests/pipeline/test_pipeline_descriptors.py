@@ -17,6 +17,16 @@ def write(directory, name, text):
     return path
 
 
+def bound(family: str, **arguments) -> dict:
+    """A `family` stage's arguments: every knob bound to its own slot, but `arguments`."""
+    return {**{knob.name: f"${knob.name}" for knob in FAMILIES[family].knobs}, **arguments}
+
+
+def knob_slots(family: str, *but: str) -> dict:
+    """The params a `family` stage declares for its knobs' own slots, less `but`."""
+    return {knob.name: None for knob in FAMILIES[family].knobs if knob.name not in but}
+
+
 def test_stages_args_and_defaults(tmp_path):
     path = write(
         tmp_path,
@@ -32,12 +42,15 @@ def test_stages_args_and_defaults(tmp_path):
     )
     d = load_descriptor(path)
     assert d.description == "demo" and d.flow == "select"
-    assert d.params == {"A": 4, "B": None}
+    assert d.params == {"A": 4, "B": None, **knob_slots("contraction", "MC", "NR", "KC")}
     schedule, canonicalize = d.stages
-    assert schedule.arguments == {"MC": "$A", "NR": "$B", "KC": 7}
-    assert schedule.slots() == {"A", "B"}
+    # Every knob binds its own slot, but where the stage says otherwise.
+    assert schedule.arguments == bound("contraction", MC="$A", NR="$B", KC=7)
+    assert schedule.slots() == {"A", "B"} | set(knob_slots("contraction", "MC", "NR", "KC"))
     assert resolve_stage(canonicalize, {"A": 3}).name == "canonicalize{max-iterations=3}"
-    assert resolve_stage(schedule, {"A": 3, "B": 9}).arguments == {"MC": 3, "NR": 9, "KC": 7}
+    values = {"A": 3, "B": 9, **{k: 1 for k in knob_slots("contraction")}}
+    resolved = resolve_stage(schedule, values).arguments
+    assert (resolved["MC"], resolved["NR"], resolved["KC"], resolved["MR"]) == (3, 9, 7, 1)
 
 
 def test_includes_are_expanded_with_bindings(tmp_path):
@@ -63,8 +76,8 @@ def test_includes_are_expanded_with_bindings(tmp_path):
     d = load_descriptor(outer)
     assert [s.kind for s in d.stages] == ["pass", "schedule"]
     # X is bound to the includer's slot $Z; Y stays a slot and the includer's default wins.
-    assert d.stages[1].arguments == {"ROWS": "$Z", "COLS": "$Y"}
-    assert d.params == {"Z": 5, "Y": 20}
+    assert d.stages[1].arguments == bound("rowwise", ROWS="$Z", COLS="$Y")
+    assert d.params == {"Z": 5, "Y": 20, **knob_slots("rowwise", "ROWS", "COLS")}
 
 
 @pytest.mark.parametrize(
@@ -156,9 +169,10 @@ def test_slots_bound_to_knobs_need_no_params_entry(tmp_path):
     )
     outer = write(tmp_path, "outer.yaml", "stages:\n  - include: inner.yaml {MR=4}\n")
     d = load_descriptor(write(tmp_path, "p.yaml", "stages:\n  - include: inner.yaml\n"))
-    assert d.params == {"NR": None, "MR": None, "DEPTH": None}
-    assert load_descriptor(outer).stages[0].arguments == {"MR": 4, "NR": "$NR", "KC": "$DEPTH"}
-    assert load_descriptor(outer).params == {"NR": None, "DEPTH": None}
+    assert d.params == {"NR": None, "DEPTH": None, **knob_slots("contraction", "KC")}
+    arguments = load_descriptor(outer).stages[0].arguments
+    assert arguments == bound("contraction", MR=4, KC="$DEPTH")
+    assert load_descriptor(outer).params == {"DEPTH": None, **knob_slots("contraction", "KC", "MR")}
     # A slot bound to anything but a knob of the stage's family must still be declared.
     write(tmp_path, "bad.yaml", "stages:\n  - schedule: contraction {MR=$MR XX=$YY}\n")
     with pytest.raises(DescriptorError, match=r"stage 1: unfilled slot\(s\) \$YY"):

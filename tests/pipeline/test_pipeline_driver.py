@@ -62,18 +62,25 @@ def test_config_source_names_explicit_values_over_a_spec_entry(tmp_path):
     assert resolve_values(d, StubTarget(), roots).config_source == "selector"
 
 
+def blocks(mapping: dict) -> dict:
+    """The cache and register tile knobs of a contraction's `mapping`."""
+    return {k: mapping[k] for k in ("MC", "NC", "KC", "MR", "NR")}
+
+
 def test_sources_in_priority_order(tmp_path):
     d = descriptor(tmp_path, MATMUL_PIPELINE)
     roots = [Matmul(M=32, N=32, K=32).root]
     lowering = resolve_values(d, StubTarget(), roots, explicit={"NR": 8})
-    assert lowering.values == {"MC": 16, "NC": 32, "KC": 32, "MR": 4, "NR": 8}
-    assert lowering.sources == {
+    assert blocks(lowering.values) == {"MC": 16, "NC": 32, "KC": 32, "MR": 4, "NR": 8}
+    assert blocks(lowering.sources) == {
         "MC": "descriptor",
         "NC": "descriptor",
         "KC": "selector",
         "MR": "selector",
         "NR": "explicit",
     }
+    # The knobs the stage leaves to their own slots, which nothing else sets: defaults.
+    assert lowering.sources["KU"] == lowering.sources["ORDER"] == "default"
 
 
 def test_a_tuned_config_is_complete_without_the_selector(tmp_path):
@@ -82,8 +89,8 @@ def test_a_tuned_config_is_complete_without_the_selector(tmp_path):
     d = descriptor(tmp_path, MATMUL_PIPELINE)
     roots = [Matmul(M=32, N=32, K=32).root]
     lowering = resolve_values(d, StubTarget(), roots, explicit={"NR": 8}, tuned={"KC": 16})
-    assert lowering.values == {"MC": 16, "NC": 32, "KC": 16, "MR": 8, "NR": 8}
-    assert lowering.sources == {
+    assert blocks(lowering.values) == {"MC": 16, "NC": 32, "KC": 16, "MR": 8, "NR": 8}
+    assert blocks(lowering.sources) == {
         "MC": "descriptor",
         "NC": "descriptor",
         "KC": "tuned",
@@ -95,7 +102,7 @@ def test_a_tuned_config_is_complete_without_the_selector(tmp_path):
 def test_without_flow_the_selector_is_not_asked(tmp_path):
     d = descriptor(tmp_path, MATMUL_PIPELINE.replace("flow: select", ""))
     lowering = resolve_values(d, StubTarget(), [Matmul().root])
-    assert set(lowering.sources.values()) == {"descriptor"}
+    assert set(lowering.sources.values()) == {"descriptor", "default"}
 
 
 def test_unknown_explicit_parameter_is_named(tmp_path):
@@ -137,31 +144,33 @@ def test_schedule_needs_a_matching_root(tmp_path):
 
 
 def test_knob_defaults_fill_the_slots_nothing_else_sets(tmp_path):
-    """A slot bound to a family knob needs no params entry (or a null one): the knob's
+    """A schedule stage binds each knob of its family to a slot of its name unless it says
+    otherwise; a slot bound to a knob needs no params entry (or a null one): the knob's
     default fills it, with source "default", the weakest."""
     d = descriptor(
         tmp_path,
         """\
         params: {MC: 16, NC: null}
         stages:
-          - schedule: contraction {MC=$MC NC=$NC KU=$KU}
+          - schedule: contraction {KU=$UNROLL}
         """,
     )
-    assert d.params == {"MC": 16, "NC": None, "KU": None}
+    assert d.params["MC"] == 16 and d.params["NC"] is None and d.params["UNROLL"] is None
     lowering = resolve_values(d, StubTarget(), [Matmul().root])
-    assert lowering.values == {"MC": 16, "NC": 128, "KU": 1}
-    assert lowering.sources == {"MC": "descriptor", "NC": "default", "KU": "default"}
+    assert (lowering.values["MC"], lowering.values["NC"], lowering.values["UNROLL"]) == (16, 128, 1)
+    assert lowering.sources["MC"] == "descriptor"
+    assert lowering.sources["NC"] == lowering.sources["UNROLL"] == "default"
     assert lowering.config_source == "descriptor"
-    d = descriptor(tmp_path, "stages:\n  - schedule: contraction {MR=$MR NR=$NR}\n")
+    d = descriptor(tmp_path, "stages:\n  - schedule: contraction\n")
     lowering = resolve_values(d, StubTarget(), [Matmul().root])
-    assert lowering.values == {"MR": 8, "NR": 32}
+    assert (lowering.values["MR"], lowering.values["NR"]) == (8, 32)
     assert lowering.config_source == "default"
     explicit = resolve_values(d, StubTarget(), [Matmul().root], explicit={"MR": 2})
-    assert explicit.sources == {"MR": "explicit", "NR": "default"}
+    assert (explicit.sources["MR"], explicit.sources["NR"]) == ("explicit", "default")
 
 
 def test_a_knob_default_may_depend_on_the_root_op(tmp_path):
     d = descriptor(tmp_path, "stages:\n  - schedule: convolution {F_TILE=$F}\n")
     for dtype, f_tile in (("f32", 32), ("f64", 16), ("bf16", 64)):
         root = OpInfo("conv2d", Conv2d(H=8, W=8, C=2, F=4).root.dims, (dtype,) * 3)
-        assert resolve_values(d, StubTarget(), [root]).values == {"F": f_tile}
+        assert resolve_values(d, StubTarget(), [root]).values["F"] == f_tile

@@ -34,7 +34,7 @@ DEFAULTS = {
             "PREFETCH": 0,
             "UNIT": 0,
         }
-        | {"THREADS": 1, "VECTOR_BITS": 0},
+        | {"THREADS": 1, "VECTOR_BITS": 128},
     ),
     "convolution": (
         OpInfo("conv2d", CONV, F32),
