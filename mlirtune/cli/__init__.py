@@ -151,6 +151,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("mlirtune: interrupted", file=sys.stderr)
         return 130
+    except MemoryError:  # outside a compile (which names its stage): an allocation failed
+        print(
+            "mlirtune: error: out of memory: an allocation failed outside the memory budget's "
+            "estimate; lower MLIRTUNE_MEMORY_BUDGET or choose smaller sizes",
+            file=sys.stderr,
+        )
+        return 2
     except BrokenPipeError:  # e.g. `mlirtune db show ... | head`: the reader has gone
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

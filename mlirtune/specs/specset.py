@@ -250,32 +250,42 @@ class SpecSet:
         self, origin: MergedEntry, config: dict[str, int], op: OpInfo, lowering: Lowering
     ) -> tuple[bool, str | None]:
         """Whether a matched entry of this CPU class applies here, and what to tell the user
-        about it: only where its config is valid in this target's space, as a --param
-        config must be (an entry edited by hand, or left from an older schedule family, may
-        not be). A user's library warns either way; the shipped defaults, tuned on one CPU
-        of their class for every CPU of it, say so in the lowering's notes instead, so a
-        warning is not printed for every compile."""
+        about it. An entry tuned on this target and toolchain applies; where its config
+        breaks the family's constraints (edited by hand, or left from an older family), it
+        gets the warning a --param config gets. A stale one applies only if its config is
+        valid in this target's space. A user's library warns either way; the shipped
+        defaults, tuned on one CPU of their class for every CPU of it, say so in the
+        lowering's notes instead, so a warning is not printed for every compile."""
         stale = stale_reasons(origin.entry, self.target)
-        unset = unset_knobs(config, op, lowering, self.target) if stale else []
-        broken = unset or config_violations(config, op, lowering, self.target)
-        if not stale and not broken:
-            return True, None
-        where = f"spec entry {origin.label}" + (
-            f" was tuned {' and '.join(stale)}" if stale else ""
-        )
-        if unset:
+        if not stale:
+            broken = [
+                name
+                for name in config_violations(config, op, lowering, self.target)
+                if not name.endswith("_unknown")  # refused with the pipeline's parameters
+            ]
             note = (
-                f"{where}; it predates the knob(s) {', '.join(unset)} of its schedule family, "
-                "which the selector sets here and the entry would leave at their defaults, "
-                "so it is not applied"
+                f"spec entry {origin.label}: its config breaks {', '.join(broken)} of its "
+                "schedule family, outside the space `mlirtune tune` searches; applying it"
+                if broken
+                else None
             )
-        elif broken:
-            note = f"{where}; its config breaks {', '.join(broken)} here, so it is not applied"
         else:
-            note = f"{where}; its config is valid here, applying it"
-        if not is_shipped(origin.origin):
+            unset = unset_knobs(config, op, lowering, self.target)
+            broken = unset or config_violations(config, op, lowering, self.target)
+            where = f"spec entry {origin.label} was tuned {' and '.join(stale)}"
+            if unset:
+                note = (
+                    f"{where}; it predates the knob(s) {', '.join(unset)} of its schedule "
+                    "family, which the selector sets here and the entry would leave at their "
+                    "defaults, so it is not applied"
+                )
+            elif broken:
+                note = f"{where}; its config breaks {', '.join(broken)} here, so it is not applied"
+            else:
+                note = f"{where}; its config is valid here, applying it"
+        if note and not is_shipped(origin.origin):
             warnings.warn(note, SpecWarning, stacklevel=3)
-        return not broken, note
+        return not (stale and broken), note
 
 
 def foreign_class(entry: SpecEntry, target: Target, fingerprint: str | None = None) -> str | None:

@@ -16,10 +16,12 @@ from mlir import ir
 from mlir.dialects import func
 
 from mlirtune.bench.baseline import torch_tensor
+from mlirtune.dispatch.prepare import prepare_for_dispatch
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.workload import ArgSpec, Complexity
 from mlirtune.ir.context import run_passes
 from mlirtune.ir.dtypes import dtype_of_mlir
+from mlirtune.ir.inspect import find_function
 from mlirtune.ir.roots import root_flops, summed_terms
 from mlirtune.torch.importer import ENTRY, ImportedModule
 from mlirtune.workloads.base import SEED_PARAM, PayloadWorkload
@@ -76,6 +78,10 @@ class TorchWorkload(PayloadWorkload):
 
         build_payload(self._args, body, module=module)
         run_passes(module, "builtin.module(inline, symbol-dce, canonicalize)", stage="torch")
+        # A Linear's weight arrives through a transpose: read in place by its matmul, one
+        # root or many (a single Linear + ReLU otherwise vectorized the 512 x 512 transpose
+        # whole, and the JIT ran out of memory).
+        prepare_for_dispatch(find_function(module, self.entry))
         return module
 
     def make_inputs(self) -> list[np.ndarray]:

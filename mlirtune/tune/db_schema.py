@@ -115,7 +115,16 @@ def check_version(version: int, path: Path) -> None:
 def check_ours(conn: sqlite3.Connection, path: Path) -> None:
     """Refuse a file that is not an intact mlirtune tuning database before anything reads or
     writes it: another program's SQLite file (tables, but not ours: migrating it would add
-    ours beside its own), or one whose pages are damaged."""
+    ours beside its own), or one whose pages are damaged. Read in one transaction, so that
+    a migration another process commits meanwhile is seen whole or not at all."""
+    conn.execute("BEGIN")
+    try:
+        _check_ours(conn, path)
+    finally:
+        conn.execute("COMMIT")
+
+
+def _check_ours(conn: sqlite3.Connection, path: Path) -> None:
     damage = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
     if damage != "ok":
         damage = "; ".join(line for line in damage.splitlines() if not line.startswith("***"))

@@ -235,13 +235,14 @@ def test_tune_leaves_out_other_class_entries_outside_this_hosts_space(tmp_path, 
     assert not any("breaks" in warning for warning in json.loads(out)["warnings"])
 
 
-def test_an_entry_of_this_class_breaking_the_constraints_warns_and_is_not_applied(tmp_path):
+def test_an_entry_of_this_class_breaking_the_constraints_warns_as_a_param_does(tmp_path):
     """An entry tuned on this very target whose values the family's constraints reject (a
     library edited by hand, or an older family's) gets the warning a --param config gets,
-    and the selector decides instead of a schedule that may fail."""
+    and, like --param values, still applies."""
     (config,) = valid_configs(problem(), 1)
     broken = {**config, "NR": 12}  # no whole vectors on any x86 ISA
     path = write_library(tmp_path / "mine.mlir", HERE.cpu_class(), [(problem(), broken)])
-    with pytest.warns(SpecWarning, match=f"mine:{entry()}; its config breaks .*NR"):
+    with pytest.warns(SpecWarning, match=f"mine:{entry()}: its config breaks .*NR"):
         lowering = engine(path).plan(WORKLOAD)
-    assert lowering.config_source == "selector"
+    assert lowering.config_source == f"spec:mine:{entry()}"
+    assert lowering.values["NR"] == 12
