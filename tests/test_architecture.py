@@ -129,6 +129,39 @@ def test_interfaces_are_the_bottom_floor():
     assert not above, f"interface modules importing other layers: {above}"
 
 
+# The floors of docs/architecture.md, bottom first: a module imports from its own floor and
+# the ones below it, never from one above (deferred and TYPE_CHECKING imports included).
+FLOORS = (
+    ("interfaces",),
+    ("contain", "files", "typed", "toolchain", "memory", "verify", "ir", "bench", "runtime"),
+    ("targets", "schedules"),
+    ("dispatch", "pipeline", "specs"),
+    ("engine", "workloads", "torch"),
+    ("api",),
+    ("tune", "suite", "peak"),
+    ("curation",),
+    ("cli", "__main__"),
+)
+
+
+def floor_of(module: str) -> int:
+    """The floor of a module (its top-level package's); the package itself is the ground."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return 0
+    return next(i for i, names in enumerate(FLOORS) if parts[1] in names)
+
+
+def test_no_import_goes_up_the_floors():
+    up = sorted(
+        f"{module} -> {target}"
+        for module, targets in import_graph().items()
+        for target in targets
+        if floor_of(target) > floor_of(module)
+    )
+    assert not up, "imports from a floor above:\n" + "\n".join(up)
+
+
 def test_modules_stay_small():
     long = {
         name: lines

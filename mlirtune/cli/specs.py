@@ -147,7 +147,7 @@ def _libraries(names: list[str], target) -> list:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from mlirtune.specs.export import export_library
+    from mlirtune.curation.export import export_library
     from mlirtune.tune.db import TuningDB
 
     target = target_of(args)
@@ -185,7 +185,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from mlirtune.specs.check import check
+    from mlirtune.curation.check import check
 
     target = target_of(args)
     with new_context(), ir.Location.unknown():
@@ -219,7 +219,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _merge(args: argparse.Namespace) -> int:
-    from mlirtune.specs.check import check
+    from mlirtune.curation.check import check
     from mlirtune.specs.merge import merge
 
     target = target_of(args)
@@ -274,11 +274,11 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _adapt(args: argparse.Namespace) -> int:
-    """Race the shipped classes' configs on this host (see mlirtune.specs.adapt)."""
+    """Race the shipped classes' configs on this host (see mlirtune.curation.adapt)."""
     from rich.console import Console
 
-    from mlirtune.specs.adapt import AdaptOptions, adapt, default_output, shipped_jobs
-    from mlirtune.specs.export import library_path
+    from mlirtune.curation.adapt import AdaptOptions, adapt, default_output, shipped_jobs
+    from mlirtune.curation.export import library_path
     from mlirtune.targets.host_cpu import HostCPU
     from mlirtune.tune.db import TuningDB
 

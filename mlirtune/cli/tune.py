@@ -159,7 +159,7 @@ def _strategy(name: str) -> str:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from mlirtune.specs.export import write_verdict
+    from mlirtune.curation.export import write_verdict
     from mlirtune.tune.evaluator import EvaluatorSettings
     from mlirtune.tune.tuner import TuneOptions
 
@@ -198,7 +198,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 def _tune_one(args: argparse.Namespace, workload, target: Target, options) -> TuneReport | None:
     """Search `workload`'s space as `args` say; None for --show-space (printed) or when
     interrupted (what was measured is saved)."""
-    from mlirtune.specs.export import library_at
+    from mlirtune.curation.export import library_at
     from mlirtune.tune.db import TuningDB
     from mlirtune.tune.problem import generate
     from mlirtune.tune.tuner import tune

@@ -30,11 +30,11 @@ def tune_dispatches(
     tune_one: Callable[[Workload], TuneReport | None],
 ) -> int:
     from mlirtune.bench.baseline import measure_torch
-    from mlirtune.dispatch.workload import dispatch_workloads, root_signature
+    from mlirtune.curation.export import write_verdict
     from mlirtune.engine.mlir_jit import MlirJitEngine
     from mlirtune.interfaces.bench import BenchOptions
-    from mlirtune.specs.export import write_verdict
     from mlirtune.specs.specset import SpecSet
+    from mlirtune.workloads.dispatches import dispatch_workloads, root_signature
 
     if not args.update_spec or args.show_space or args.json:
         raise UsageError(

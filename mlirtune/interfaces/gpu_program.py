@@ -16,6 +16,9 @@ import numpy as np
 from mlirtune.interfaces.errors import UsageError
 
 FORMAT = "mlirtune-gpu-program/1"
+# Shared memory a block takes without opting in to dynamic shared memory (every CUDA chip):
+# a launch that needs more must opt in first.
+STATIC_SHARED_BYTES = 48 * 1024
 
 
 @dataclass(frozen=True)

@@ -22,13 +22,13 @@ from mlir import ir
 from mlir.dialects import arith, gpu, memref
 
 from mlirtune.interfaces.errors import MlirtuneError
+from mlirtune.interfaces.gpu_program import STATIC_SHARED_BYTES
 from mlirtune.ir.gpu import (
     WORKGROUP_ARGUMENT_ATTRIBUTES,
     WORKGROUP_ATTRIBUTIONS,
     workgroup_attributions,
 )
 from mlirtune.ir.inspect import ops_named
-from mlirtune.targets.nvidia_gpu import STATIC_SHARED_BYTES
 
 STAGE = "dynamic-shared-memory"
 SHARED_SPACE = 3  # NVPTX's address space of shared memory

@@ -22,9 +22,8 @@ import numpy as np
 
 from mlirtune.bench.harness import NativeTimer
 from mlirtune.interfaces.errors import MlirtuneError, UsageError
-from mlirtune.interfaces.gpu_program import GpuProgram, KernelLaunch
+from mlirtune.interfaces.gpu_program import STATIC_SHARED_BYTES, GpuProgram, KernelLaunch
 from mlirtune.interfaces.runtime import AcceleratorDevice, Buffer, Placement
-from mlirtune.targets.nvidia_gpu import STATIC_SHARED_BYTES
 
 STAGE = "cuda"
 # A graph captures its buffers' addresses and placements: (device, pinned host, placement).

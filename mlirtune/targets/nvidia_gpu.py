@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from mlirtune.interfaces.errors import UsageError
+from mlirtune.interfaces.gpu_program import STATIC_SHARED_BYTES
 from mlirtune.interfaces.target import Target
 
 # The lowest PTX ISA version (x10) LLVM 22's NVPTX backend accepts for each chip it knows,
@@ -33,8 +34,7 @@ MIN_PTX = {
 }
 DEFAULT_PTX = 76
 # Shared memory a block may take by opting in to dynamic shared memory, per compute
-# capability (CUDA programming guide); past 48 KiB a kernel must opt in.
-STATIC_SHARED_BYTES = 48 * 1024
+# capability (CUDA programming guide); past STATIC_SHARED_BYTES a kernel must opt in.
 SHARED_OPT_IN_BYTES = {
     "sm_70": 96 * 1024,
     "sm_72": 96 * 1024,

@@ -7,8 +7,8 @@ from typing import Any
 
 from mlir import ir
 
+from mlirtune.curation.export import entry_metadata, entry_name, signature_for
 from mlirtune.ir.context import new_context
-from mlirtune.specs.export import entry_metadata, entry_name, signature_for
 from mlirtune.specs.library import SpecLibrary
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.tune.db import Verdict

@@ -15,11 +15,11 @@ import pytest
 from mlir import ir
 
 from mlirtune.cli import main
+from mlirtune.curation.check import check
+from mlirtune.curation.export import entry_metadata, entry_name, payload_root, signature_for
 from mlirtune.engine.mlir_jit import MlirJitEngine
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.ir.context import new_context
-from mlirtune.specs.check import check
-from mlirtune.specs.export import entry_metadata, entry_name, payload_root, signature_for
 from mlirtune.specs.library import SpecLibrary
 from mlirtune.specs.matchers import CONFIG_ATTRIBUTE, SOURCE_ATTRIBUTE, read_config
 from mlirtune.specs.merge import apply, merge, probe, root_ops

@@ -14,9 +14,9 @@ import pytest
 from mlir import ir
 
 from mlirtune.cli import main
+from mlirtune.curation.adapt import AdaptOptions, adapt, default_output, shipped_jobs
 from mlirtune.engine.mlir_jit import MlirJitEngine
 from mlirtune.ir.context import new_context
-from mlirtune.specs.adapt import AdaptOptions, adapt, default_output, shipped_jobs
 from mlirtune.specs.library import SpecLibrary
 from mlirtune.specs.sources import fetch
 from mlirtune.specs.specset import SpecWarning

@@ -12,9 +12,9 @@ import pytest
 from mlir import ir
 
 from mlirtune.cli import main
+from mlirtune.curation.export import entry_name, library_metadata
 from mlirtune.engine.mlir_jit import MlirJitEngine
 from mlirtune.ir.context import new_context
-from mlirtune.specs.export import entry_name, library_metadata
 from mlirtune.specs.library import SpecLibrary
 from mlirtune.specs.sources import fetch
 from mlirtune.specs.specset import (

@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mlirtune.curation.export import payload_root, rebuild_workload
 from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.interfaces.target import Target
 from mlirtune.pipeline.plan import plan_for
 from mlirtune.schedules.registry import bound_family
-from mlirtune.specs.export import payload_root, rebuild_workload
 from mlirtune.specs.library import SpecLibrary
 from mlirtune.specs.merge import merge, probe
 from mlirtune.specs.specset import (

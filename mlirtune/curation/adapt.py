@@ -21,10 +21,10 @@ from typing import Any
 
 from mlir import ir
 
+from mlirtune.curation.export import add_verdict, library_at, rebuild_workload
 from mlirtune.interfaces.errors import MlirtuneError, UsageError
 from mlirtune.interfaces.target import Target
 from mlirtune.ir.context import new_context
-from mlirtune.specs.export import add_verdict, library_at, rebuild_workload
 from mlirtune.specs.library import SpecLibrary
 from mlirtune.specs.sources import fetch, spec_config_dir
 from mlirtune.specs.specset import default_library_paths
