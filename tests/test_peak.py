@@ -11,7 +11,7 @@ import pytest
 from mlirtune import peak
 from mlirtune.api import engine_for
 from mlirtune.ir.inspect import intrinsics_called
-from mlirtune.ir.pair_products import PAIR_LANES, PMADDWD
+from mlirtune.schedules.contraction.steps.pair_products import PAIR_LANES, PMADDWD
 from mlirtune.targets import host_cpu
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.toolchain import digest

@@ -236,7 +236,7 @@ def _merge(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from mlirtune.ir.roots import annotate_roots
+    from mlirtune.schedules.roots import annotate_roots
     from mlirtune.specs.merge import probe
     from mlirtune.specs.specset import foreign_class
 

@@ -17,7 +17,8 @@ from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.target import Target
 from mlirtune.interfaces.workload import Workload
 from mlirtune.ir.context import new_context
-from mlirtune.ir.roots import ROOT_ATTRIBUTE, annotate_roots
+from mlirtune.ir.roots import ROOT_ATTRIBUTE
+from mlirtune.schedules.roots import annotate_roots
 from mlirtune.specs.library import SpecLibrary
 from mlirtune.specs.matchers import OpSignature, signature_of
 from mlirtune.specs.merge import root_ops

@@ -10,7 +10,7 @@ from __future__ import annotations
 from mlir import ir
 
 from mlirtune.ir.inspect import find_function
-from mlirtune.ir.roots import annotate_roots
+from mlirtune.schedules.roots import annotate_roots
 
 STANDALONE_ENTRY = "payload"
 

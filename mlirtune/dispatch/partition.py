@@ -23,7 +23,8 @@ from mlir.passmanager import PassManager
 from mlirtune.dispatch.prepare import prepare_for_dispatch
 from mlirtune.ir.context import run_passes
 from mlirtune.ir.inspect import find_function
-from mlirtune.ir.roots import describe, has_reduction
+from mlirtune.ir.roots import has_reduction
+from mlirtune.schedules.roots import describe
 
 # Root kinds whose schedules fuse element-wise consumers into their output tiles (the
 # convolution family tiles its root alone: a consumer would be vectorized whole).

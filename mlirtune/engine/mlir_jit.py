@@ -148,6 +148,7 @@ class MlirJitEngine(DescriptorEngine):
                     observer=observer,
                     print_after_all=print_after_all,
                     after_schedules=timer,
+                    schedule=lambda: workload.schedule_module(parameters, self.target, lowering),
                 )
             except MlirtuneError as error:
                 raise self.explained(error, lowering) from None

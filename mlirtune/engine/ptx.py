@@ -129,7 +129,13 @@ class PtxEngine(DescriptorEngine):
 
         with new_context(), ir.Location.unknown():
             module, lowering = self.prepare(workload, parameters)
-            run_pipeline(module, lowering, observer=stages, print_after_all=print_after_all)
+            run_pipeline(
+                module,
+                lowering,
+                observer=stages,
+                print_after_all=print_after_all,
+                schedule=lambda: workload.schedule_module(parameters, self.target, lowering),
+            )
             ptx = extract_ptx(module)
             if observer:
                 observer("ptx", ptx)

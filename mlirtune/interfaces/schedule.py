@@ -10,7 +10,7 @@ in mlirtune.schedules.registry.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -65,6 +65,9 @@ class Constraint:
     expr: z3.BoolRef
 
 
+Step = Callable[..., None]  # an IR rewrite: (module, **a descriptor stage's arguments)
+
+
 class ScheduleFamily(ABC):
     """A parameterised schedule and everything that decides its parameters."""
 
@@ -73,6 +76,32 @@ class ScheduleFamily(ABC):
     root_kinds: ClassVar[tuple[str, ...]]  # OpInfo kinds it schedules
     target_kinds: ClassVar[tuple[str, ...]]  # Target names its selector and model cover
     knobs: ClassVar[tuple[Knob, ...]]
+    # The family's own IR rewrites that no upstream pass performs, by the step name a
+    # descriptor runs them under (`step: NAME {key=value}`).
+    steps: ClassVar[Mapping[str, Step]] = {}
+    # The root kinds whose ops this family recognises (`recognise`): each kind has one
+    # owner, though other families may schedule it too (`root_kinds`).
+    owns: ClassVar[tuple[str, ...]] = ()
+    # Names (prefixes) of the ops this family alone describes: no other family is asked
+    # about them, even where this one finds an op of them no root (an unsupported pool).
+    claims: ClassVar[tuple[str, ...]] = ()
+
+    def recognise(
+        self, op: ir.Operation, loops: list[int], dtypes: tuple[str, ...]
+    ) -> OpInfo | None:
+        """The description of `op` (a static linalg op, its loop sizes and element types
+        read) where it is a root op of a kind this family owns; None otherwise."""
+        return None
+
+    def root_flops(self, op: OpInfo) -> int:
+        """FLOPs of one root op of a kind this family owns: 2 per multiply-add of a
+        contraction or convolution, one per element read by the others."""
+        return op.dims.get("ROWS", 1) * op.dims.get("COLS", 1)
+
+    def summed_terms(self, op: OpInfo) -> int:
+        """Terms each output element of such a root sums (K of a contraction, a row of a
+        reduction): it scales the verification tolerance."""
+        return op.dims.get("COLS", 1)
 
     @abstractmethod
     def defaults(self, op: OpInfo) -> Config:

@@ -19,8 +19,10 @@ from mlir import ir
 
 from mlirtune.interfaces.dtype import DType
 from mlirtune.interfaces.errors import UsageError
+from mlirtune.interfaces.lowering import Lowering
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.runtime import Buffer, Placement, Runtime
+from mlirtune.interfaces.target import Target
 from mlirtune.interfaces.verification import VerificationResult
 
 OptionValue = int | str | bool | float
@@ -138,9 +140,16 @@ class Workload(ABC):
         """A new module holding the entry function; needs an active MLIR context."""
 
     @abstractmethod
-    def schedule_module(self, parameters: dict[str, int] | None = None) -> ir.Module | None:
-        """The transform module the workload's pipeline applies with these schedule
-        parameters (None: the pipeline has no library schedule)."""
+    def schedule_module(
+        self,
+        parameters: dict[str, int] | None = None,
+        target: Target | None = None,
+        lowering: Lowering | None = None,
+    ) -> ir.Module | None:
+        """The transform module that schedules this payload with these schedule parameters
+        on `target` (default: this host): what an engine's lowering applies (None: its
+        pipeline has no schedule stage of its own). `lowering`: the plan the engine made
+        for them, so that it is not made twice."""
 
     @abstractmethod
     def reference(self, inputs: list[np.ndarray]) -> list[np.ndarray]:

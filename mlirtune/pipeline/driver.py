@@ -148,11 +148,15 @@ def run_pipeline(
     observer: Observer | None = None,
     print_after_all: bool = False,
     after_schedules: Callable[[ir.Module], None] | None = None,
+    schedule: Callable[[], ir.Module | None] | None = None,
 ) -> None:
     """Apply every stage of the descriptor to `module` in place; `observer` sees the module
     after each schedule stage and at the end. `after_schedules` runs once the last schedule
-    stage is done (e.g. to add functions that schedules must not see). Where passes skip
-    their verifier (COMPILE_CHECKS), the lowered module is verified once at the end."""
+    stage is done (e.g. to add functions that schedules must not see). `schedule` gives the
+    first schedule stage's transform module, asked when that stage runs (an engine asks
+    the workload: Workload.schedule_module); the stages build the others. Where passes
+    skip their verifier (COMPILE_CHECKS), the lowered module is verified once at the end."""
+    given = [schedule] if schedule is not None else []
     stages = lowering.descriptor.stages
     last_schedule = _last_stage(stages, ("schedule", "dispatch"))
     if after_schedules and last_schedule < 0:
@@ -166,7 +170,8 @@ def run_pipeline(
                     root_for(_library_family(stage).root_kinds, lowering.roots, stage)
                 with compiling(stage.label):
                     resolved = resolve_stage(stage, lowering.values)
-                    _run_stage(module, resolved, lowering, observer, print_after_all)
+                    built = given.pop(0)() if given and stage.kind == "schedule" else None
+                    _run_stage(module, resolved, lowering, observer, print_after_all, built)
             if after_schedules and index == last_schedule:
                 after_schedules(module)
         verify_lowered(module)
@@ -180,8 +185,10 @@ def _run_stage(
     lowering: Lowering,
     observer: Observer | None,
     print_after_all: bool,
+    schedule: ir.Module | None = None,
 ) -> None:
-    """Apply one stage (its slots filled) to `module` in place."""
+    """Apply one stage (its slots filled) to `module` in place; a schedule stage applies
+    `schedule` where given, else the module its family builds."""
     if resolved.kind == "pass":
         pipeline = f"builtin.module({resolved.name})"
         run_passes(module, pipeline, stage=resolved.label, print_after_all=print_after_all)
@@ -190,7 +197,8 @@ def _run_stage(
     elif resolved.kind == "dispatch":
         _schedule_dispatches(module, lowering, observer)
     else:
-        apply_schedule(module, _schedule_module(resolved, lowering.roots), resolved.label)
+        schedule = schedule or _schedule_module(resolved, lowering.roots)
+        apply_schedule(module, schedule, resolved.label)
         if observer:
             observer(f"schedule {resolved.name}", module)
 

@@ -22,10 +22,10 @@ from mlirtune.interfaces.target import Target
 from mlirtune.interfaces.workload import Workload
 from mlirtune.ir.context import new_context
 from mlirtune.ir.inspect import find_function
-from mlirtune.ir.roots import annotate_roots, find_roots
 from mlirtune.pipeline.driver import resolve_values, schedule_modules
 from mlirtune.pipeline.lookup import resolve_descriptor
 from mlirtune.schedules.registry import bound_family
+from mlirtune.schedules.roots import annotate_roots, find_roots
 from mlirtune.specs.specset import SpecSet
 from mlirtune.targets.host_cpu import HostCPU
 
@@ -168,13 +168,16 @@ def planned_schedule(
     parameters: dict[str, int] | None = None,
     target: Target | None = None,
     specs: SpecSet | None = None,
+    lowering: Lowering | None = None,
 ) -> ir.Module | None:
     """The transform module of the first schedule stage of the pipeline that lowers
     `workload` on `target` (default: this host, with its spec libraries), built in the
-    current context; None when that pipeline has no schedule stage."""
-    target = target or HostCPU()
-    specs = specs if specs is not None else SpecSet.for_target(target)
-    _, lowering = _prepared(workload, target, None, specs, parameters)
+    current context from `lowering` where the caller planned it already; None when that
+    pipeline has no schedule stage."""
+    if lowering is None:
+        target = target or HostCPU()
+        specs = specs if specs is not None else SpecSet.for_target(target)
+        _, lowering = _prepared(workload, target, None, specs, parameters)
     modules = schedule_modules(lowering)
     return modules[0] if modules else None
 

@@ -11,52 +11,38 @@ work (`deallocate-buffers`).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
 
 from mlirtune.interfaces.errors import UsageError
-from mlirtune.ir.amx_accumulators import hoist_amx_accumulators
-from mlirtune.ir.bf16_shuffles import shuffle_bf16_as_i16
+from mlirtune.interfaces.schedule import Step
 from mlirtune.ir.deallocate import deallocate_buffers
-from mlirtune.ir.dynamic_shared import extern_dynamic_shared_memory, use_dynamic_shared_memory
 from mlirtune.ir.expand_exp import expand_exp
 from mlirtune.ir.expand_math import expand_math
-from mlirtune.ir.flat_conv import flatten_conv_rows
-from mlirtune.ir.flatten_transfers import flatten_narrow_transfers
 from mlirtune.ir.gpu import prepare_kernels, record_launches
-from mlirtune.ir.pair_products import pair_products
 from mlirtune.ir.prefetch import prefetch_next_tile
-from mlirtune.ir.prefetch_ahead import prefetch_panel_ahead
-from mlirtune.ir.prefetch_panel import prefetch_next_panel
-from mlirtune.ir.stages import pipeline_shared_copies
-from mlirtune.ir.warp_mma import lower_warp_mma
-from mlirtune.ir.word_transposes import transpose_groups_as_words
-from mlirtune.ir.workgroup import share_workgroup_tiles
-from mlirtune.schedules.contraction.widen import widen_narrow_operands
+from mlirtune.schedules.registry import FAMILIES
 
-Step = Callable[..., None]  # (module, **arguments)
-
-STEPS: dict[str, Step] = {
+# Steps of the lowering itself, whatever family scheduled the payload; each family adds its
+# own (ScheduleFamily.steps).
+LOWERING_STEPS: dict[str, Step] = {
     "deallocate-buffers": deallocate_buffers,
     "prepare-gpu-kernels": prepare_kernels,
-    "dynamic-shared-memory": use_dynamic_shared_memory,
-    "extern-dynamic-shared-memory": extern_dynamic_shared_memory,
     "record-gpu-launches": record_launches,
-    "share-workgroup-tiles": share_workgroup_tiles,
-    "lower-warp-mma": lower_warp_mma,
-    "pipeline-shared-copies": pipeline_shared_copies,
-    "flatten-narrow-transfers": flatten_narrow_transfers,
-    "flatten-conv-rows": flatten_conv_rows,
     "expand-math": expand_math,
     "expand-exp": expand_exp,
     "prefetch-next-tile": prefetch_next_tile,
-    "prefetch-next-panel": prefetch_next_panel,
-    "prefetch-panel-ahead": prefetch_panel_ahead,
-    "pair-products": pair_products,
-    "hoist-amx-accumulators": hoist_amx_accumulators,
-    "shuffle-bf16-as-i16": shuffle_bf16_as_i16,
-    "transpose-groups-as-words": transpose_groups_as_words,
-    "widen-narrow-operands": widen_narrow_operands,
 }
+
+
+def _all_steps() -> dict[str, Step]:
+    steps = dict(LOWERING_STEPS)
+    for family in FAMILIES.values():
+        twice = sorted(set(steps) & set(family.steps))
+        assert not twice, f"step(s) {', '.join(twice)} registered twice ({family.name})"
+        steps.update(family.steps)
+    return steps
+
+
+STEPS = _all_steps()
 
 
 def step_named(name: str) -> Step:

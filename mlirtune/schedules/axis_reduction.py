@@ -18,6 +18,7 @@ from mlir.dialects.transform import vector as tvector
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, Domains, Knob, KnobVariables
+from mlirtune.ir.roots import has_reduction, product, reduction_loops
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.cpu_model import (
     LOAD_PORTS,
@@ -53,6 +54,30 @@ class AxisReduction(HostFamily):
     name = "axis_reduction"
     description = "reduction over a middle axis: column accumulators stepped through R"
     root_kinds = ("axis_reduction",)
+    owns = ("axis_reduction",)
+
+    def recognise(
+        self, op: ir.Operation, loops: list[int], dtypes: tuple[str, ...]
+    ) -> OpInfo | None:
+        """One reduced loop with parallel loops inside it (a sum over a middle axis): the
+        reduction steps over whole rows of the inner loops, not along a row."""
+        reduced = reduction_loops(op) if has_reduction(op) else []
+        if len(reduced) != 1 or reduced[0] == len(loops) - 1:
+            return None
+        (r,) = reduced
+        dims = {"OUTER": product(loops[:r]), "R": loops[r], "INNER": product(loops[r + 1 :])}
+        # Two outputs: an arg reduction (value and index, see workloads/reduce.py).
+        segments = "operandSegmentSizes"  # [inputs, outputs] of a DPS op
+        outputs = list(ir.DenseI32ArrayAttr(op.attributes[segments]))[-1]
+        return OpInfo("axis_reduction", dims, dtypes, op.name, {"outputs": outputs})
+
+    def root_flops(self, op: OpInfo) -> int:
+        """One per element read."""
+        return op.dims["OUTER"] * op.dims["R"] * op.dims["INNER"]
+
+    def summed_terms(self, op: OpInfo) -> int:
+        return op.dims["R"]
+
     knobs = (
         Knob(
             "OUTER",

@@ -15,11 +15,13 @@ output along it (scalar along W for a W stride).
 from __future__ import annotations
 
 from mlir import ir
+from mlir.dialects import linalg
 from mlir.dialects.transform import structured
 
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, Domains, Knob, KnobVariables
+from mlirtune.ir.roots import is_padded, padding
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.cpu_model import (
     LOAD_PORTS,
@@ -61,6 +63,22 @@ class Depthwise(HostFamily):
     name = "depthwise"
     description = "channel x output-row tiles, one filter tap per step, vectorized along W"
     root_kinds = ("depthwise",)
+    owns = ("depthwise",)
+    claims = ("linalg.depthwise_conv_2d_nchw_chw",)
+
+    def recognise(
+        self, op: ir.Operation, loops: list[int], dtypes: tuple[str, ...]
+    ) -> OpInfo | None:
+        return recognise_depthwise(op, loops, dtypes)
+
+    def root_flops(self, op: OpInfo) -> int:
+        """2 per multiply-add."""
+        d = op.dims
+        return 2 * d["N"] * d["C"] * d["OH"] * d["OW"] * d["KH"] * d["KW"]
+
+    def summed_terms(self, op: OpInfo) -> int:
+        return op.dims["KH"] * op.dims["KW"]
+
     knobs = (
         Knob("OW_TILE", "outputs along W per tile", 16, row_tiles),
         Knob("OH_TILE", "output rows per tile", 1, register_rows("OH")),
@@ -181,3 +199,21 @@ def _tile_output(s: ScheduleBuilder, sizes: list[int], extents: dict[int, int], 
     for dim, loop_handle in reversed(list(zip(tiled, loops, strict=True))):
         if dim in extents and extents[dim] % sizes[dim]:
             s.peel(loop_handle, step="peel_partial_tiles")
+
+
+def recognise_depthwise(op: ir.Operation, loops: list[int], dtypes: tuple[str, ...]) -> OpInfo:
+    """A channels-first depthwise conv: loops N, OH, OW, C, KH, KW in the op's order, IW the
+    (padded) input row; stride and dilation per dim, `pad` the input row's padding."""
+    dims = dict(zip(("N", "OH", "OW", "C", "KH", "KW"), loops, strict=True))
+    dims["IW"] = ir.ShapedType(op.operands[0].type).shape[-1]
+    conv = linalg.infer_convolution_dimensions(op)
+    (stride_h, stride_w), (dilation_h, dilation_w) = list(conv.strides), list(conv.dilations)
+    attrs = {
+        "stride_h": int(stride_h),
+        "stride": int(stride_w),
+        "dilation_h": int(dilation_h),
+        "dilation": int(dilation_w),
+        "pad": padding(op.operands[0]),
+        "padded": int(is_padded(op.operands[0])),
+    }
+    return OpInfo("depthwise", dims, dtypes, op.name, attrs)

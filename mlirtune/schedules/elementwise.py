@@ -12,6 +12,7 @@ from mlir import ir
 
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Knob
+from mlirtune.ir.roots import element_types, loop_sizes, rows_cols
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.knobs import powers_of_two, threads_knob, vector_columns
 from mlirtune.schedules.vector_tiles import VectorTileFamily
@@ -24,6 +25,7 @@ class Elementwise(VectorTileFamily):
     name = "elementwise"
     description = "2-D tiles of the last op with its producers fused, vectorized"
     root_kinds = ("elementwise",)
+    owns = ("elementwise",)
     knobs = (
         Knob("ROWS", "rows per tile", 8, powers_of_two("ROWS", 32)),
         Knob("COLS", "columns per tile", 64, vector_columns("COLS", (1, 2, 4, 8))),
@@ -79,3 +81,10 @@ def elementwise_schedule(
         # broadcast lowering and canonicalization rewrite each other forever.
         s.lower_vectors(function, canonicalize=False)
     return s.module
+
+
+def chain_root(op: ir.Operation) -> OpInfo:
+    """The root of a purely element-wise payload: its last linalg op, `op`, which stands for
+    the whole chain. The rank tells the schedule how many loops to tile (1-D has no rows)."""
+    loops = loop_sizes(op)
+    return OpInfo("elementwise", rows_cols(loops), element_types(op), op.name, {"rank": len(loops)})

@@ -14,11 +14,13 @@ the window: strided windows become strided reads of the input row. The depth sta
 from __future__ import annotations
 
 from mlir import ir
+from mlir.dialects import linalg
 from mlir.dialects.transform import structured
 
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, Domains, Knob, KnobVariables
+from mlirtune.ir.roots import is_padded, padding
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.cpu_model import (
     LOAD_PORTS,
@@ -69,6 +71,22 @@ class Pooling(HostFamily):
     name = "pooling"
     description = "channel x output-row tiles, window rows as 1-D pools, vectorized along W"
     root_kinds = ("pooling",)
+    owns = ("pooling",)
+    claims = ("linalg.pooling_",)
+
+    def recognise(
+        self, op: ir.Operation, loops: list[int], dtypes: tuple[str, ...]
+    ) -> OpInfo | None:
+        return recognise_pooling(op, loops, dtypes)
+
+    def root_flops(self, op: OpInfo) -> int:
+        """One per element of every window."""
+        d = op.dims
+        return d["N"] * d["C"] * d.get("OH", 1) * d["OW"] * d.get("KH", 1) * d["KW"]
+
+    def summed_terms(self, op: OpInfo) -> int:
+        return op.dims.get("KH", 1) * op.dims["KW"]
+
     knobs = (
         Knob(
             "OW_TILE",
@@ -226,3 +244,44 @@ def _tile_output(
     for extent, size, loop_handle in reversed(pairs):
         if extent % size:
             s.peel(loop_handle, step="peel_partial_tiles")
+
+
+def recognise_pooling(op: ir.Operation, loops: list[int], dtypes: tuple[str, ...]) -> OpInfo | None:
+    """A named pooling op (its batch and channel dims are both conv "batch" dims): loops
+    named N, C, OH, OW, KH, KW in the op's loop order (1-D: N, C, OW, KW; channels-last:
+    N, OW, C, KW). `then_pool` marks one whose result, reshaped, feeds another pooling op
+    (the (H, W) stage of a separable 3-D pool; the D stage follows it)."""
+    conv = linalg.infer_convolution_dimensions(op)
+    if conv is None or len(conv.batch) != 2 or len(conv.output_image) > 2:
+        return None
+    spatial = len(conv.output_image)
+    names = {d: name for d, name in zip(conv.batch, ("N", "C"), strict=True)}
+    names.update(zip(conv.output_image, ("OH", "OW")[-spatial:], strict=True))
+    names.update(zip(conv.filter_loop, ("KH", "KW")[-spatial:], strict=True))
+    dims = {names[d]: loops[d] for d in sorted(names)}
+    then = _next_pooling(op)
+    attrs = {
+        "stride": int(list(conv.strides)[-1]),
+        "dilation": int(list(conv.dilations)[-1]),
+        "spatial": spatial,
+        "then_pool": int(then is not None),
+        "pad": padding(op.operands[0]),
+        "padded": int(is_padded(op.operands[0])),
+    }
+    if then is not None and is_padded(then.operands[0]):
+        attrs["then_padded"] = 1  # the next stage (a 3-D pool's depth) reads a tensor.pad
+    dims["IW"] = ir.ShapedType(op.operands[0].type).shape[-2 if "nwc" in op.name else -1]
+    return OpInfo("pooling", dims, dtypes, op.name, attrs)
+
+
+def _next_pooling(op: ir.Operation) -> ir.Operation | None:
+    """The pooling op that `op`'s result reaches through reshapes and pads only, if any."""
+    values = list(op.results)
+    while values:
+        for use in values.pop().uses:
+            user = use.owner
+            if user.name.startswith("linalg.pooling_"):
+                return user
+            if user.name in {"tensor.expand_shape", "tensor.collapse_shape", "tensor.pad"}:
+                values.extend(user.results)
+    return None

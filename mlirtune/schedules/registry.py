@@ -38,6 +38,24 @@ FAMILIES: dict[str, ScheduleFamily] = {
 }
 
 
+# The families that recognise root ops, asked in this order (a pooling or depthwise op is
+# its family's alone; a convolution before a contraction, an axis reduction before a row
+# reduction); an element-wise chain's root is taken only where no op is one.
+ROOT_OWNERS: tuple[ScheduleFamily, ...] = (
+    POOLING,
+    DEPTHWISE,
+    CONVOLUTION,
+    CONTRACTION,
+    AXIS_REDUCTION_FAMILY,
+    ROWWISE,
+    ELEMENTWISE,
+)
+KIND_OWNER: dict[str, ScheduleFamily] = {
+    kind: family for family in ROOT_OWNERS for kind in family.owns
+}
+assert len(KIND_OWNER) == sum(len(f.owns) for f in ROOT_OWNERS), "a root kind owned twice"
+
+
 def family_named(name: str) -> ScheduleFamily:
     """The family called `name`, or a UsageError listing them."""
     try:

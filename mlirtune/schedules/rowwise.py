@@ -18,6 +18,7 @@ from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Knob
 from mlirtune.ir.prefetch import PREFETCH_ATTRIBUTE
+from mlirtune.ir.roots import has_reduction, rows_cols
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.knobs import choices, powers_of_two, threads_knob, vector_columns
 from mlirtune.schedules.vector_tiles import VectorTileFamily
@@ -31,6 +32,21 @@ class Rowwise(VectorTileFamily):
     name = "rowwise"
     description = "row tiles fusing row reductions (softmax), column-tiled vector loops"
     root_kinds = ("reduction",)
+    owns = ("reduction",)
+
+    def recognise(
+        self, op: ir.Operation, loops: list[int], dtypes: tuple[str, ...]
+    ) -> OpInfo | None:
+        """A reduction along rows (after the axis reductions have had their say): rows of
+        COLS elements, and how many transcendentals the function holds (a softmax's exp)."""
+        if not has_reduction(op):
+            return None
+        transcendentals = _transcendentals(op)
+        attrs = {"transcendentals": transcendentals} if transcendentals else {}
+        if len(loops) > 2:  # rows of rows (attention scores per head): the inner row loop
+            attrs["rank"], attrs["inner_rows"] = len(loops), loops[-2]
+        return OpInfo("reduction", rows_cols(loops), dtypes, op.name, attrs)
+
     knobs = (
         Knob(
             "ROWS",
@@ -149,3 +165,24 @@ def rowwise_schedule(
         s.hoist_invariant_subsets(function)
         s.lower_row_reductions(function)
     return s.module
+
+
+# Math ops the host pipeline expands into a polynomial of some twenty vector ops each.
+TRANSCENDENTALS = frozenset({"math.exp", "math.log", "math.log1p", "math.erf", "math.tanh"})
+
+
+def _transcendentals(op: ir.Operation) -> int:
+    """How many transcendental math ops the function around `op` holds (a softmax's exp):
+    their expansions keep several values live per vector, which bounds the tile."""
+    function = op.parent
+    while function.name != "func.func":
+        function = function.parent
+    count = 0
+
+    def visit(inner: ir.Operation) -> ir.WalkResult:
+        nonlocal count
+        count += inner.name in TRANSCENDENTALS
+        return ir.WalkResult.ADVANCE
+
+    function.walk(visit)
+    return count

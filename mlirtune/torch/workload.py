@@ -22,7 +22,7 @@ from mlirtune.interfaces.workload import ArgSpec, Complexity
 from mlirtune.ir.context import run_passes
 from mlirtune.ir.dtypes import dtype_of_mlir
 from mlirtune.ir.inspect import find_function
-from mlirtune.ir.roots import root_flops, summed_terms
+from mlirtune.schedules.roots import root_flops, summed_terms
 from mlirtune.torch.importer import ENTRY, ImportedModule
 from mlirtune.workloads.base import SEED_PARAM, PayloadWorkload
 from mlirtune.workloads.payload import build_payload

@@ -18,14 +18,16 @@ from threadpoolctl import threadpool_limits
 
 from mlirtune.interfaces.dtype import DType, dtype_named
 from mlirtune.interfaces.errors import MlirtuneError, UsageError
+from mlirtune.interfaces.lowering import Lowering
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.runtime import Buffer
+from mlirtune.interfaces.target import Target
 from mlirtune.interfaces.verification import VerificationResult
 from mlirtune.interfaces.workload import OptionValue, Param, RunsOn, Workload
 from mlirtune.ir.context import new_context
-from mlirtune.ir.roots import find_roots
 from mlirtune.memory import payload_scratch_bytes
 from mlirtune.pipeline.plan import planned_schedule
+from mlirtune.schedules.roots import find_roots
 from mlirtune.toolchain import runner_library
 from mlirtune.verify import compare
 
@@ -88,10 +90,14 @@ class PayloadWorkload(Workload):
         """The payload's first root op."""
         return self.roots[0] if self.roots else None
 
-    def schedule_module(self, parameters: dict[str, int] | None = None) -> ir.Module | None:
-        """The transform module the host pipeline applies to this payload with these
-        schedule parameters (needs an active context). See `mlirtune.pipeline.plan`."""
-        return planned_schedule(self, parameters)
+    def schedule_module(
+        self,
+        parameters: dict[str, int] | None = None,
+        target: Target | None = None,
+        lowering: Lowering | None = None,
+    ) -> ir.Module | None:
+        """See Workload.schedule_module (needs an active context; mlirtune.pipeline.plan)."""
+        return planned_schedule(self, parameters, target, lowering=lowering)
 
     def numpy_baseline(self) -> Callable[[], object] | None:
         """A closure computing the same result with numpy in the workload's dtype, for

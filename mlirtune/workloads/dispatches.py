@@ -23,7 +23,7 @@ from mlirtune.interfaces.workload import ArgSpec, Complexity, Workload
 from mlirtune.ir.context import new_context
 from mlirtune.ir.dtypes import dtype_of_mlir
 from mlirtune.ir.inspect import find_function
-from mlirtune.ir.roots import root_flops, summed_terms
+from mlirtune.schedules.roots import root_flops, summed_terms
 from mlirtune.workloads.base import SEED_PARAM, PayloadWorkload
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from mlir.dialects import arith, bufferization, memref, scf, vector
 from mlirtune.interfaces.dtype import dtype_named, element_bytes
 from mlirtune.interfaces.workload import ArgSpec, Complexity, Param
 from mlirtune.ir.maps import projection_map
-from mlirtune.ir.pair_products import PAIR_LANES
+from mlirtune.schedules.contraction.steps.pair_products import PAIR_LANES
 from mlirtune.workloads.base import PayloadWorkload
 from mlirtune.workloads.payload import build_payload, store_rows, zero_vector
 

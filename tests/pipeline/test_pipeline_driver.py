@@ -9,9 +9,9 @@ from mlir import ir
 from mlirtune.interfaces.errors import MlirtuneError, UsageError
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.target import Target
-from mlirtune.ir.roots import annotate_roots
 from mlirtune.pipeline import DescriptorError, load_descriptor, resolve_values, run_pipeline
 from mlirtune.schedules.contraction import Contraction
+from mlirtune.schedules.roots import annotate_roots
 from mlirtune.workloads import Conv2d, Matmul
 
 

@@ -16,7 +16,7 @@ from mlirtune.api import engine_for
 from mlirtune.ir.inspect import largest_vector
 from mlirtune.schedules.builder import LOOP_ANNOTATION, NO_UNROLL
 from mlirtune.schedules.contraction.knob_values import PACK_B, PACK_NONE, UNIT_DOT, UNIT_FMA
-from mlirtune.schedules.contraction.widen import WIDENING_ROW
+from mlirtune.schedules.contraction.steps.widen import WIDENING_ROW
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads import Conv2d, Matmul, Mlp
 from tests.schedules.test_int8_contraction_path import AVX2

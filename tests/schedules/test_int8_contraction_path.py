@@ -14,9 +14,9 @@ from mlirtune.api import engine_for
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.ir.inspect import intrinsics_called, op_counts
-from mlirtune.ir.pair_products import PMADDWD
 from mlirtune.schedules.contraction.knob_values import PACK_B, UNIT_AMX, UNIT_DOT, UNIT_FMA
 from mlirtune.schedules.contraction.rows import UNIT_ROWS
+from mlirtune.schedules.contraction.steps.pair_products import PMADDWD
 from mlirtune.schedules.registry import FAMILIES
 from mlirtune.targets.host_cpu import CpuFeatures, HostCPU, detect_features
 from mlirtune.workloads import Matmul

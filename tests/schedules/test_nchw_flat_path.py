@@ -1,4 +1,4 @@
-"""The convolution family's flat-row NCHW path (FLAT_ROWS=1: mlirtune.ir.flat_conv rewrites
+"""The convolution family's flat-row NCHW path (FLAT_ROWS=1: convolution/flat_conv.py rewrites
 the conv, nchw_flat.py schedules it): results against the float64 reference on partial
 tiles, padding, dilation, batches and planes narrower than a vector; the rewritten payload;
 the selector's choice and the constraints; a conv the rewrite cannot take. Nothing is
@@ -14,15 +14,15 @@ from mlir import ir
 from mlirtune.api import engine_for
 from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.ir.context import new_context
-from mlirtune.ir.flat_conv import (
+from mlirtune.ir.inspect import largest_vector
+from mlirtune.schedules.convolution import CONVOLUTION, channel_rows_config
+from mlirtune.schedules.convolution.flat_conv import (
     FLAT_CROP_ATTRIBUTE,
     FLAT_ROWS_ATTRIBUTE,
     flat_length,
     flatten_conv_rows,
 )
-from mlirtune.ir.inspect import largest_vector
-from mlirtune.ir.roots import annotate_roots
-from mlirtune.schedules.convolution import CONVOLUTION, channel_rows_config
+from mlirtune.schedules.roots import annotate_roots
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads.conv2d import Conv2d
 from mlirtune.workloads.conv_transpose import ConvTranspose

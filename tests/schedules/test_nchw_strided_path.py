@@ -12,7 +12,7 @@ from mlir import ir
 
 from mlirtune.api import engine_for
 from mlirtune.schedules.convolution import CONVOLUTION
-from mlirtune.schedules.nchw_tiles import NCHW_ACCUMULATORS, NCHW_ROWS
+from mlirtune.schedules.convolution.nchw_tiles import NCHW_ACCUMULATORS, NCHW_ROWS
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads.conv2d import Conv2d
 from mlirtune.workloads.conv_transpose import ConvTranspose

@@ -10,8 +10,8 @@ from mlir import ir
 from mlirtune.api import engine_for
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.ir.roots import annotate_roots
 from mlirtune.schedules.registry import family_named
+from mlirtune.schedules.roots import annotate_roots
 from mlirtune.targets import CpuFeatures, HostCPU, Target, detect_features, host_cpu
 from mlirtune.workloads import BatchMatmul, Conv2d, Matmul, Mlp
 

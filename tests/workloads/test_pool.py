@@ -8,8 +8,8 @@ from mlirtune.api import engine_for
 from mlirtune.cli import main
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.ir.context import new_context
-from mlirtune.ir.roots import find_roots
 from mlirtune.schedules.registry import FAMILIES
+from mlirtune.schedules.roots import find_roots
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads import WORKLOADS
 from mlirtune.workloads.pool import Pool

@@ -10,10 +10,13 @@ declared here, once.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar
+
 from mlir import ir
 
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.interfaces.schedule import Config, Constraint, Domains, Knob, KnobVariables
+from mlirtune.interfaces.schedule import Config, Constraint, Domains, Knob, KnobVariables, Step
 from mlirtune.schedules.contraction import host
 from mlirtune.schedules.contraction.amx_host import amx_columns, amx_rows
 from mlirtune.schedules.contraction.dot import dot_schedule
@@ -27,8 +30,17 @@ from mlirtune.schedules.contraction.knob_values import (
 )
 from mlirtune.schedules.contraction.packed import packed_schedule
 from mlirtune.schedules.contraction.packed_host import K_CACHE_TILES
+from mlirtune.schedules.contraction.root import contraction_flops, recognise_contraction
 from mlirtune.schedules.contraction.rows import UNIT_ROWS, rows_schedule
 from mlirtune.schedules.contraction.rows_host import rows_k_steps
+from mlirtune.schedules.contraction.steps.amx_accumulators import hoist_amx_accumulators
+from mlirtune.schedules.contraction.steps.bf16_shuffles import shuffle_bf16_as_i16
+from mlirtune.schedules.contraction.steps.flatten_transfers import flatten_narrow_transfers
+from mlirtune.schedules.contraction.steps.pair_products import pair_products
+from mlirtune.schedules.contraction.steps.prefetch_ahead import prefetch_panel_ahead
+from mlirtune.schedules.contraction.steps.prefetch_panel import prefetch_next_panel
+from mlirtune.schedules.contraction.steps.widen import widen_narrow_operands
+from mlirtune.schedules.contraction.steps.word_transposes import transpose_groups_as_words
 from mlirtune.schedules.contraction.transform import contraction_schedule
 from mlirtune.schedules.cpu_model import HostFamily, ceil_div
 from mlirtune.schedules.knobs import (
@@ -99,6 +111,17 @@ class Contraction(HostFamily):
     name = "contraction"
     description = "cache + register tiling, fused epilogue, broadcast/FMA micro-kernel"
     root_kinds = ("matmul", "batch_matmul")
+    owns = ("matmul", "batch_matmul")
+    steps: ClassVar[Mapping[str, Step]] = {
+        "widen-narrow-operands": widen_narrow_operands,
+        "prefetch-next-panel": prefetch_next_panel,
+        "prefetch-panel-ahead": prefetch_panel_ahead,
+        "pair-products": pair_products,
+        "hoist-amx-accumulators": hoist_amx_accumulators,
+        "shuffle-bf16-as-i16": shuffle_bf16_as_i16,
+        "transpose-groups-as-words": transpose_groups_as_words,
+        "flatten-narrow-transfers": flatten_narrow_transfers,
+    }
     knobs = (
         Knob(
             "MC",
@@ -180,6 +203,17 @@ class Contraction(HostFamily):
         threads_knob(),
         vector_bits_knob(),
     )
+
+    def recognise(
+        self, op: ir.Operation, loops: list[int], dtypes: tuple[str, ...]
+    ) -> OpInfo | None:
+        return recognise_contraction(op, loops, dtypes)
+
+    def root_flops(self, op: OpInfo) -> int:
+        return contraction_flops(op)
+
+    def summed_terms(self, op: OpInfo) -> int:
+        return op.dims["K"]
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
         unit = parameters.get("UNIT", UNIT_FMA)

@@ -33,10 +33,14 @@ from mlir.dialects.transform import vector as tvector
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config
-from mlirtune.ir.amx_accumulators import ACCUMULATE_ATTRIBUTE, LOADED_START, ZERO_START
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.contraction.knob_values import UNIT_AMX
-from mlirtune.schedules.contraction.widen import vectorize_widening
+from mlirtune.schedules.contraction.steps.amx_accumulators import (
+    ACCUMULATE_ATTRIBUTE,
+    LOADED_START,
+    ZERO_START,
+)
+from mlirtune.schedules.contraction.steps.widen import vectorize_widening
 
 # The K values a dot product pairs, and its lanes per operand type: the f32 lanes of one
 # vdpbf16ps (a 512-bit register), the int32 lanes of one vpmaddwd (a 256-bit one).

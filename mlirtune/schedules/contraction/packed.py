@@ -64,8 +64,6 @@ from mlirtune.interfaces.dtype import dtype_named
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config
-from mlirtune.ir.prefetch_ahead import AHEAD_ATTRIBUTE
-from mlirtune.ir.prefetch_panel import PANEL_ATTRIBUTE
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.contraction.fusion import POINTWISE
 from mlirtune.schedules.contraction.knob_values import PACK_AB
@@ -76,7 +74,9 @@ from mlirtune.schedules.contraction.packed_tails import (
     schedule_row_tail,
     tile_shared,
 )
-from mlirtune.schedules.contraction.widen import vectorize_widening, widened_type
+from mlirtune.schedules.contraction.steps.prefetch_ahead import AHEAD_ATTRIBUTE
+from mlirtune.schedules.contraction.steps.prefetch_panel import PANEL_ATTRIBUTE
+from mlirtune.schedules.contraction.steps.widen import vectorize_widening, widened_type
 
 # K rows (of B) or columns (of A) each vectorised packing copy moves.
 COPY_ROWS = 8

@@ -20,7 +20,7 @@ from mlir import ir
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.contraction.fusion import POINTWISE
-from mlirtune.schedules.contraction.widen import vectorize_widening, widened_type
+from mlirtune.schedules.contraction.steps.widen import vectorize_widening, widened_type
 
 
 @dataclass(frozen=True)

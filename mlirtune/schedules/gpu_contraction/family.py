@@ -4,6 +4,8 @@ model (NVIDIA GPUs)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import ClassVar
 
 import z3
 from mlir import ir
@@ -18,6 +20,7 @@ from mlirtune.interfaces.schedule import (
     Domains,
     Knob,
     KnobVariables,
+    Step,
 )
 from mlirtune.interfaces.target import Target
 from mlirtune.schedules.family import LibraryFamily
@@ -28,6 +31,13 @@ from mlirtune.schedules.gpu_contraction.mma import (
     mma_tile_problem,
     mma_unsupported,
 )
+from mlirtune.schedules.gpu_contraction.steps.dynamic_shared import (
+    extern_dynamic_shared_memory,
+    use_dynamic_shared_memory,
+)
+from mlirtune.schedules.gpu_contraction.steps.stages import pipeline_shared_copies
+from mlirtune.schedules.gpu_contraction.steps.warp_mma import lower_warp_mma
+from mlirtune.schedules.gpu_contraction.steps.workgroup import share_workgroup_tiles
 from mlirtune.schedules.gpu_contraction.tiles import (
     block_dims,
     copy_lanes,
@@ -105,6 +115,13 @@ class GpuContraction(LibraryFamily):
     """block_m x block_n output tiles per thread block, thread_m x thread_n per thread."""
 
     name = "gpu_contraction"
+    steps: ClassVar[Mapping[str, Step]] = {
+        "share-workgroup-tiles": share_workgroup_tiles,
+        "lower-warp-mma": lower_warp_mma,
+        "pipeline-shared-copies": pipeline_shared_copies,
+        "dynamic-shared-memory": use_dynamic_shared_memory,
+        "extern-dynamic-shared-memory": extern_dynamic_shared_memory,
+    }
     description = "matmul + epilogue tiled into GPU blocks and threads, lowered to PTX"
     root_kinds = ("matmul",)
     target_kinds = (NvidiaGPU.name,)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config
-from mlirtune.ir.workgroup import ldmatrix_row_padding
+from mlirtune.schedules.gpu_contraction.steps.workgroup import ldmatrix_row_padding
 from mlirtune.targets.nvidia_gpu import NvidiaGPU
 
 

@@ -12,11 +12,11 @@ from mlir.dialects.transform import structured
 from mlir.dialects.transform import vector as tvector
 
 from mlirtune.interfaces.schedule import Config
-from mlirtune.ir.stages import STAGES_ATTRIBUTE
-from mlirtune.ir.workgroup import LANES_ATTRIBUTE
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.gpu_contraction.accumulators import hoist_accumulators
 from mlirtune.schedules.gpu_contraction.mma import accumulate_in_fragments, tile_warps
+from mlirtune.schedules.gpu_contraction.steps.stages import STAGES_ATTRIBUTE
+from mlirtune.schedules.gpu_contraction.steps.workgroup import LANES_ATTRIBUTE
 from mlirtune.schedules.gpu_contraction.tiles import block_dims
 from mlirtune.targets.nvidia_gpu import NvidiaGPU
 

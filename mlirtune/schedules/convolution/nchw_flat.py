@@ -1,4 +1,4 @@
-"""The convolution family's NCHW path over flat rows (FLAT_ROWS=1, mlirtune.ir.flat_conv):
+"""The convolution family's NCHW path over flat rows (FLAT_ROWS=1, flat_conv.py):
 the step `flatten-conv-rows` has rewritten the conv as a generic over each output plane as
 one row of (OH - 1) * IW + OW positions, and this schedules it like `nchw_rows` schedules
 one output row: F_TILE channels x OW_TILE positions per register tile, the fill fused, one
@@ -14,10 +14,10 @@ from mlir import ir
 
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config
-from mlirtune.ir.flat_conv import FLAT_CROP_ATTRIBUTE
 from mlirtune.schedules.builder import ScheduleBuilder
-from mlirtune.schedules.nchw_rows import vectorize_tap_steps
-from mlirtune.schedules.nchw_tiles import plane_row
+from mlirtune.schedules.convolution.flat_conv import FLAT_CROP_ATTRIBUTE
+from mlirtune.schedules.convolution.nchw_rows import vectorize_tap_steps
+from mlirtune.schedules.convolution.nchw_tiles import plane_row
 
 # The crop: a copy, or an add into a conv's init that is not a fill (its producer fused).
 CROP_OPS = ["linalg.copy", "linalg.generic"]

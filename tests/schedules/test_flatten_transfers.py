@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from mlir import ir
 
-from mlirtune.ir.flatten_transfers import flatten_narrow_transfers
 from mlirtune.ir.inspect import ops_named
+from mlirtune.schedules.contraction.steps.flatten_transfers import flatten_narrow_transfers
 
 PAIRS = """
 func.func @pairs(%panel: memref<8x16x2xbf16>, %out: memref<8x16x2xbf16>, %k: index) {

@@ -9,7 +9,11 @@ from mlir import ir
 from mlirtune.api import engine_for
 from mlirtune.ir.context import new_context
 from mlirtune.ir.inspect import ops_named
-from mlirtune.ir.prefetch_panel import KEEP_IN_L2, PANEL_ATTRIBUTE, prefetch_next_panel
+from mlirtune.schedules.contraction.steps.prefetch_panel import (
+    KEEP_IN_L2,
+    PANEL_ATTRIBUTE,
+    prefetch_next_panel,
+)
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads import Matmul
 

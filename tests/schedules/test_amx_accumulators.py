@@ -9,8 +9,11 @@ from __future__ import annotations
 import pytest
 from mlir import ir
 
-from mlirtune.ir.amx_accumulators import ACCUMULATE_ATTRIBUTE, hoist_amx_accumulators
 from mlirtune.ir.inspect import ops_named
+from mlirtune.schedules.contraction.steps.amx_accumulators import (
+    ACCUMULATE_ATTRIBUTE,
+    hoist_amx_accumulators,
+)
 
 # Two C tiles of a 16 x 32 register tile, as convert-vector-to-amx leaves them: each K step
 # loads A once per product, and loads and stores each C tile through its own subview.

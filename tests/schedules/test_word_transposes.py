@@ -8,7 +8,7 @@ import pytest
 from mlir import ir
 
 from mlirtune.ir.inspect import op_counts, ops_named
-from mlirtune.ir.word_transposes import transpose_groups_as_words
+from mlirtune.schedules.contraction.steps.word_transposes import transpose_groups_as_words
 
 # A square of B [N, K] rows read as the vectorized pack reads them, cast to groups and
 # transposed into the VNNI layout.

@@ -12,13 +12,37 @@ filter loops because loop-invariant subsets are hoisted.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar
+
 import z3
 from mlir import ir
 
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.interfaces.schedule import Config, Constraint, Domains, Knob, KnobVariables
+from mlirtune.interfaces.schedule import Config, Constraint, Domains, Knob, KnobVariables, Step
 from mlirtune.schedules.builder import ScheduleBuilder
+from mlirtune.schedules.convolution.flat_conv import flatten_conv_rows
+from mlirtune.schedules.convolution.nchw_flat import flat_channel_rows
+from mlirtune.schedules.convolution.nchw_rows import NCHW_OP, channel_rows
+from mlirtune.schedules.convolution.nchw_strided import strided_channels_first
+from mlirtune.schedules.convolution.nchw_tiles import (
+    NCHW_ROWS,
+    channel_row_tile,
+    flat_rows_choices,
+    flat_rows_considered,
+    oh_tiles,
+    plane_row,
+    row_columns,
+    unit_taps,
+)
+from mlirtune.schedules.convolution.nhwc import (
+    convolution_schedule,
+    pack_filter_choices,
+    packs_filter,
+    whole_tiles_constraint,
+)
+from mlirtune.schedules.convolution.root import convolution_flops, recognise_convolution
 from mlirtune.schedules.cpu_model import (
     ACCUMULATOR_CYCLES,
     TILE_CYCLES,
@@ -41,25 +65,6 @@ from mlirtune.schedules.knobs import (
     register_rows,
     threads_knob,
     vector_columns,
-)
-from mlirtune.schedules.nchw_flat import flat_channel_rows
-from mlirtune.schedules.nchw_rows import NCHW_OP, channel_rows
-from mlirtune.schedules.nchw_strided import strided_channels_first
-from mlirtune.schedules.nchw_tiles import (
-    NCHW_ROWS,
-    channel_row_tile,
-    flat_rows_choices,
-    flat_rows_considered,
-    oh_tiles,
-    plane_row,
-    row_columns,
-    unit_taps,
-)
-from mlirtune.schedules.nhwc import (
-    convolution_schedule,
-    pack_filter_choices,
-    packs_filter,
-    whole_tiles_constraint,
 )
 from mlirtune.targets.host_cpu import HostCPU
 
@@ -123,8 +128,10 @@ class Convolution(HostFamily):
     filter rows), C_TILE input channels per filter-loop step."""
 
     name = "convolution"
+    steps: ClassVar[Mapping[str, Step]] = {"flatten-conv-rows": flatten_conv_rows}
     description = "output-row tiles, per-tap 1-D decomposition, vectorized outer products"
     root_kinds = ("conv2d",)
+    owns = ("conv2d",)
     knobs = (
         Knob(
             "OW_TILE",
@@ -160,6 +167,17 @@ class Convolution(HostFamily):
         ),
         threads_knob(),
     )
+
+    def recognise(
+        self, op: ir.Operation, loops: list[int], dtypes: tuple[str, ...]
+    ) -> OpInfo | None:
+        return recognise_convolution(op, loops, dtypes)
+
+    def root_flops(self, op: OpInfo) -> int:
+        return convolution_flops(op)
+
+    def summed_terms(self, op: OpInfo) -> int:
+        return op.dims["C"] * op.dims["KH"] * op.dims["KW"]
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
         if op.attributes.get("nchw"):

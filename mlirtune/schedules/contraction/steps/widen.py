@@ -29,9 +29,10 @@ from mlir.dialects.transform import vector as tvector
 from mlirtune.interfaces.dtype import dtype_named
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config
-from mlirtune.ir.roots import ROOT_ATTRIBUTE, describe
+from mlirtune.ir.roots import ROOT_ATTRIBUTE, element_types, loop_sizes
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.contraction.knob_values import PACK_NONE, UNIT_DOT, UNIT_FMA
+from mlirtune.schedules.contraction.root import recognise_contraction
 from mlirtune.schedules.cpu_model import SKINNY_ROWS
 
 # Marks the copies that widen the operands. They are vectorized a row of WIDENING_ROW
@@ -115,7 +116,8 @@ def widen_narrow_operands(module: ir.Module, pack: int = PACK_NONE, unit: int = 
 
     def visit(op: ir.Operation) -> ir.WalkResult:
         if ROOT_ATTRIBUTE in op.attributes:
-            info = describe(op)
+            loops = loop_sizes(op)
+            info = recognise_contraction(op, loops, element_types(op)) if loops else None
             wide = None if info is None else widened_type(info, parameters)
             if wide is not None:
                 roots.append((op, wide))

@@ -5,7 +5,7 @@ them, the rows they span, and whether an output plane is computed row by row
 from __future__ import annotations
 
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.ir.flat_conv import flat_length
+from mlirtune.schedules.convolution.flat_conv import flat_length
 from mlirtune.schedules.knobs import vector_columns
 from mlirtune.targets.host_cpu import HostCPU
 
@@ -46,7 +46,7 @@ def oh_tiles(op: OpInfo, lanes: int) -> list[int]:
 
 def flat_rows_eligible(op: OpInfo) -> bool:
     """A conv of `unit_taps` with unit stride along H too, alone in its payload: its planes
-    can be computed as flat rows (mlirtune.ir.flat_conv)."""
+    can be computed as flat rows (mlirtune.schedules.convolution.flat_conv)."""
     attributes = op.attributes
     return unit_taps(op) and attributes.get("stride", 1) == 1 and attributes.get("convs", 1) == 1
 

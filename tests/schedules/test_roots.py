@@ -3,7 +3,8 @@
 import pytest
 from mlir import ir
 
-from mlirtune.ir.roots import ROOT_ATTRIBUTE, annotate_roots, find_roots
+from mlirtune.ir.roots import ROOT_ATTRIBUTE
+from mlirtune.schedules.roots import annotate_roots, find_roots
 from mlirtune.workloads import BatchMatmul, Conv2d, Matmul, Mlp, Softmax
 
 

@@ -5,7 +5,7 @@ merge."""
 from mlir import ir
 
 from mlirtune.ir.inspect import ops_named
-from mlirtune.ir.workgroup import share_workgroup_tiles
+from mlirtune.schedules.gpu_contraction.steps.workgroup import share_workgroup_tiles
 
 # What promoting two operands into workgroup memory leaves before outlining.
 PROMOTED = """

@@ -11,7 +11,11 @@ from mlirtune.api import engine_for
 from mlirtune.ir.context import new_context
 from mlirtune.ir.inspect import ops_named
 from mlirtune.ir.prefetch import KEEP_IN_ALL_CACHES
-from mlirtune.ir.prefetch_ahead import AHEAD_ATTRIBUTE, AHEAD_BYTES, prefetch_panel_ahead
+from mlirtune.schedules.contraction.steps.prefetch_ahead import (
+    AHEAD_ATTRIBUTE,
+    AHEAD_BYTES,
+    prefetch_panel_ahead,
+)
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads import Matmul, Mlp
 

@@ -24,7 +24,7 @@ from mlir.dialects import arith, memref, nvgpu, scf
 
 from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.ir.inspect import ops_named
-from mlirtune.ir.workgroup import in_workgroup
+from mlirtune.schedules.gpu_contraction.steps.workgroup import in_workgroup
 
 STAGE = "pipeline-shared-copies"
 STAGES_ATTRIBUTE = "mlirtune.stages"  # set by the schedule on the K loop it tiles

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from mlir import ir
 
-from mlirtune.ir.bf16_shuffles import shuffle_bf16_as_i16
 from mlirtune.ir.inspect import ops_named
+from mlirtune.schedules.contraction.steps.bf16_shuffles import shuffle_bf16_as_i16
 
 SHUFFLES = """
 func.func @shuffles(%rows: vector<2x4xbf16>, %x: vector<4xbf16>, %y: vector<4xbf16>,

@@ -19,8 +19,8 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import vector
 
-from mlirtune.ir.flatten_transfers import shape_cast_folded
 from mlirtune.ir.inspect import ops_named
+from mlirtune.schedules.contraction.steps.flatten_transfers import shape_cast_folded
 
 WORD_BITS = 32
 # The permutation that swaps two outer dims and keeps the groups whole.

@@ -24,7 +24,7 @@ from mlir.dialects import arith, gpu, llvm, nvgpu, nvvm, vector
 from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.ir.constants import is_zero_splat, splat
 from mlirtune.ir.inspect import ops_named
-from mlirtune.ir.workgroup import in_workgroup
+from mlirtune.schedules.gpu_contraction.steps.workgroup import in_workgroup
 
 STAGE = "lower-warp-mma"
 # Operand shapes of one mma.sync.m16n8k16 at warp level, and a lane's fragments of them.

@@ -6,7 +6,7 @@ import pytest
 from mlir import ir
 
 from mlirtune.ir.context import new_context
-from mlirtune.ir.pair_products import PMADDWD, pair_products
+from mlirtune.schedules.contraction.steps.pair_products import PMADDWD, pair_products
 
 MAPS = """
 #a = affine_map<(n, k, p) -> (k, p)>
