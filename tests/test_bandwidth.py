@@ -9,13 +9,13 @@ import pytest
 
 from mlirtune import peak
 from mlirtune.api import engine_for
-from mlirtune.cli.tune import _print_report
+from mlirtune.cli.tune_report import print_report
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.tune.db_records import Verdict
 from mlirtune.tune.outcome import Outcome
 from mlirtune.tune.problem import generate
-from mlirtune.tune.tuner import TuneReport
+from mlirtune.tune.results import TuneReport
 from mlirtune.workloads import Matmul
 from mlirtune.workloads.stream_read import CHAINS, StreamRead
 
@@ -110,11 +110,11 @@ def test_the_tune_report_gives_a_memory_bound_workload_its_share_of_bandwidth(
     workload = Matmul(M=1, N=11008, K=4096)
     complexity = workload.get_complexity()
     moved = complexity.bytes_read + complexity.bytes_written
-    _print_report(tune_report(workload, moved / 10e9), PAST_L3)  # 10 GB/s: half of 20
+    print_report(tune_report(workload, moved / 10e9), PAST_L3)  # 10 GB/s: half of 20
     out = capsys.readouterr().out
     assert "% bandwidth" in out and " 10.0 " in out and " 50% " in out
     assert "memory-bound" in out and "measured 20.0 GB/s" in out
-    _print_report(tune_report(Matmul(M=64, N=64, K=64), 1e-5), HostCPU())
+    print_report(tune_report(Matmul(M=64, N=64, K=64), 1e-5), HostCPU())
     assert "bandwidth" not in capsys.readouterr().out
 
 

@@ -4,20 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 import warnings
-from collections import Counter
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from mlir import ir
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from mlirtune.bench.stats import median_ci
 from mlirtune.cli.common import (
     SEED_MAX,
     add_command,
@@ -30,15 +24,15 @@ from mlirtune.cli.common import (
     target_of,
     workload_of,
 )
+from mlirtune.cli.tune_report import ProgressBar, print_plain, print_report, print_space
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.ir.context import new_context
-from mlirtune.tune.outcome import Outcome
 from mlirtune.tune.strategies import STRATEGIES, strategy_class
 
 if TYPE_CHECKING:  # imported on use: `mlirtune --help` stays fast
     from mlirtune.interfaces.target import Target
+    from mlirtune.tune.results import TuneReport
     from mlirtune.tune.starters import Starter
-    from mlirtune.tune.tuner import TuneReport
 
 EPILOG = """\
 examples:
@@ -76,6 +70,14 @@ def add_tune_parser(commands: Any) -> None:
     )
     cmd = add_command(commands, "tune", text, EPILOG, description)
     add_workload_arguments(cmd)
+    _add_search_arguments(cmd)
+    add_db_argument(cmd)
+    _add_run_arguments(cmd)
+    cmd.set_defaults(handler=cmd_tune)
+
+
+def _add_search_arguments(cmd: argparse.ArgumentParser) -> None:
+    """How long the search runs, and how it chooses candidates."""
     cmd.add_argument(
         "--budget",
         type=integer(1),
@@ -105,7 +107,10 @@ def add_tune_parser(commands: Any) -> None:
         metavar="N",
         help=f"seed of the strategy, 0 to {SEED_MAX} (default: %(default)s)",
     )
-    add_db_argument(cmd)
+
+
+def _add_run_arguments(cmd: argparse.ArgumentParser) -> None:
+    """The race, the worker processes, where the search starts and what it writes."""
     cmd.add_argument(
         "--finalists",
         type=integer(1),
@@ -146,7 +151,6 @@ def add_tune_parser(commands: Any) -> None:
         action="store_true",
         help="print the space (constraints, and its knobs as transform.tune.knob IR); no tuning",
     )
-    cmd.set_defaults(handler=cmd_tune)
 
 
 def _strategy(name: str) -> str:
@@ -187,11 +191,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if args.update_spec:
         entry = write_verdict(args.update_spec, report)
         if not args.json:
-            _print_plain(Console(stderr=True), f"updated entry {entry} in {args.update_spec}")
+            print_plain(Console(stderr=True), f"updated entry {entry} in {args.update_spec}")
     if args.json:
         print(json.dumps(report.to_json()))
     else:
-        _print_report(report, target)
+        print_report(report, target)
     return 0
 
 
@@ -212,7 +216,7 @@ def _tune_one(args: argparse.Namespace, workload, target: Target, options) -> Tu
         search_threads=args.search_threads,
     )
     if args.show_space:
-        _print_space(problem.space)
+        print_space(problem.space)
         return None
     starters = _starters(args.starter_spec, problem)
     options = replace(options, starters=tuple(s.config for s in starters))
@@ -222,7 +226,7 @@ def _tune_one(args: argparse.Namespace, workload, target: Target, options) -> Tu
     console = Console(stderr=True)
     with TuningDB(args.db) as db:
         if not args.json:
-            _print_plain(
+            print_plain(
                 console,
                 f"tuning {label(workload.describe())}",
                 f"  pipeline {problem.key.pipeline} (schedule {problem.family.name}), "
@@ -233,8 +237,8 @@ def _tune_one(args: argparse.Namespace, workload, target: Target, options) -> Tu
         if foreign:  # said even with --json (on stderr): it changes what is measured first
             names = ", ".join(f"{s.label} ({s.tuned_on})" for s in foreign)
             count = plural(len(foreign), "config")
-            _print_plain(console, f"  starting from {count} tuned on other CPU classes: {names}")
-        progress = _ProgressBar(console, options.budget or problem.space.count())
+            print_plain(console, f"  starting from {count} tuned on other CPU classes: {names}")
+        progress = ProgressBar(console, options.budget or problem.space.count())
         try:
             with progress.bar:
                 return tune(problem, options, db, progress)
@@ -249,13 +253,6 @@ def _tune_one(args: argparse.Namespace, workload, target: Target, options) -> Tu
 
 
 DEFAULT_SPECS = "<default>"
-
-
-def _print_plain(console: Console, *lines: str) -> None:
-    """Lines as they are: no markup, no highlighting, and no wrapping at the 80 columns rich
-    assumes when the output is not a terminal (a long path stays whole, for copying)."""
-    for line in lines:
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _starters(spec: str | None, problem) -> list[Starter]:
@@ -283,117 +280,3 @@ def _starters(spec: str | None, problem) -> list[Starter]:
         if not known and problem.space.contains(starter.config):  # not asked for: no warning
             starters.append(starter)
     return starters
-
-
-class _ProgressBar:
-    """Candidates done, failures by status and the best GFLOP/s so far."""
-
-    def __init__(self, console: Console, total: int) -> None:
-        self.bar = Progress(
-            TextColumn("{task.description:8s}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("{task.fields[status]}"),
-            console=console,
-            transient=False,
-        )
-        self.task = self.bar.add_task("search", total=total, status="")
-        self.done = self.resumed = 0
-        self.failures: Counter[str] = Counter()
-        self.best: float | None = None
-
-    def phase(self, text: str) -> None:
-        self.bar.update(self.task, description=text)
-
-    def result(self, config: dict, outcome: Outcome, resumed: bool) -> None:
-        self.done += 1
-        self.resumed += resumed
-        if outcome.ok:
-            self.best = max(self.best or 0.0, outcome.gflops or 0.0)
-        else:
-            self.failures[outcome.status] += 1
-        parts = [f"best {self.best:.1f} GFLOP/s" if self.best else "no valid config yet"]
-        parts += [f"{status} {count}" for status, count in sorted(self.failures.items())]
-        if self.resumed:
-            parts.append(f"{self.resumed} from database")
-        self.bar.update(self.task, completed=self.done, status=", ".join(parts))
-
-
-def _print_space(space) -> None:
-    from mlir import ir
-
-    from mlirtune.ir.context import new_context
-
-    print(f"// {plural(space.count(), 'config')} of schedule {space.schedule}; constraints:")
-    for name, description in space.describe():
-        print(f"//   {name}: {description}")
-    with new_context(), ir.Location.unknown():
-        print(space.to_transform_module())
-
-
-def _print_report(report: TuneReport, target: Target) -> None:
-    from mlirtune.peak import measured_peak_gflops, memory_bound_gbs
-    from mlirtune.targets.host_cpu import HostCPU
-
-    problem = report.problem
-    # Against the host's measured FMA peak and, for a memory-bound workload, its measured
-    # streaming bandwidth (each measured once per CPU, then cached).
-    dtype = problem.op.element_type
-    complexity = problem.workload.get_complexity()
-    on_host = isinstance(target, HostCPU)
-    # The peak is one core's; a kernel on N threads has N of them.
-    peak = measured_peak_gflops(target, dtype) * target.threads if on_host else 0.0
-    bandwidth = memory_bound_gbs(target, complexity, dtype) if on_host else None
-    moved = complexity.bytes_read + complexity.bytes_written
-    threads = f" on {target.threads} threads" if on_host and target.threads > 1 else ""
-    print(f"{label(problem.workload.describe())}{threads}: baseline vs best")  # not a title
-    table = Table()
-    columns = ["config", "median ms", "95% CI ms", "GFLOP/s", "% peak", "speedup"]
-    if bandwidth:
-        columns[5:5] = ["GB/s", "% bandwidth"]
-    for column in columns:
-        table.add_column(column, justify="left" if column == "config" else "right", no_wrap=True)
-    baseline_median = float(np.median(report.baseline_samples))
-    rows = [("baseline", problem.baseline, report.baseline_samples)]
-    # The winner (which need not be the fastest median raced: see race_finalists), else
-    # the fastest config other than the baseline.
-    shown = report.winner or report.fastest_candidate
-    if shown is not None:
-        name = "best" if report.winner else "fastest"
-        rows.append((name, shown, report.samples_of(shown)))
-    for name, config, samples in rows:
-        samples = np.asarray(samples)
-        median = float(np.median(samples))
-        low, high = median_ci(samples)
-        gflops = report.gflops(config)
-        cells = [
-            name,
-            f"{median * 1e3:.4f}",
-            f"[{low * 1e3:.4f}, {high * 1e3:.4f}]",
-            f"{gflops:.1f}",
-            f"{100 * gflops / peak:.0f}%" if peak else "-",
-            f"{baseline_median / median:.3f}x",
-        ]
-        if bandwidth:
-            gbs = moved / median / 1e9
-            cells[5:5] = [f"{gbs:.1f}", f"{100 * gbs / bandwidth:.0f}%"]
-        table.add_row(*cells)
-    # Wide enough for the table when the output is not a terminal (rich assumes 80 columns).
-    Console(width=shutil.get_terminal_size((120, 24)).columns).print(table)
-    if bandwidth:
-        print(
-            f"memory-bound: {moved / complexity.flops:.3g} bytes/FLOP, above the host's "
-            f"{bandwidth / peak:.3g}; % bandwidth is of the measured {bandwidth:.1f} GB/s read"
-        )
-    for name, config, _ in rows:  # under the table, which then fits in 80 columns
-        print(f"{name + ':':9s} {' '.join(f'{k}={v}' for k, v in config.items())}")
-    failed = ", ".join(f"{s} {n}" for s, n in report.failed_by_status.items()) or "none"
-    print(
-        f"evaluated {len(report.evaluated)} of {plural(problem.space.count(), 'config')} "
-        f"({report.resumed} from the database); failures: {failed}"
-    )
-    if not report.winner:
-        print("the baseline stands: no candidate beat it in every round of the race")
-    for warning in report.warnings:
-        print(f"warning: {warning}", file=sys.stderr)

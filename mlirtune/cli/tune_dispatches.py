@@ -18,7 +18,7 @@ from rich.console import Console
 from mlirtune.cli.common import engine_of, plural
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.workload import Workload
-from mlirtune.tune.tuner import TuneReport
+from mlirtune.tune.results import TuneReport
 
 # Rounds of the closing comparison: ours, eager and torch.compile in turn.
 ROUNDS = 3

@@ -32,8 +32,9 @@ from mlirtune.tune.db import TuningDB, Verdict
 from mlirtune.tune.evaluator import EvaluatorSettings, IsolatedEvaluator
 from mlirtune.tune.key import TuningKey
 from mlirtune.tune.problem import Config, TuningProblem, generate
+from mlirtune.tune.results import Candidate, rank
 from mlirtune.tune.starters import tuned_config
-from mlirtune.tune.tuner import Candidate, TuneOptions, race_finalists, rank, verdict_of
+from mlirtune.tune.tuner import TuneOptions, race_finalists, verdict_of
 from mlirtune.tune.worker import RACE_BENCH
 
 SELECTOR = "selector"  # the name of the parameter selector's candidate

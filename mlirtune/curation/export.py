@@ -29,7 +29,7 @@ from mlirtune.tune.key import TuningKey
 from mlirtune.workloads import WORKLOADS, workload_class
 
 if TYPE_CHECKING:
-    from mlirtune.tune.tuner import TuneReport
+    from mlirtune.tune.results import TuneReport
 
 
 def entry_name(workload: dict[str, Any], pipeline: str) -> str:

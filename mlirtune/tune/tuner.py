@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -24,7 +23,8 @@ from mlirtune.tune.db import TuningDB, Verdict
 from mlirtune.tune.evaluator import EvaluatorSettings, IsolatedEvaluator
 from mlirtune.tune.outcome import Outcome
 from mlirtune.tune.problem import Config, TuningProblem
-from mlirtune.tune.strategies import config_key, strategy_class
+from mlirtune.tune.results import Candidate, TuneReport, rank, relative_change
+from mlirtune.tune.strategies import Strategy, config_key, strategy_class
 
 # Worker processes the final race's rounds are split over (see `race_finalists`).
 RACE_PROCESSES = 2
@@ -76,99 +76,6 @@ class TuneObserver(Protocol):
     def result(self, config: Config, outcome: Outcome, resumed: bool) -> None: ...
 
 
-@dataclass
-class Candidate:
-    """A config and its outcome, as ranked."""
-
-    config: Config
-    outcome: Outcome
-
-
-@dataclass
-class TuneReport:
-    """Everything a tuning run found, for the table and `--json`."""
-
-    problem: TuningProblem
-    strategy: str
-    evaluated: list[Candidate]
-    resumed: int
-    baseline_first: Outcome
-    baseline_last: Outcome
-    race: dict[tuple, list[float]]
-    winner: Config | None
-    verdict: Verdict
-    warnings: list[str]
-    seconds: dict[str, float] = field(default_factory=dict)  # wall time of each stage
-
-    @property
-    def failed_by_status(self) -> dict[str, int]:
-        return dict(Counter(c.outcome.status for c in self.evaluated if not c.outcome.ok))
-
-    @property
-    def baseline_samples(self) -> list[float]:
-        return self.samples_of(self.problem.baseline)
-
-    def samples_of(self, config: Config) -> list[float]:
-        """The config's race samples, else its samples from the search (the baseline's from
-        its first measurement)."""
-        if config_key(config) in self.race:
-            return self.race[config_key(config)]
-        if config == self.problem.baseline:
-            return list(self.baseline_first.samples)
-        return list(next(c.outcome.samples for c in self.evaluated if c.config == config))
-
-    @property
-    def fastest_candidate(self) -> Config | None:
-        """The fastest config other than the baseline, whether or not it was declared the
-        winner (by its race samples when it was raced)."""
-        others = [c.config for c in rank(self.evaluated) if c.config != self.problem.baseline]
-        if not others:
-            return None
-        return min(
-            others[: max(1, len(self.race) - 1)], key=lambda c: np.median(self.samples_of(c))
-        )
-
-    @property
-    def best(self) -> Config:
-        """The declared winner, or the baseline when none beat it beyond the noise."""
-        return self.winner or self.problem.baseline
-
-    @property
-    def speedup(self) -> float:
-        return float(np.median(self.baseline_samples) / np.median(self.samples_of(self.best)))
-
-    def gflops(self, config: Config) -> float:
-        return (
-            self.problem.workload.get_complexity().flops / np.median(self.samples_of(config)) / 1e9
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        problem = self.problem
-        return {
-            "workload": problem.workload.describe(),
-            "pipeline": problem.key.pipeline,
-            "strategy": self.strategy,
-            "space_size": problem.space.count(),
-            "evaluated": len(self.evaluated),
-            "resumed": self.resumed,
-            "failed_by_status": self.failed_by_status,
-            "baseline_params": problem.baseline,
-            "baseline_gflops": self.gflops(problem.baseline),
-            "best_params": self.best,
-            "best_gflops": self.gflops(self.best),
-            "winner": "candidate" if self.winner else "baseline",
-            "speedup_vs_baseline": self.speedup,
-            "baseline_drift": _relative_change(self.baseline_first, self.baseline_last),
-            "warnings": self.warnings,
-            "seconds": self.seconds,
-        }
-
-
-def rank(candidates: list[Candidate]) -> list[Candidate]:
-    """The candidates that ran correctly, fastest (lowest median) first."""
-    return sorted((c for c in candidates if c.outcome.ok), key=lambda c: c.outcome.median_s)
-
-
 def tune(
     problem: TuningProblem,
     options: TuneOptions,
@@ -178,95 +85,120 @@ def tune(
     """Search `problem`'s space within the budget and race the finalists."""
     options.check()
     strategy = strategy_class(options.strategy)(problem.space, options.seed)
-    observer = observer or _Silent()
-    key, warnings = problem.key, []
-    candidates: list[Candidate] = []
-    resumed = 0
-    settings = options.evaluator
-    first, last = problem.slot_values(problem.baseline), problem.slot_values(problem.baseline)
-    baselines: dict[str, Outcome] = {}
-    with IsolatedEvaluator(problem.workload, problem.target, problem.pipeline, settings) as ev:
+    starters, warnings = _starters(problem, options, strategy)
+    search = _Search(problem, options, db, strategy, observer or _Silent(), starters)
+    with IsolatedEvaluator(
+        problem.workload, problem.target, problem.pipeline, options.evaluator
+    ) as ev:
         ev.start_workers()  # every worker takes part: the baseline and a candidate at least
-        started = time.monotonic()
-        asked = 0
-        starters = [c for c in options.starters if problem.space.contains(c)]
-        warnings += [
-            f"starter config {c} breaks {', '.join(problem.space.violations(c))}; skipped"
-            for c in options.starters
-            if c not in starters
-        ]
-        # Then, for a guided strategy, the baseline's neighbours: where a model's bound is
-        # one step off, the search finds it before the strategy spends the budget elsewhere
-        # (2048^3 on an Intel Xeon: in 60 candidates TPE had not reached the K block one
-        # step past the selector's, which measured 1.01x).
-        if strategy.neighbours_first:
-            neighbours = problem.space.neighbours(problem.baseline)
-            starters += [c for c in neighbours if c not in starters]
-        # The baseline is the stream's first job and, once the budget is spent, its last: it
-        # is timed first and last while the other workers compile candidates.
-        issued: list[dict[str, int]] = []
-
-        def next_config() -> dict[str, int] | None:
-            nonlocal asked, resumed
-            if not issued:
-                issued.append(first)
-                return first
-            while True:
-                if _spent(options, asked, started) or (config := _ask(starters, strategy)) is None:
-                    if len(issued) == 2:
-                        return None
-                    issued.append(last)
-                    return last
-                asked += 1
-                stored = db.lookup(key, problem.slot_values(config))
-                if stored is None:
-                    return problem.slot_values(config)
-                resumed += 1
-                record(config, stored, from_db=True)
-
-        cutoff = Cutoff(options.cutoff_factor)
-
-        def record(config: Config, outcome: Outcome, from_db: bool) -> None:
-            candidates.append(Candidate(config, outcome))
-            cutoff.saw(outcome)
-            strategy.tell(config, outcome)
-            observer.result(config, outcome, from_db)
-
-        def on_result(slot_values: dict[str, int], outcome: Outcome) -> None:
-            if slot_values is first or slot_values is last:  # `evaluate` hands back our dict
-                baselines["first" if slot_values is first else "last"] = _baseline(
-                    problem, db, outcome
-                )
-                cutoff.saw(outcome)
-                return
-            db.record(key, slot_values, outcome)
-            record(problem.config_of(slot_values), outcome, from_db=False)
-
-        def cutoff_of(slot_values: dict[str, int]) -> float | None:
-            """The baseline is always measured in full: its drift check compares its two
-            medians."""
-            return None if slot_values is first or slot_values is last else cutoff.seconds()
-
-        observer.phase("search")
-        ev.evaluate(next_config, on_result, cutoff_of)
-        seconds = {"search": time.monotonic() - started}  # with both baselines
-        baseline_first, baseline_last = baselines["first"], baselines["last"]
-        drift = _relative_change(baseline_first, baseline_last)
+        search.observer.phase("search")
+        ev.evaluate(search.next_config, search.on_result, search.cutoff_of)
+        seconds = {"search": time.monotonic() - search.started}  # with both baselines
+        baseline_first, baseline_last = search.baselines["first"], search.baselines["last"]
+        drift = relative_change(baseline_first, baseline_last)
         if abs(drift) > options.drift_tolerance:
             warnings.append(
                 f"the machine drifted: the baseline measured {drift:+.1%} between the start "
                 "and the end of the search; rankings from the search are less reliable"
             )
-        observer.phase("race")
-        race, winner = race_finalists(problem, ev, db, rank(candidates), options)
+        search.observer.phase("race")
+        race, winner = race_finalists(problem, ev, db, rank(search.candidates), options)
         verdict = verdict_of(problem, race, winner, baseline_last)
-        db.record_verdict(key, verdict)
-        seconds["race"] = time.monotonic() - started - seconds["search"]
-    seconds["stop"] = time.monotonic() - started - seconds["search"] - seconds["race"]
+        db.record_verdict(problem.key, verdict)
+        seconds["race"] = time.monotonic() - search.started - seconds["search"]
+    seconds["stop"] = time.monotonic() - search.started - seconds["search"] - seconds["race"]
     return TuneReport(
-        problem, strategy.name, candidates, resumed, baseline_first, baseline_last, race,
-        winner, verdict, warnings, seconds,
+        problem, strategy.name, search.candidates, search.resumed, baseline_first,
+        baseline_last, race, winner, verdict, warnings, seconds,
     )  # fmt: skip
+
+
+def _starters(
+    problem: TuningProblem, options: TuneOptions, strategy: Strategy
+) -> tuple[list[Config], list[str]]:
+    """The configs tried before the strategy's: the given starters inside the space (a
+    warning for each outside it), then, for a guided strategy, the baseline's neighbours:
+    where a model's bound is one step off, the search finds it before the strategy spends
+    the budget elsewhere (2048^3 on an Intel Xeon: in 60 candidates TPE had not reached the
+    K block one step past the selector's, which measured 1.01x)."""
+    starters = [c for c in options.starters if problem.space.contains(c)]
+    warnings = [
+        f"starter config {c} breaks {', '.join(problem.space.violations(c))}; skipped"
+        for c in options.starters
+        if c not in starters
+    ]
+    if strategy.neighbours_first:
+        neighbours = problem.space.neighbours(problem.baseline)
+        starters += [c for c in neighbours if c not in starters]
+    return starters, warnings
+
+
+class _Search:
+    """The search's side of the evaluator's stream: which config is next, and what becomes
+    of each result. The baseline is the stream's first job and, once the budget is spent,
+    its last: it is timed first and last while the other workers compile candidates."""
+
+    def __init__(
+        self,
+        problem: TuningProblem,
+        options: TuneOptions,
+        db: TuningDB,
+        strategy: Strategy,
+        observer: TuneObserver,
+        starters: list[Config],
+    ) -> None:
+        self.problem, self.options, self.db = problem, options, db
+        self.strategy, self.observer, self.starters = strategy, observer, starters
+        # Two dicts of the same values: `evaluate` hands back the very dict it was given.
+        self.first = problem.slot_values(problem.baseline)
+        self.last = problem.slot_values(problem.baseline)
+        self.candidates: list[Candidate] = []
+        self.baselines: dict[str, Outcome] = {}
+        self.cutoff = Cutoff(options.cutoff_factor)
+        self.issued: list[dict[str, int]] = []
+        self.asked = self.resumed = 0
+        self.started = time.monotonic()
+
+    def next_config(self) -> dict[str, int] | None:
+        """The next slot values to evaluate: the baseline, the candidates (a result stored
+        in the database is taken from there), the baseline again, then none."""
+        if not self.issued:
+            self.issued.append(self.first)
+            return self.first
+        while True:
+            spent = _spent(self.options, self.asked, self.started)
+            if spent or (config := _ask(self.starters, self.strategy)) is None:
+                if len(self.issued) == 2:
+                    return None
+                self.issued.append(self.last)
+                return self.last
+            self.asked += 1
+            stored = self.db.lookup(self.problem.key, self.problem.slot_values(config))
+            if stored is None:
+                return self.problem.slot_values(config)
+            self.resumed += 1
+            self.record(config, stored, from_db=True)
+
+    def record(self, config: Config, outcome: Outcome, from_db: bool) -> None:
+        self.candidates.append(Candidate(config, outcome))
+        self.cutoff.saw(outcome)
+        self.strategy.tell(config, outcome)
+        self.observer.result(config, outcome, from_db)
+
+    def on_result(self, slot_values: dict[str, int], outcome: Outcome) -> None:
+        if slot_values is self.first or slot_values is self.last:
+            which = "first" if slot_values is self.first else "last"
+            self.baselines[which] = _baseline(self.problem, self.db, outcome)
+            self.cutoff.saw(outcome)
+            return
+        self.db.record(self.problem.key, slot_values, outcome)
+        self.record(self.problem.config_of(slot_values), outcome, from_db=False)
+
+    def cutoff_of(self, slot_values: dict[str, int]) -> float | None:
+        """The baseline is always measured in full: its drift check compares its two
+        medians."""
+        baseline = slot_values is self.first or slot_values is self.last
+        return None if baseline else self.cutoff.seconds()
 
 
 @dataclass
@@ -364,10 +296,6 @@ def verdict_of(problem: TuningProblem, race, winner: Config | None, baseline: Ou
         median_s=median,
         gflops=problem.workload.get_complexity().flops / median / 1e9,
     )
-
-
-def _relative_change(first: Outcome, last: Outcome) -> float:
-    return float(last.median_s / first.median_s - 1.0)
 
 
 class _Silent:

@@ -136,75 +136,18 @@ class ChannelNorm(PayloadWorkload):
     # --- payload ------------------------------------------------------------------------------
 
     def payload_module(self) -> ir.Module:
-        element = self.dtype.mlir()
-        a, b, s = self.loops
         # X's and out's map: batch_train's loops are (c, n, s) over [N, C, S].
         x_map = _map(1, 0, 2) if self.kind == "batch_train" else _map(0, 1, 2)
-        inverse = 1.0 / self.statistics_count
-
-        def c(value: float, like: ir.Value) -> ir.Value:
-            return splat(value, like.type)
-
-        def sums(inputs, maps, shape, iterators, term) -> ir.Value:
-            """A zero-filled [shape] accumulating term(elements of `inputs`)."""
-            init = zero_filled(tensor.empty(shape, element), element)
-            kept = [d for d, it in enumerate(iterators) if it == P]
-            out_map = projection_map(len(iterators), kept)
-            return generic(
-                inputs,
-                init,
-                [*maps, out_map],
-                iterators,
-                lambda *v: arith.addf(v[-1], term(*v[:-1])),
-            )
-
-        def pointwise(inputs, maps, shape, body) -> ir.Value:
-            rank = len(shape)
-            return generic(
-                inputs,
-                tensor.empty(shape, element),
-                [*maps, projection_map(rank, list(range(rank)))],
-                [P] * rank,
-                lambda *v: body(*v[:-1]),
-            )
-
-        def rsqrt_of(mean: ir.Value) -> ir.Value:
-            return mmath.rsqrt(arith.addf(mean, c(self.eps, mean)))
+        ops = _Generics(self.dtype.mlir())
 
         def body(inputs: list[ir.Value], inits: list[ir.Value]) -> list[ir.Value]:
             x, *params = inputs
             if self.kind == "rms":
-                total = sums([x], [x_map], [a, s], [P, R, P], lambda v: arith.mulf(v, v))
-                scale = pointwise(
-                    [total],
-                    [projection_map(2, [0, 1])],
-                    [a, s],
-                    lambda t: rsqrt_of(arith.mulf(t, c(inverse, t))),
-                )
-                return [
-                    generic(
-                        [x, scale],
-                        inits[0],
-                        [x_map, _map(0, 2), x_map],
-                        [P, P, P],
-                        lambda v, k, _: arith.mulf(v, k),
-                    )
-                ]
+                return [self._rms(x, inits[0], x_map, ops)]
             if self.kind == "batch":
-                mean, var, weight, bias = params
-                row = projection_map(1, [0])
-                scale = pointwise(
-                    [var, weight], [row, row], [b], lambda v, w: arith.mulf(w, rsqrt_of(v))
-                )
-                shift = pointwise(
-                    [mean, scale, bias],
-                    [row, row, row],
-                    [b],
-                    lambda m, k, z: arith.subf(z, arith.mulf(m, k)),
-                )
-                per_element = _map(1)
+                scale, shift, per_element = self._batch_inference(params, ops)
             else:
-                scale, shift, per_element = self._statistics(x, params, x_map, sums, pointwise)
+                scale, shift, per_element = self._statistics(x, params, x_map, ops)
             return [
                 generic(
                     [x, scale, shift],
@@ -217,13 +160,44 @@ class ChannelNorm(PayloadWorkload):
 
         return build_payload(self.arguments(), body)
 
+    def _rms(self, x: ir.Value, out: ir.Value, x_map: ir.AffineMap, ops: _Generics) -> ir.Value:
+        """X scaled by the reciprocal root mean square of each (a, s) column over b."""
+        a, _, s = self.loops
+        inverse = 1.0 / self.statistics_count
+        total = ops.sums([x], [x_map], [a, s], [P, R, P], lambda v: arith.mulf(v, v))
+        scale = ops.pointwise(
+            [total],
+            [projection_map(2, [0, 1])],
+            [a, s],
+            lambda t: self._rsqrt_of(arith.mulf(t, splat(inverse, t.type))),
+        )
+        return generic(
+            [x, scale], out, [x_map, _map(0, 2), x_map], [P, P, P], lambda v, k, _: arith.mulf(v, k)
+        )
+
+    def _batch_inference(
+        self, params: list[ir.Value], ops: _Generics
+    ) -> tuple[ir.Value, ir.Value, ir.AffineMap]:
+        """batch: scale and shift per channel from the running mean and variance."""
+        _, b, _ = self.loops
+        mean, var, weight, bias = params
+        row = projection_map(1, [0])
+        scale = ops.pointwise(
+            [var, weight], [row, row], [b], lambda v, w: arith.mulf(w, self._rsqrt_of(v))
+        )
+        shift = ops.pointwise(
+            [mean, scale, bias],
+            [row, row, row],
+            [b],
+            lambda m, k, z: arith.subf(z, arith.mulf(m, k)),
+        )
+        return scale, shift, _map(1)
+
+    def _rsqrt_of(self, mean: ir.Value) -> ir.Value:
+        return mmath.rsqrt(arith.addf(mean, splat(self.eps, mean.type)))
+
     def _statistics(
-        self,
-        x: ir.Value,
-        params: list[ir.Value],
-        x_map: ir.AffineMap,
-        sums: Callable[..., ir.Value],
-        pointwise: Callable[..., ir.Value],
+        self, x: ir.Value, params: list[ir.Value], x_map: ir.AffineMap, ops: _Generics
     ) -> tuple[ir.Value, ir.Value, ir.AffineMap]:
         """batch_train and group: scale and shift per a (batch_train) or per (a, b) (group:
         per channel), from centred two-pass statistics per a; and their map from (a, b, s)."""
@@ -231,15 +205,15 @@ class ChannelNorm(PayloadWorkload):
         a, b, _ = self.loops
         inverse = 1.0 / self.statistics_count
         per_row = projection_map(2, [0, 1])
-        row_sums = sums([x], [x_map], [a, b], [P, P, R], lambda v: v)
-        total = sums([row_sums], [per_row], [a], [P, R], lambda v: v)
+        row_sums = ops.sums([x], [x_map], [a, b], [P, P, R], lambda v: v)
+        total = ops.sums([row_sums], [per_row], [a], [P, R], lambda v: v)
 
         def centred_square(v: ir.Value, t: ir.Value) -> ir.Value:
             d = arith.subf(v, arith.mulf(t, splat(inverse, t.type)))
             return arith.mulf(d, d)
 
-        squares = sums([x, total], [x_map, _map(0)], [a, b], [P, P, R], centred_square)
-        variance = sums([squares], [per_row], [a], [P, R], lambda v: v)
+        squares = ops.sums([x, total], [x_map, _map(0)], [a, b], [P, P, R], centred_square)
+        variance = ops.sums([squares], [per_row], [a], [P, R], lambda v: v)
 
         def scale_of(w: ir.Value, var: ir.Value) -> ir.Value:
             mean_square = arith.mulf(var, splat(inverse, var.type))
@@ -251,14 +225,14 @@ class ChannelNorm(PayloadWorkload):
         weight, bias = params
         if self.kind == "batch_train":
             row = projection_map(1, [0])
-            scale = pointwise([weight, variance], [row, row], [a], scale_of)
-            shift = pointwise([bias, total, scale], [row, row, row], [a], shift_of)
+            scale = ops.pointwise([weight, variance], [row, row], [a], scale_of)
+            shift = ops.pointwise([bias, total, scale], [row, row, row], [a], shift_of)
             return scale, shift, _map(0)
         # group: weight[c] and bias[c] as [N*G, C/G] (c = g*C/G + b), broadcast over n.
         weight, bias = (self._per_group_row(p, element) for p in (weight, bias))
         group = projection_map(2, [0])
-        scale = pointwise([weight, variance], [per_row, group], [a, b], scale_of)
-        shift = pointwise([bias, total, scale], [per_row, group, per_row], [a, b], shift_of)
+        scale = ops.pointwise([weight, variance], [per_row, group], [a, b], scale_of)
+        shift = ops.pointwise([bias, total, scale], [per_row, group, per_row], [a, b], shift_of)
         return scale, shift, _map(0, 1)
 
     def _per_group_row(self, param: ir.Value, element: ir.Type) -> ir.Value:
@@ -366,3 +340,47 @@ class ChannelNorm(PayloadWorkload):
         flops = {"batch": 2, "batch_train": 6, "group": 6, "rms": 3}[self.kind] * self.elements
         read = sum(a.nbytes for a in self.arguments() if not a.is_output)
         return Complexity(flops, read, self.elements * self.dtype.itemsize)
+
+
+class _Generics:
+    """The two shapes of linalg.generic a normalisation's payload is made of, in `element`."""
+
+    def __init__(self, element: ir.Type) -> None:
+        self.element = element
+
+    def sums(
+        self,
+        inputs: list[ir.Value],
+        maps: list[ir.AffineMap],
+        shape: list[int],
+        iterators: list[str],
+        term: Callable[..., ir.Value],
+    ) -> ir.Value:
+        """A zero-filled [shape] accumulating term(elements of `inputs`)."""
+        init = zero_filled(tensor.empty(shape, self.element), self.element)
+        kept = [d for d, it in enumerate(iterators) if it == P]
+        out_map = projection_map(len(iterators), kept)
+        return generic(
+            inputs,
+            init,
+            [*maps, out_map],
+            iterators,
+            lambda *v: arith.addf(v[-1], term(*v[:-1])),
+        )
+
+    def pointwise(
+        self,
+        inputs: list[ir.Value],
+        maps: list[ir.AffineMap],
+        shape: list[int],
+        body: Callable[..., ir.Value],
+    ) -> ir.Value:
+        """A [shape] of body(elements of `inputs`)."""
+        rank = len(shape)
+        return generic(
+            inputs,
+            tensor.empty(shape, self.element),
+            [*maps, projection_map(rank, list(range(rank)))],
+            [P] * rank,
+            lambda *v: body(*v[:-1]),
+        )

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from mlirtune.cli import _parser, main
 from mlirtune.cli.common import plural, workload_of
-from mlirtune.cli.tune import _print_plain
+from mlirtune.cli.tune_report import print_plain
 from mlirtune.tune.strategies import STRATEGIES
 
 COMMANDS = ["list", "pipelines", "run", "bench", "opt", "tune"]
@@ -128,5 +128,5 @@ def test_tune_header_lines_are_not_wrapped_or_highlighted():
     stream = io.StringIO()
     console = Console(file=stream, width=80, force_terminal=False)
     long_path = "/tmp/" + "a-very-long-directory-name/" * 4 + "tuning.db"
-    _print_plain(console, "tuning matmul M=512 [x]", f"  database {long_path}")
+    print_plain(console, "tuning matmul M=512 [x]", f"  database {long_path}")
     assert stream.getvalue() == f"tuning matmul M=512 [x]\n  database {long_path}\n"

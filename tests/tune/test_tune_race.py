@@ -6,11 +6,12 @@ from dataclasses import dataclass
 
 import pytest
 
-from mlirtune.cli.tune import _print_report
+from mlirtune.cli.tune_report import print_report
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.tune.outcome import Outcome
 from mlirtune.tune.problem import Config, generate
-from mlirtune.tune.tuner import Candidate, TuneOptions, TuneReport, race_finalists, verdict_of
+from mlirtune.tune.results import Candidate, TuneReport
+from mlirtune.tune.tuner import TuneOptions, race_finalists, verdict_of
 from mlirtune.workloads.matmul import Matmul
 
 
@@ -85,7 +86,7 @@ def test_the_report_shows_the_winner_not_the_fastest_median(problem, capsys):
         verdict=verdict_of(problem, race, winner, baseline),
         warnings=[],
     )
-    _print_report(report, problem.target)
+    print_report(report, problem.target)
     shown = {line.split()[0]: line.split()[1:] for line in capsys.readouterr().out.splitlines()}
     assert shown["best:"] == [f"{k}={v}" for k, v in problem.slot_values(finalists[0]).items()]
 

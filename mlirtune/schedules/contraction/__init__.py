@@ -1,8 +1,9 @@
 """The `contraction` family: cache and register tiling of matmul and batch_matmul roots, with
 their fill and element-wise consumers (bias, ReLU) fused into the cache tiles.
 
-transform.py builds the transform module; host.py holds the host CPU selector, constraints
-and cost model. packed.py (PACK > 0) packs the operands' panels; dot.py (UNIT 1 and 2) takes
+transform.py builds the transform module; host.py holds the host CPU selector and cost model,
+constraints.py the constraints, root.py the recognition of its roots, steps/ its own IR
+rewrites. packed.py (PACK > 0) packs the operands' panels; dot.py (UNIT 1 and 2) takes
 bf16 pairs; rows.py (UNIT 3) runs products of one column (N == 1) as row dot products along
 K; each path's *_host.py module holds its host selector. The knobs and their defaults are
 declared here, once.
@@ -19,6 +20,7 @@ from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, Domains, Knob, KnobVariables, Step
 from mlirtune.schedules.contraction import host
 from mlirtune.schedules.contraction.amx_host import amx_columns, amx_rows
+from mlirtune.schedules.contraction.constraints import constraints
 from mlirtune.schedules.contraction.dot import dot_schedule
 from mlirtune.schedules.contraction.knob_values import (
     PACK_AB,
@@ -236,7 +238,7 @@ class Contraction(HostFamily):
     def constraints_on(
         self, op: OpInfo, cpu: HostCPU, knobs: KnobVariables, domains: Domains
     ) -> list[Constraint]:
-        return host.constraints(op, cpu, knobs, domains)
+        return constraints(op, cpu, knobs, domains)
 
     def cost_on(self, op: OpInfo, cpu: HostCPU, config: Config) -> float:
         return host.cost(op, cpu, config)

@@ -126,148 +126,186 @@ def dot_schedule(op: OpInfo, parameters: Config) -> ir.Module:
     problem = dot_unusable(op, p)
     if problem:
         raise UsageError(f"schedule contraction: {problem}", stage="schedule")
-    mc, nc, kc, mr, nr = p["MC"], p["NC"], p["KC"], p["MR"], p["NR"]
-    lanes, bf16, group = DOT_LANES[op.element_type], op.element_type == "bf16", k_group(op, p)
-    any_op = transform.AnyOpType.get()
+    group, amx = k_group(op, p), p.get("UNIT") == UNIT_AMX
+    # AMX tiles over all of K at once start from zero in tile registers
+    # (ir/amx_accumulators.py): the fill goes into their register tiles, where that step
+    # drops it, rather than filling C's column block in a pass of its own (16 MiB of dead
+    # stores per 2048^3 call).
+    zero_start = amx and p["KC"] == op.dims["K"]
+    # B stored [N, K] on AMX tiles: each group is a 32-bit word of a row of B, so the pack
+    # is a transpose of words, 16 x 16 at a time (ir/word_transposes.py); a pair of K rows
+    # at a time, it read 2 bf16 from each of NR rows.
+    word_squares = amx and bool(op.attributes.get("transpose_b"))
+    pack_tile = [AMX_GROUPS, AMX_TILE] if word_squares else [1, p["NR"]]
     with ScheduleBuilder("contraction_dot") as s:
-        contraction = s.match_root(s.root, op.kind, step="match_contraction")
-        with s.at("pack_k_pairs"):
-            packed = structured.PackOp(
-                transform.OperationType.get("linalg.generic"),
-                contraction,
-                [],
-                static_packed_sizes=[0, 0, group],
-            ).packed_op
-        # A's pack only splits its rows' K into pairs: lowered, it is a reshape.
-        packs = s.match(s.root, ["linalg.pack"], step="match_packs")
-        pack_type = transform.OperationType.get("linalg.pack")
-        with s.at("reshape_a"):
-            a_pack, b_pack = transform.SplitHandleOp([any_op, any_op], packs).results
-            if op.attributes.get("transpose_b"):
-                # B stored [N, K] packs into [N, K/2, 2]: its outer dims swapped, the
-                # pairs lie as those of B [K, N] do (see unpaired_layouts).
-                structured.PackTransposeOp(
-                    transform.OperationType.get("linalg.generic"),
-                    pack_type,
-                    transform.OperationType.get("linalg.unpack"),
-                    transform.CastOp(pack_type, b_pack).result,
-                    packed,
-                    outer_perm=[1, 0],
-                )
-            structured.LowerPackOp(
-                transform.OperationType.get("tensor.pad"),
-                transform.OperationType.get("tensor.expand_shape"),
-                transform.OperationType.get("linalg.transpose"),
-                transform.CastOp(pack_type, a_pack).result,
-            )
-        # NC columns at a time of the last op, with the fill and the contraction fused, as
-        # on the packed path; an scf.forall spread over the threads when THREADS > 1.
-        parallel = p.get("THREADS", 1) > 1
-        _, column_loops = s.fuse_with_loops(
-            s.output_op(op), [0, nc], step="cache_tile_n", parallel=parallel
-        )
-        # B's pairs are packed per column block, into a buffer NC pairs wide: its rows stay
-        # close in the TLB and spread over L1's sets, whatever N is.
-        b_pack = s.match(s.root, ["linalg.pack"], step="match_b_pack")
-        b_pack = s.fuse_into(b_pack, column_loops[0], step="pack_b_per_column_block")
-        # The pack is tiled before the contraction, whose tile-and-fuse below would take
-        # it into the register tiles. B [K, N]'s pack copies one pair of K rows across the
-        # register tile's NR columns at a time: its transpose interleaves the two rows, one
-        # shuffle (as i16 for bf16: ir/bf16_shuffles.py), which LLVM lowers to unpacks and
-        # lane permutes (AVX2: 2 loads, 2 vpunpck, 2 vperm2i128 and 2 stores per pair of
-        # rows). Element by element, in [8, 16, 2] blocks, the copy took 40% of the int8
-        # kernel's time (AVX2 Zen 3: 512^3 55 -> 95 GOP/s, 2048^3 88 -> 98, 128x4096x4096
-        # 26 -> 78) and a third of the AMX path's (Xeon with AMX, 512^3 bf16: 580 -> 800
-        # GFLOP/s).
-        amx = p.get("UNIT") == UNIT_AMX
-        # B stored [N, K] on AMX tiles: each group is a 32-bit word of a row of B, so the
-        # pack is a transpose of words, 16 x 16 at a time (ir/word_transposes.py); a pair
-        # of K rows at a time, it read 2 bf16 from each of NR rows.
-        word_squares = amx and bool(op.attributes.get("transpose_b"))
-        pack_tile = [AMX_GROUPS, AMX_TILE] if word_squares else [1, nr]
-        b_pack, _ = s.tile(b_pack, pack_tile, step="tile_b_pack")
-        # AMX tiles over all of K at once start from zero in tile registers
-        # (ir/amx_accumulators.py): the fill goes into their register tiles, where that step
-        # drops it, rather than filling C's column block in a pass of its own (16 MiB of
-        # dead stores per 2048^3 call).
-        zero_start = amx and kc == op.dims["K"]
-        if not zero_start:
-            fill = s.match(s.root, ["linalg.fill"], step="match_fill")
-            s.tile(fill, [mr, nr], step="register_tile_fill")
-        epilogue = s.match_generic(s.root, ["parallel"] * 2, step="match_epilogue")
-        s.tile(epilogue, [mr, nr], step="register_tile_epilogue")
-        iterators = ["parallel", "parallel", "reduction", "reduction"]
-        contraction = s.match_generic(s.root, iterators, step="match_pairs_contraction")
-        if zero_start:
-            contraction = s.fuse(contraction, [mc, 0, 0, 0], step="cache_tile_m")
-            contraction, _ = s.fuse_with_loops(  # NR loop outer, MR loop inner
-                contraction, [mr, nr, 0, 0], step="register_tile", interchange=[1, 0]
-            )
-        else:
-            contraction, _ = s.tile(contraction, [0, 0, kc // group, 0], step="cache_tile_k")
-            contraction, _ = s.tile(contraction, [mc, 0, 0, 0], step="cache_tile_m")
-            contraction, _ = s.tile(  # NR loop outer, MR loop inner
-                contraction, [mr, nr, 0, 0], step="register_tile", interchange=[1, 0, 2, 3]
-            )
+        _pack_k_pairs(s, op, group)
+        b_pack = _b_pack_per_column_block(s, op, p, pack_tile)
+        contraction = _register_tiles(s, op, p, group, zero_start)
         if amx:
-            # 16 groups of K at a time, the register tile's 16 x 16 C tiles unrolled: one VNNI
-            # vector.contract each, which convert-vector-to-amx (lower_cpu.yaml) turns into
-            # tile loads and a tile product. The K loop is marked so that its C tiles stay
-            # in tile registers across it (ir/amx_accumulators.py).
-            contraction, k_steps = s.tile(contraction, [0, 0, AMX_GROUPS, 0], step="tile_k_steps")
-            with s.at("mark_tile_accumulators"):
-                # Over all of K at once, the C tiles start from the fill's zeros: in
-                # registers, not loaded from memory.
-                start = ZERO_START if zero_start else LOADED_START
-                param = transform.ParamConstantOp(
-                    transform.AnyParamType.get(), ir.StringAttr.get(start)
-                ).param
-                transform.AnnotateOp(k_steps[0], ACCUMULATE_ATTRIBUTE, param=param)
-            _unroll_amx_tiles(s, contraction, mr, nr, step="amx_tiles")
+            _amx_k_steps(s, contraction, p, zero_start)
         else:
             contraction, _ = s.tile(contraction, [0, 0, 1, 0], step="k_step")
             # One dot product per row and vector of columns of the register tile, unrolled.
+            lanes = DOT_LANES[op.element_type]
             _, vector_loops = s.tile(contraction, [1, lanes, 0, 0], step="dot_tile")
-            s.unroll(vector_loops[1], nr // lanes, step="unroll_columns")
-            s.unroll(vector_loops[0], mr, step="unroll_rows")
-        function = s.match(s.root, ["func.func"], step="match_function")
-        s.shrink_temporaries(function)  # a [K/2, NC, 2] buffer per block, not a slice of B's
-        s.canonicalize_loops(function, step="fold_slices")
-        with s.at("vectorize_b_pack"):
-            structured.VectorizeOp(b_pack, vector_sizes=[*pack_tile, group])
-        if not bf16 and not amx:
-            vectorize_widening(s)  # the int16 copies of the int8 operands (widen.py)
-        s.vectorize_linalg(function)
-        if amx and not bf16:
-            # The int8 products' sign extensions folded into the contractions: AMX takes
-            # int8 operands and int32 sums (tdpbssd).
-            s.apply_patterns(
-                function, "fold_extensions", tvector.apply_patterns_vector_fold_arith_extension
-            )
-        if not amx:
-            if bf16:  # int8 pairs: the pair-products step, after bufferization
-                with s.at("dot_products"):
-                    patterns = transform.ApplyPatternsOp(function)
-                    with ir.InsertionPoint(patterns.patterns):
-                        ir.Operation.create(
-                            "transform.apply_patterns.x86vector.vector_contract_to_packed_type_dot_product"
-                        )
-            s.drop_leading_unit_dims(function)
-            s.hoist_invariant_subsets(function)
-        # The B pack's transposes become shuffles; transfers stay n-D here, to be flattened
-        # after bufferization (lower_cpu.yaml: flatten-narrow-transfers). The int8 pairs'
-        # contractions keep their broadcasts, which the pair-products step matches (lowered
-        # with them, the rewrite did not terminate).
-        lowerings = [tvector.apply_patterns_vector_lower_broadcast] if bf16 else []
-        if not word_squares:  # those go as words, after bufferization
-            lowerings.append(
-                lambda: tvector.apply_patterns_vector_lower_transpose(
-                    lowering_strategy=tvector.VectorTransposeLowering.Shuffle1D
-                )
-            )
-        if lowerings:
-            s.apply_patterns(function, "lower_pack_transposes", *lowerings)
+            s.unroll(vector_loops[1], p["NR"] // lanes, step="unroll_columns")
+            s.unroll(vector_loops[0], p["MR"], step="unroll_rows")
+        _vectorize_pairs(s, op, b_pack, [*pack_tile, group], amx, word_squares)
     return s.module
+
+
+def _pack_k_pairs(s: ScheduleBuilder, op: OpInfo, group: int) -> None:
+    """Pack the contraction's K into groups (pairs, or AMX's quads of int8): A's pack only
+    splits its rows' K, so it is lowered to a reshape; B stored [N, K] packs into
+    [N, K/2, 2], its outer dims swapped so that its pairs lie as those of B [K, N] do (see
+    unpaired_layouts)."""
+    any_op = transform.AnyOpType.get()
+    contraction = s.match_root(s.root, op.kind, step="match_contraction")
+    with s.at("pack_k_pairs"):
+        packed = structured.PackOp(
+            transform.OperationType.get("linalg.generic"),
+            contraction,
+            [],
+            static_packed_sizes=[0, 0, group],
+        ).packed_op
+    packs = s.match(s.root, ["linalg.pack"], step="match_packs")
+    pack_type = transform.OperationType.get("linalg.pack")
+    with s.at("reshape_a"):
+        a_pack, b_pack = transform.SplitHandleOp([any_op, any_op], packs).results
+        if op.attributes.get("transpose_b"):
+            structured.PackTransposeOp(
+                transform.OperationType.get("linalg.generic"),
+                pack_type,
+                transform.OperationType.get("linalg.unpack"),
+                transform.CastOp(pack_type, b_pack).result,
+                packed,
+                outer_perm=[1, 0],
+            )
+        structured.LowerPackOp(
+            transform.OperationType.get("tensor.pad"),
+            transform.OperationType.get("tensor.expand_shape"),
+            transform.OperationType.get("linalg.transpose"),
+            transform.CastOp(pack_type, a_pack).result,
+        )
+
+
+def _b_pack_per_column_block(
+    s: ScheduleBuilder, op: OpInfo, p: Config, pack_tile: list[int]
+) -> ir.Value:
+    """NC columns at a time of the last op, with the fill and the contraction fused, as on
+    the packed path (an scf.forall spread over the threads when THREADS > 1); B's pairs are
+    packed per column block, into a buffer NC pairs wide: its rows stay close in the TLB
+    and spread over L1's sets, whatever N is. The pack is tiled before the contraction,
+    whose tile-and-fuse would take it into the register tiles. B [K, N]'s pack copies one
+    pair of K rows across the register tile's NR columns at a time: its transpose
+    interleaves the two rows, one shuffle (as i16 for bf16: ir/bf16_shuffles.py), which
+    LLVM lowers to unpacks and lane permutes (AVX2: 2 loads, 2 vpunpck, 2 vperm2i128 and 2
+    stores per pair of rows). Element by element, in [8, 16, 2] blocks, the copy took 40%
+    of the int8 kernel's time (AVX2 Zen 3: 512^3 55 -> 95 GOP/s, 2048^3 88 -> 98,
+    128x4096x4096 26 -> 78) and a third of the AMX path's (Xeon with AMX, 512^3 bf16: 580
+    -> 800 GFLOP/s)."""
+    parallel = p.get("THREADS", 1) > 1
+    _, column_loops = s.fuse_with_loops(
+        s.output_op(op), [0, p["NC"]], step="cache_tile_n", parallel=parallel
+    )
+    b_pack = s.match(s.root, ["linalg.pack"], step="match_b_pack")
+    b_pack = s.fuse_into(b_pack, column_loops[0], step="pack_b_per_column_block")
+    b_pack, _ = s.tile(b_pack, pack_tile, step="tile_b_pack")
+    return b_pack
+
+
+def _register_tiles(
+    s: ScheduleBuilder, op: OpInfo, p: Config, group: int, zero_start: bool
+) -> ir.Value:
+    """The fill's (unless AMX tiles start from zero) and the epilogue's register tiles, and
+    the contraction's cache and register tiles, the NR loop outer and the MR loop inner."""
+    mc, kc, mr, nr = p["MC"], p["KC"], p["MR"], p["NR"]
+    if not zero_start:
+        fill = s.match(s.root, ["linalg.fill"], step="match_fill")
+        s.tile(fill, [mr, nr], step="register_tile_fill")
+    epilogue = s.match_generic(s.root, ["parallel"] * 2, step="match_epilogue")
+    s.tile(epilogue, [mr, nr], step="register_tile_epilogue")
+    iterators = ["parallel", "parallel", "reduction", "reduction"]
+    contraction = s.match_generic(s.root, iterators, step="match_pairs_contraction")
+    if zero_start:
+        contraction = s.fuse(contraction, [mc, 0, 0, 0], step="cache_tile_m")
+        contraction, _ = s.fuse_with_loops(
+            contraction, [mr, nr, 0, 0], step="register_tile", interchange=[1, 0]
+        )
+    else:
+        contraction, _ = s.tile(contraction, [0, 0, kc // group, 0], step="cache_tile_k")
+        contraction, _ = s.tile(contraction, [mc, 0, 0, 0], step="cache_tile_m")
+        contraction, _ = s.tile(
+            contraction, [mr, nr, 0, 0], step="register_tile", interchange=[1, 0, 2, 3]
+        )
+    return contraction
+
+
+def _amx_k_steps(s: ScheduleBuilder, contraction: ir.Value, p: Config, zero_start: bool) -> None:
+    """16 groups of K at a time, the register tile's 16 x 16 C tiles unrolled: one VNNI
+    vector.contract each, which convert-vector-to-amx (lower_cpu.yaml) turns into tile
+    loads and a tile product. The K loop is marked so that its C tiles stay in tile
+    registers across it (ir/amx_accumulators.py); over all of K at once, they start from
+    the fill's zeros, in registers, not loaded from memory."""
+    contraction, k_steps = s.tile(contraction, [0, 0, AMX_GROUPS, 0], step="tile_k_steps")
+    with s.at("mark_tile_accumulators"):
+        start = ZERO_START if zero_start else LOADED_START
+        param = transform.ParamConstantOp(
+            transform.AnyParamType.get(), ir.StringAttr.get(start)
+        ).param
+        transform.AnnotateOp(k_steps[0], ACCUMULATE_ATTRIBUTE, param=param)
+    _unroll_amx_tiles(s, contraction, p["MR"], p["NR"], step="amx_tiles")
+
+
+def _vectorize_pairs(
+    s: ScheduleBuilder,
+    op: OpInfo,
+    b_pack: ir.Value,
+    pack_sizes: list[int],
+    amx: bool,
+    word_squares: bool,
+) -> None:
+    """Vectorize B's pack and the rest, then lower what the lowering passes cannot: the
+    int8 products' sign extensions (AMX takes int8 operands), the bf16 dot products
+    (x86vector's packed-type patterns), and the pack's transposes into shuffles."""
+    bf16 = op.element_type == "bf16"
+    function = s.match(s.root, ["func.func"], step="match_function")
+    s.shrink_temporaries(function)  # a [K/2, NC, 2] buffer per block, not a slice of B's
+    s.canonicalize_loops(function, step="fold_slices")
+    with s.at("vectorize_b_pack"):
+        structured.VectorizeOp(b_pack, vector_sizes=pack_sizes)
+    if not bf16 and not amx:
+        vectorize_widening(s)  # the int16 copies of the int8 operands (widen.py)
+    s.vectorize_linalg(function)
+    if amx and not bf16:
+        # The int8 products' sign extensions folded into the contractions: AMX takes int8
+        # operands and int32 sums (tdpbssd).
+        s.apply_patterns(
+            function, "fold_extensions", tvector.apply_patterns_vector_fold_arith_extension
+        )
+    if not amx:
+        if bf16:  # int8 pairs: the pair-products step, after bufferization
+            with s.at("dot_products"):
+                patterns = transform.ApplyPatternsOp(function)
+                with ir.InsertionPoint(patterns.patterns):
+                    ir.Operation.create(
+                        "transform.apply_patterns.x86vector.vector_contract_to_packed_type_dot_product"
+                    )
+        s.drop_leading_unit_dims(function)
+        s.hoist_invariant_subsets(function)
+    # The B pack's transposes become shuffles; transfers stay n-D here, to be flattened
+    # after bufferization (lower_cpu.yaml: flatten-narrow-transfers). The int8 pairs'
+    # contractions keep their broadcasts, which the pair-products step matches (lowered
+    # with them, the rewrite did not terminate).
+    lowerings = [tvector.apply_patterns_vector_lower_broadcast] if bf16 else []
+    if not word_squares:  # those go as words, after bufferization
+        lowerings.append(
+            lambda: tvector.apply_patterns_vector_lower_transpose(
+                lowering_strategy=tvector.VectorTransposeLowering.Shuffle1D
+            )
+        )
+    if lowerings:
+        s.apply_patterns(function, "lower_pack_transposes", *lowerings)
 
 
 def _unroll_amx_tiles(s: ScheduleBuilder, contraction: ir.Value, mr: int, nr: int, step: str):

@@ -51,8 +51,8 @@ panel after its K blocks.
 
 from __future__ import annotations
 
-import dataclasses
 import math
+from dataclasses import dataclass
 
 from mlir import ir
 from mlir.dialects import transform
@@ -67,7 +67,15 @@ from mlirtune.interfaces.schedule import Config
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.contraction.fusion import POINTWISE
 from mlirtune.schedules.contraction.knob_values import PACK_AB
+from mlirtune.schedules.contraction.packed_panels import (
+    COPY_ROWS,
+    TRANSPOSE_SQUARES,
+    packing_nests,
+    transpose_square,
+    vectorize_copies,
+)
 from mlirtune.schedules.contraction.packed_tails import (
+    PackedNest,
     packed_nest,
     schedule_column_tail,
     schedule_epilogue_tails,
@@ -77,17 +85,6 @@ from mlirtune.schedules.contraction.packed_tails import (
 from mlirtune.schedules.contraction.steps.prefetch_ahead import AHEAD_ATTRIBUTE
 from mlirtune.schedules.contraction.steps.prefetch_panel import PANEL_ATTRIBUTE
 from mlirtune.schedules.contraction.steps.widen import vectorize_widening, widened_type
-
-# K rows (of B) or columns (of A) each vectorised packing copy moves.
-COPY_ROWS = 8
-# B stored [N, K] is transposed into its panels in squares of one register's f32 lanes,
-# which MLIR lowers to register shuffles (the 16x16 sequence on AVX-512, AVX2's 8x8 one);
-# as [NR, COPY_ROWS] blocks it went element by element (128x256x1024: 0.53 -> 0.46 ms).
-# Keyed by VECTOR_BITS: (side, lowering strategy, AVX2 8x8 sequence).
-TRANSPOSE_SQUARES = {
-    512: (16, tvector.VectorTransposeLowering.Shuffle16x16, False),
-    256: (8, tvector.VectorTransposeLowering.EltWise, True),
-}
 
 
 def unpackable(op: OpInfo, parameters: Config) -> str | None:
@@ -107,225 +104,216 @@ def unpackable(op: OpInfo, parameters: Config) -> str | None:
     return None
 
 
-def _panel_dims(op: OpInfo, name: str, rows: int, width: int) -> tuple[list[int], list[int]]:
-    """Tile sizes and vector sizes of one copy of operand `name`'s padded panel: `rows` of
-    K by the panel's `width` (MR or NR), in the order the operand stores them. K is the
-    outer dim of B [K, N] and of A stored as [K, M], the inner one of A [M, K] and of B
-    stored as [N, K]."""
-    k_outer = (name == "b") != bool(op.attributes.get(f"transpose_{name}"))
-    return ([rows, 0], [rows, width]) if k_outer else ([0, rows], [width, rows])
+@dataclass(frozen=True)
+class _Packed:
+    """What every step of `packed_schedule` reads: the root, its knobs and the nest."""
+
+    op: OpInfo
+    p: Config
+    nest: PackedNest
+    depths: list[int]  # K extents of the first K block and, past it, of each later block
+    pack_a: bool  # PACK=2: A's micro-panels are packed too
+    prefetch: int  # PREFETCH where A is read in place, else 0
+    tile_order: list[int]  # the register tiles' loops: [] for M outer, N inner
+    zeros: list[ir.Attribute]  # padding values, in the (widened) operand types
+    parallel: bool  # THREADS > 1: the column blocks are an scf.forall
+
+    @property
+    def tails(self) -> bool:
+        return bool(self.nest.rows_past or self.nest.columns_past)
+
+    @property
+    def epilogue(self) -> bool:
+        return bool(self.op.attributes.get("epilogue"))
+
+    @property
+    def epilogue_in_registers(self) -> bool:
+        """An epilogue on one K block of whole tiles takes the accumulators in registers."""
+        whole = not (self.nest.partial or self.nest.partial_tiles)
+        return self.epilogue and len(self.depths) == 1 and whole
 
 
 def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
     """Schedule for an annotated matmul root `op` whose M, N and K the cache tiles divide
     (see `unpackable`)."""
-    p = parameters
-    problem = unpackable(op, p)
+    problem = unpackable(op, parameters)
     if problem:
         raise UsageError(f"schedule contraction: {problem}", stage="schedule")
-    # M and N less the tails split off (`packed_tails.py`), and the blocks and tiles.
-    nest = packed_nest(op, p)
-    m, n, k, mc, nc, kc, mr, nr, rows_past, tail = dataclasses.astuple(nest)
-    tails = bool(rows_past or tail)
-    partial, partial_tiles = nest.partial, nest.partial_tiles
+    plan = _packed_plan(op, parameters)
+    with ScheduleBuilder("contraction_packed") as s:
+        column_block = _column_blocks(s, plan)
+        function, blocks, copy_rows, square = _k_blocks(s, plan, column_block)
+        _pointwise_tiles(s, plan, function)
+        args = (plan.pack_a, bool(plan.tile_order), plan.zeros, len(blocks), copy_rows, square)
+        packs = packing_nests(s, plan.op, plan.nest, *args)
+        _vectorize_and_lower(s, plan, packs, copy_rows, square)
+    return s.module
+
+
+def _packed_plan(op: OpInfo, p: Config) -> _Packed:
+    """The nest (M and N less the tails split off, `packed_tails.py`) and the choices its
+    steps share."""
     pack_a = p["PACK"] == PACK_AB
     transposed_a = bool(op.attributes.get("transpose_a"))
-    # A [M, K] read in place: each row of register tiles prefetches the next row's A panel,
-    # and with PREFETCH=2 its K loops B's panel rows ahead.
-    prefetch = p.get("PREFETCH", 0) if not (pack_a or transposed_a) else 0
-    # ORDER=2 with A packed: the register tiles walk N outer, M inner (module docstring).
-    n_outer = pack_a and p.get("ORDER", 1) == 2
-    tile_order = [1, 0, 2] if n_outer else []
-    any_op = transform.AnyOpType.get()
     # Operands widened (widen.py: bf16 to f32, int8 to int32) are padded with wide zeros.
     wide = widened_type(op, p)
     dtypes = (wide,) * len(op.dtypes) if wide else op.dtypes
-    zeros = [dtype_named(name).zero() for name in dtypes]
-    with ScheduleBuilder("contraction_packed") as s:
-        # NC columns at a time of the last op (the epilogue, else the contraction), with its
-        # producers fused: the fill, the contraction and the epilogue of one column block
-        # run in turn while its C panel is in cache.
-        # With THREADS > 1 the column blocks are an scf.forall, spread over the threads.
-        parallel = p.get("THREADS", 1) > 1
-        output = s.output_op(op)
-        epilogue = bool(op.attributes.get("epilogue"))
-        if tails and epilogue:
-            column_block = schedule_epilogue_tails(
-                s, output, op.kind, (m, n, k), (rows_past, tail), (mr, nr), nc, parallel
-            )
-        else:  # tails are split off the contraction, the output op where there are any
-            if rows_past:
-                output = schedule_row_tail(s, output, (m, n, k), rows_past, nr, parallel)
-            if tail:
-                output = schedule_column_tail(s, output, n, tail, mr, parallel)
-            column_block, _ = s.fuse_with_loops(
-                output, [0, nc], step="cache_tile_n", parallel=parallel
-            )
-        depths = _k_block_depths(k, kc)
-        # An epilogue on one K block of whole tiles is the op the M and register tiles are
-        # cut from, the contraction and the fill fused into its tiles: it takes the
-        # accumulators in registers, and C is stored once (see the module docstring).
-        epilogue_in_registers = epilogue and len(depths) == 1 and not (partial or partial_tiles)
-        if epilogue_in_registers:
-            rows = s.fuse(column_block, [mc, 0], step="cache_tile_m")
-            _, (row_loop, _) = s.fuse_with_loops(
-                rows,
-                [mr, nr],
-                step="register_tile",
-                interchange=tile_order[:2],  # M, N only
-            )
-            _prefetch_next_panels(s, row_loop, prefetch)
-        # Drop what the fusion left behind (the unfused contraction, when NC is all of N).
-        function = s.match(s.root, ["func.func"], step="match_function")
-        s.canonicalize(function, step="drop_fused_originals")
-        contraction = s.match_root(s.root, op.kind, step="match_contraction")
-        blocks = _first_k_block_apart(s, function, contraction, depths)
-        # The side of B's transposed squares (0: none), and per K block the K rows each
-        # packing copy moves.
-        square = _transpose_square(op, p, nr, depths)
-        copy_rows = [square or math.gcd(depth, COPY_ROWS) for depth in depths]
-        # The first K block's register tiles take the fill in (tile and fuse), so their
-        # accumulators start at zero and C is not filled, then read back, by a pass of its own.
-        if not epilogue_in_registers:
-            first = s.fuse(blocks[0], [mc, 0, 0], step="cache_tile_m")
-            _, (row_loop, _) = s.fuse_with_loops(
-                first, [mr, nr, 0], step="register_tile", interchange=tile_order
-            )
-            _prefetch_next_panels(s, row_loop, prefetch)
-        if len(blocks) > 1:  # the later K blocks accumulate onto the first's C
-            rest, _ = s.tile(blocks[1], [0, 0, kc], step="cache_tile_k")
-            rest, _ = s.tile(rest, [mc, 0, 0], step="cache_tile_m_rest")
-            _, (row_loop, _) = s.tile(
-                rest, [mr, nr, 0], step="register_tile_rest", interchange=tile_order
-            )
-            _prefetch_next_panels(s, row_loop, prefetch)
-        # Register tiles of the epilogue, and of a fill that could not be fused (a partial
-        # column block's slice of it is not folded away): its own pass over C.
-        for name in () if epilogue_in_registers else POINTWISE:
-            others = s.match(s.root, [name], step=f"match_{name}")
-            # All of C's fill, outside the column blocks' forall: its rows in one too.
-            share = parallel and tails and not epilogue and name == "linalg.fill"
-            tiled, _ = tile_shared(s, others, [mr, 0], [0, nr], f"register_tile_{name}", share)
-            if partial_tiles or tails:  # with tails, the fill is all of C's
-                with s.at(f"vectorize_{name}"):
-                    structured.VectorizeOp(tiled, vector_sizes=[mr, nr])
-        if tails and not partial_tiles:
-            # The masked fill tiles' masks go into each transfer (see fold_masks), before
-            # the packing copies exist: these patterns turn a whole panel's copy into slices,
-            # which bufferize into a generic memref.copy (1000x999x1001 f32: 15.9 ms with
-            # them, against 13.5 ms for the 992 whole columns alone).
-            s.apply_patterns(
-                function, "fold_tile_masks", tvector.apply_patterns_vector_lower_masked_transfers
-            )
-        # Fold the tiling's slices of slices, which hoisting cannot see through.
+    nest = packed_nest(op, p)
+    return _Packed(
+        op=op,
+        p=p,
+        nest=nest,
+        depths=_k_block_depths(op.dims["K"], nest.kc),
+        pack_a=pack_a,
+        # A [M, K] read in place: each row of register tiles prefetches the next row's A
+        # panel, and with PREFETCH=2 its K loops B's panel rows ahead.
+        prefetch=p.get("PREFETCH", 0) if not (pack_a or transposed_a) else 0,
+        # ORDER=2 with A packed: the register tiles walk N outer, M inner (module docstring).
+        tile_order=[1, 0, 2] if pack_a and p.get("ORDER", 1) == 2 else [],
+        zeros=[dtype_named(name).zero() for name in dtypes],
+        parallel=p.get("THREADS", 1) > 1,
+    )
+
+
+def _column_blocks(s: ScheduleBuilder, plan: _Packed) -> ir.Value:
+    """NC columns at a time of the last op (the epilogue, else the contraction), with its
+    producers fused: the fill, the contraction and the epilogue of one column block run in
+    turn while its C panel is in cache; an scf.forall over the threads with THREADS > 1.
+    The tails are split off first."""
+    op, nest = plan.op, plan.nest
+    m, n, k, nc = nest.m, nest.n, nest.k, nest.nc
+    output = s.output_op(op)
+    if plan.tails and plan.epilogue:
+        past, tile = (nest.rows_past, nest.columns_past), (nest.mr, nest.nr)
+        return schedule_epilogue_tails(s, output, op.kind, (m, n, k), past, tile, nc, plan.parallel)
+    # Tails are split off the contraction, the output op where there are any.
+    if nest.rows_past:
+        output = schedule_row_tail(s, output, (m, n, k), nest.rows_past, nest.nr, plan.parallel)
+    if nest.columns_past:
+        output = schedule_column_tail(s, output, n, nest.columns_past, nest.mr, plan.parallel)
+    column_block, _ = s.fuse_with_loops(
+        output, [0, nc], step="cache_tile_n", parallel=plan.parallel
+    )
+    return column_block
+
+
+def _k_blocks(
+    s: ScheduleBuilder, plan: _Packed, column_block: ir.Value
+) -> tuple[ir.Value, list[ir.Value], list[int], int]:
+    """The M and register tiles of each K block: the first takes the fill in (tile and
+    fuse), so its accumulators start at zero and C is not filled, then read back, by a pass
+    of its own; the later blocks accumulate onto its C. Returns the function, the K blocks'
+    ops, the K rows each packing copy of a block moves, and B's transposed squares' side."""
+    op, nest, p = plan.op, plan.nest, plan.p
+    mc, kc, mr, nr = nest.mc, nest.kc, nest.mr, nest.nr
+    # An epilogue on one K block of whole tiles is the op the M and register tiles are cut
+    # from, the contraction and the fill fused into its tiles: it takes the accumulators in
+    # registers, and C is stored once (see the module docstring).
+    if plan.epilogue_in_registers:
+        rows = s.fuse(column_block, [mc, 0], step="cache_tile_m")
+        _, (row_loop, _) = s.fuse_with_loops(
+            rows,
+            [mr, nr],
+            step="register_tile",
+            interchange=plan.tile_order[:2],  # M, N only
+        )
+        _prefetch_next_panels(s, row_loop, plan.prefetch)
+    # Drop what the fusion left behind (the unfused contraction, when NC is all of N).
+    function = s.match(s.root, ["func.func"], step="match_function")
+    s.canonicalize(function, step="drop_fused_originals")
+    contraction = s.match_root(s.root, op.kind, step="match_contraction")
+    blocks = _first_k_block_apart(s, function, contraction, plan.depths)
+    # The side of B's transposed squares (0: none), and per K block the K rows each
+    # packing copy moves.
+    square = transpose_square(op, p, nr, plan.depths)
+    copy_rows = [square or math.gcd(depth, COPY_ROWS) for depth in plan.depths]
+    if not plan.epilogue_in_registers:
+        first = s.fuse(blocks[0], [mc, 0, 0], step="cache_tile_m")
+        _, (row_loop, _) = s.fuse_with_loops(
+            first, [mr, nr, 0], step="register_tile", interchange=plan.tile_order
+        )
+        _prefetch_next_panels(s, row_loop, plan.prefetch)
+    if len(blocks) > 1:  # the later K blocks accumulate onto the first's C
+        rest, _ = s.tile(blocks[1], [0, 0, kc], step="cache_tile_k")
+        rest, _ = s.tile(rest, [mc, 0, 0], step="cache_tile_m_rest")
+        _, (row_loop, _) = s.tile(
+            rest, [mr, nr, 0], step="register_tile_rest", interchange=plan.tile_order
+        )
+        _prefetch_next_panels(s, row_loop, plan.prefetch)
+    return function, blocks, copy_rows, square
+
+
+def _pointwise_tiles(s: ScheduleBuilder, plan: _Packed, function: ir.Value) -> None:
+    """Register tiles of the epilogue, and of a fill that could not be fused (a partial
+    column block's slice of it is not folded away): its own pass over C. Then the slices
+    of slices the tiling left are folded, which hoisting cannot see through."""
+    nest = plan.nest
+    for name in () if plan.epilogue_in_registers else POINTWISE:
+        others = s.match(s.root, [name], step=f"match_{name}")
+        # All of C's fill, outside the column blocks' forall: its rows in one too.
+        share = plan.parallel and plan.tails and not plan.epilogue and name == "linalg.fill"
+        step = f"register_tile_{name}"
+        tiled, _ = tile_shared(s, others, [nest.mr, 0], [0, nest.nr], step, share)
+        if nest.partial_tiles or plan.tails:  # with tails, the fill is all of C's
+            with s.at(f"vectorize_{name}"):
+                structured.VectorizeOp(tiled, vector_sizes=[nest.mr, nest.nr])
+    if plan.tails and not nest.partial_tiles:
+        # The masked fill tiles' masks go into each transfer (see fold_masks), before the
+        # packing copies exist: these patterns turn a whole panel's copy into slices, which
+        # bufferize into a generic memref.copy (1000x999x1001 f32: 15.9 ms with them,
+        # against 13.5 ms for the 992 whole columns alone).
+        s.apply_patterns(
+            function, "fold_tile_masks", tvector.apply_patterns_vector_lower_masked_transfers
+        )
+    s.apply_patterns(
+        function,
+        "fold_slices",
+        loop.apply_patterns_scf_for_loop_canonicalization,
+        ttensor.apply_patterns_tensor_merge_consecutive_insert_extract_slice,
+    )
+
+
+def _vectorize_and_lower(
+    s: ScheduleBuilder,
+    plan: _Packed,
+    packs: dict[str, list[ir.Value]],
+    copy_rows: list[int],
+    square: int,
+) -> None:
+    """Vectorize the packing copies (`vectorize_copies`), then the rest of the function, and
+    lower the micro-kernel's contractions to broadcasts and FMAs."""
+    op, nest, p = plan.op, plan.nest, plan.p
+    function = s.match(s.root, ["func.func"], step="match_function_again")
+    s.canonicalize(function, step="fold_unit_pads")
+    vectorize_copies(s, op, nest, packs, copy_rows, square)
+    if nest.partial or nest.partial_tiles:
+        # Masked copies (a partial panel) and masked fill and epilogue tiles: the mask goes
+        # into each transfer, before later patterns rewrite the masked op into several (a
+        # mask left around a fill's write fails to lower).
+        s.apply_patterns(
+            function, "fold_masks", tvector.apply_patterns_vector_lower_masked_transfers
+        )
+    if widened_type(op, p):
+        vectorize_widening(s)
+    s.vectorize_linalg(function)
+    if square:
+        _, strategy, avx2 = TRANSPOSE_SQUARES[p["VECTOR_BITS"]]
         s.apply_patterns(
             function,
-            "fold_slices",
-            loop.apply_patterns_scf_for_loop_canonicalization,
-            ttensor.apply_patterns_tensor_merge_consecutive_insert_extract_slice,
+            "lower_pack_transposes",
+            lambda: tvector.apply_patterns_vector_lower_transpose(
+                lowering_strategy=strategy, avx2_lowering_strategy=avx2
+            ),
+            canonicalize=False,
         )
-        # B's packing nest goes above the NR, MR and MC loops; A's micro-panel copy above
-        # the NR loop that re-reads it. An A stored [K, M] is packed a whole MC x KC block
-        # at a time, above the MR loop too: copied a micro-panel at a time, its rows (a row
-        # of A apart) left the caches before the next panel's copy read them again
-        # (1024x2048x4096 f32: 180 against 142 ms). Loops of one iteration were folded away
-        # above and do not count. Where the NR loop was folded, B has no panels to pack
-        # (hoist_pad takes no nest without one): it is read in place, its pad folds away.
-        loops = {"MR": mc > mr, "NR": nc > nr, "MC": m > mc}
-        hoists = {
-            "b": sum(loops[name] for name in ("MR", "NR", "MC")) if loops["NR"] else 0,
-            "a": loops["NR"] + ((transposed_a or n_outer) and loops["MR"]) if pack_a else 0,
-        }
-        # B stored [N, K] is packed transposed (hoist_pad's `transpose`): see below.
-        transposes = {"a": None, "b": [1, 0] if op.attributes.get("transpose_b") else None}
-        packs: dict[str, list[ir.Value]] = {"a": [], "b": []}
-        tiles = s.match_root(s.root, op.kind, step="match_register_tiles")
-        for block, tile in enumerate(_split(s, tiles, len(blocks), step="split_register_tiles")):
-            with s.at(f"pad_{block}"):
-                padded = structured.PadOp(
-                    tile,
-                    padding_values=zeros,
-                    padding_dimensions=[0, 1, 2],
-                    nofold_flags=[int(hoists["a"] > 0), int(hoists["b"] > 0), 0],
-                    copy_back_op="none",
-                ).padded
-            for operand, name in ((1, "b"), (0, "a")):
-                if hoists[name]:
-                    pad = s.producer(padded, operand, step=f"match_pack_{name}_{block}")
-                    with s.at(f"pack_{name}_{block}"):
-                        packs[name].append(
-                            structured.HoistPadOp(
-                                any_op, pad, hoists[name], transpose=transposes[name]
-                            ).transformed
-                        )
-            if transposes["b"] and hoists["b"]:
-                # B stored [N, K]: the packing nest transposes each [NR, KC] panel into the
-                # [KC, NR] layout of the plain path, in register squares where it can
-                # (TRANSPOSE_SQUARES), else a few K rows at a time (as the copies below),
-                # so the micro-kernel reads rows of NR contiguous elements; its
-                # transpose back, fused into the K step, is one [1, NR] row. The panel's
-                # copy is fused into the same loop: B's rows go straight into the
-                # transposes, not through a copy of the panel first (128x1024x256:
-                # 0.78-0.86 -> 0.71-0.76 ms). The packing transpose is the hoisted pad's
-                # consumer.
-                with s.at(f"match_pack_transpose_{block}"):
-                    packing = transform.GetConsumersOfResult(any_op, packs["b"][-1], 0).result
-                _, (*_, pack_loop) = s.tile(  # the innermost loop
-                    packing, [copy_rows[block], square], step=f"tile_pack_transpose_{block}"
-                )
-                packs["b"][-1] = s.fuse_into(
-                    packs["b"][-1], pack_loop, step=f"fuse_pack_copy_{block}"
-                )
-        contraction = s.match_root(s.root, op.kind, step="match_micro_kernel")
-        if transposes["b"]:
-            s.fuse(contraction, [0, 0, 1], step="k_step")
-        else:
-            s.tile(contraction, [0, 0, 1], step="k_step")
-        function = s.match(s.root, ["func.func"], step="match_function_again")
-        s.canonicalize(function, step="fold_unit_pads")
-        # The packing copies, B's first (it is hoisted further out), a few K rows at a time:
-        # whole-panel vectors would unroll into KC rows of code per panel.
-        # A panel is copied in its operand's stored layout (`_panel_dims`): K is B's rows
-        # and A's columns, or the other way round for an operand stored transposed.
-        for name in (name for name in ("b", "a") if hoists[name]):
-            for block, pack in enumerate(packs[name]):
-                width = mr if name == "a" else square or nr
-                tile, sizes = _panel_dims(op, name, copy_rows[block], width)
-                tiled, copy_loops = s.tile(pack, tile, step=f"tile_pack_{name}_{block}")
-                # Unrolled by LLVM, a KC x NC block's copies were one block of 768 loads
-                # and stores, about a second of instruction scheduling.
-                s.keep_rolled(copy_loops, step=f"keep_pack_{name}_{block}_rolled")
-                with s.at(f"vectorize_pack_{name}_{block}"):
-                    structured.VectorizeOp(tiled, vector_sizes=sizes)
-        if partial or partial_tiles:
-            # Masked copies (a partial panel) and masked fill and epilogue tiles: the mask
-            # goes into each transfer, before later patterns rewrite the masked op into
-            # several (a mask left around a fill's write fails to lower).
-            s.apply_patterns(
-                function, "fold_masks", tvector.apply_patterns_vector_lower_masked_transfers
-            )
-        if wide:
-            vectorize_widening(s)
-        s.vectorize_linalg(function)
-        if square:
-            _, strategy, avx2 = TRANSPOSE_SQUARES[p["VECTOR_BITS"]]
-            s.apply_patterns(
-                function,
-                "lower_pack_transposes",
-                lambda: tvector.apply_patterns_vector_lower_transpose(
-                    lowering_strategy=strategy, avx2_lowering_strategy=avx2
-                ),
-                canonicalize=False,
-            )
-        if mr == 1:
-            # One-row register tiles: their accumulators' unit leading dim made lower_vectors
-            # loop without end (past 14 GB for a 1 x 4096 x 11008 matrix-vector product), as
-            # on the unpacked path (contraction_schedule in transform.py): drop it first.
-            s.drop_leading_unit_dims(function)
-        s.hoist_invariant_subsets(function)
-        # One-column register tiles: see contraction_schedule (transform.py).
-        s.lower_vectors(function, canonicalize=nr != 1)
-    return s.module
+    if nest.mr == 1:
+        # One-row register tiles: their accumulators' unit leading dim made lower_vectors
+        # loop without end (past 14 GB for a 1 x 4096 x 11008 matrix-vector product), as on
+        # the unpacked path (contraction_schedule in transform.py): drop it first.
+        s.drop_leading_unit_dims(function)
+    s.hoist_invariant_subsets(function)
+    # One-column register tiles: see contraction_schedule (transform.py).
+    s.lower_vectors(function, canonicalize=nest.nr != 1)
 
 
 def _prefetch_next_panels(s: ScheduleBuilder, row_loop: ir.Value, prefetch: int) -> None:
@@ -339,19 +327,6 @@ def _prefetch_next_panels(s: ScheduleBuilder, row_loop: ir.Value, prefetch: int)
         if prefetch >= level:
             with s.at(step):
                 transform.AnnotateOp(row_loop, attribute)
-
-
-def _transpose_square(op: OpInfo, parameters: Config, nr: int, depths: list[int]) -> int:
-    """The side of the squares B's panels are transposed in (TRANSPOSE_SQUARES); 0 where B
-    is not stored [N, K], its elements are not f32, the registers have no shuffle sequence,
-    or a side does not divide NR and every K block's depth. All or none: beside a K block
-    packed in [NR, 1] transposes (K = 53 = 5 + 3 x 16), the squares' lowering patterns ran
-    out of memory."""
-    side, _, _ = TRANSPOSE_SQUARES.get(parameters.get("VECTOR_BITS", 0), (0, None, False))
-    if not side or not op.attributes.get("transpose_b") or op.dtypes[1] != "f32":
-        return 0
-    whole = nr % side == 0 and all(depth % side == 0 for depth in depths)
-    return side if whole else 0
 
 
 def _k_block_depths(k: int, kc: int) -> list[int]:
@@ -375,13 +350,3 @@ def _first_k_block_apart(
     # The split slices the fill's result whole; fold that, so tile and fuse finds the fill.
     s.canonicalize(function, step="fold_split")
     return list(blocks)
-
-
-def _split(s: ScheduleBuilder, handle: ir.Value, count: int, step: str) -> list[ir.Value]:
-    """`handle`'s `count` ops, one handle each, in program order (the first K block's op
-    comes first: the later blocks' op reads its result)."""
-    if count == 1:
-        return [handle]
-    any_op = transform.AnyOpType.get()
-    with s.at(step):
-        return list(transform.SplitHandleOp([any_op] * count, handle).results)

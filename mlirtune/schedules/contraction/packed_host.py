@@ -5,6 +5,8 @@ the register tile register_tiles.py's.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import z3
 
 from mlirtune.interfaces.dtype import element_bytes
@@ -49,41 +51,15 @@ def packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
     bounds = blis_blocking(cpu.features, mr, nr, size)
     pack_a = bool(op.attributes.get("transpose_a"))
     rows = m - row_tail(op, mr, nr, 0)
-    columns = n - column_tail(op, mr, nr, cpu.threads)
-    per_thread = max(nr, columns // cpu.threads)  # a column block per thread
     # A read in place (PACK=1) packs nothing per row block: with no whole block of M
     # within the bound, one spanning M.
     mc = whole_block(rows, bounds.mc, mr) or (rows if rows % mr == 0 and not pack_a else None)
-    # K in one block where A's micro-panel takes half of L1 at most, else in blocks that
-    # keep it in L1 while B's micro-panels stream (blocking.py), where K has whole 8-row
-    # blocks (the knob offers a K of none in at most EVEN_K_BLOCKS even ones). Where B's
-    # panel rows are prefetched ahead into L1 (wide rows, `prefetch_level`), streamed
-    # blocks of up to twice that bound won at every K they split: the tuner's best on an
-    # Intel Xeon was KC=256 from 1024^3 to 4096^3, where the bound is 160 rows (4 x 64
-    # f32; ratios to OpenBLAS in one rotating run, one block -> blocks of 256: 1024^3
-    # 1.02x -> 1.08x, 512x1024x1024 1.01x -> 1.07x, 512x4096x1024 MLP 1.09x -> 1.13x;
-    # 4096^3 in blocks of 128 0.91x, of 256 0.98x, C being read back half as often).
     ahead = not pack_a and prefetches_rows_ahead(op, nr)
-    streamed_bound = bounds.kc_streamed * (2 if ahead else 1)
-    streamed = k % 8 == 0 and k > (streamed_bound if ahead else bounds.kc)
-    kc = longest = _k_block(op, streamed_bound if streamed else bounds.kc)
-
-    def column_bound(kc: int) -> int:
-        """The widest column block: a thread's columns, B's block within its L2 bytes."""
-        return min(bounds.b_block_bytes // (kc * size), per_thread)
-
-    def column_block(kc: int) -> int | None:
-        """As many whole column blocks for each thread (128x768x3072, two threads: 3
-        blocks of 256 took 3.1 ms, 4 of 192 2.3 ms) within `column_bound`; with K in short
-        blocks already, narrower blocks of B rather than shorter K blocks (256x11008x4096
-        f32 on an Intel Xeon: KC=128 NC=256 1.05x OpenBLAS)."""
-        bound = column_bound(kc)
-        nc = whole_block(columns, bound, nr, cpu.threads)
-        if nc is None and streamed:
-            nc = whole_block(columns, bound, nr, cpu.threads, least=MIN_PANEL_COLUMNS)
-        return nc
-
-    nc = None if pack_a else column_block(kc)
+    kc, longest, streamed = _k_blocks(op, bounds, ahead)
+    columns = _ColumnBlocks(
+        n - column_tail(op, mr, nr, cpu.threads), cpu.threads, nr, size, bounds, streamed
+    )
+    nc = None if pack_a else columns.block(kc)
     if ahead and streamed and nc is not None:
         # The shortest whole K block from the bound up, where B's block then spans more
         # columns in the same bytes: with 8 x 32 f32 tiles on a 48 KiB 12-way L1 (bound
@@ -93,32 +69,85 @@ def packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
         # +0.5%, +0.6%. Not where it narrows only K (two threads, 1024^3: KC=256 NC=512
         # -1.9%).
         shorter = _shortest_block_from(op, bounds.kc_streamed, longest)
-        wider = column_block(shorter)
+        wider = columns.block(shorter)
         if wider is not None and wider > nc:
             kc, nc = shorter, wider
-    if nc is None or nc < min(per_thread, MIN_PANEL_COLUMNS):
+    if nc is None or nc < min(columns.per_thread, MIN_PANEL_COLUMNS):
         # A thread's columns in one block, K blocks short enough to keep B's block in L2:
         # where no whole block of B fits at this KC (1000x999x1001 f32, NC=992 on an Intel
         # Xeon: KC=143 0.98x OpenBLAS, KC=501 0.81x, KC=1001 0.64x), and for an A stored
         # [K, M], which is packed once per column block (1024x2048x4096: NC=2048 and
         # KC=128 120 ms, NC=256 and KC=1024 142-166 ms, numpy 111 ms).
-        nc = whole_block(columns, per_thread, nr, cpu.threads)
+        nc = whole_block(columns.count, columns.per_thread, nr, cpu.threads)
         if nc is not None:
             kc = longest = _k_block(op, min(bounds.kc, max(1, bounds.b_block_bytes // (nc * size))))
     tail = row_tail(op, mr, nr, kc)
     if (None in (mc, nc) and not pack_a) or (rows < m and not tail):
         return None  # no whole blocks; or a row tail, but K is one block
     if nc is not None and rows == m and kc < k <= 2 * longest and op.attributes.get("epilogue"):
-        kc, nc = _one_k_block(op, cpu, (kc, nc, longest), columns, per_thread, nr, bounds)
+        blocks = (kc, nc, longest)
+        kc, nc = _one_k_block(op, cpu, blocks, columns.count, columns.per_thread, nr, bounds)
     return {
         "MC": mc or padded_block(m, bounds.mc, mr),
-        "NC": nc or padded_block(columns, column_bound(kc), nr),
+        "NC": nc or padded_block(columns.count, columns.bound(kc), nr),
         "KC": kc,
         "MR": mr,
         "NR": nr,
         "PACK": PACK_AB if pack_a else PACK_B,
         "PREFETCH": 0 if pack_a else prefetch_level(op, nr),
     }
+
+
+def _k_blocks(op: OpInfo, bounds: Blocking, ahead: bool) -> tuple[int, int, bool]:
+    """(KC, the longest K block, whether K streams in blocks). K in one block where A's
+    micro-panel takes half of L1 at most, else in blocks that keep it in L1 while B's
+    micro-panels stream (blocking.py), where K has whole 8-row blocks (the knob offers a K
+    of none in at most EVEN_K_BLOCKS even ones). Where B's panel rows are prefetched ahead
+    into L1 (`ahead`: wide rows, `prefetch_level`), streamed blocks of up to twice that
+    bound won at every K they split: the tuner's best on an Intel Xeon was KC=256 from
+    1024^3 to 4096^3, where the bound is 160 rows (4 x 64 f32; ratios to OpenBLAS in one
+    rotating run, one block -> blocks of 256: 1024^3 1.02x -> 1.08x, 512x1024x1024 1.01x ->
+    1.07x, 512x4096x1024 MLP 1.09x -> 1.13x; 4096^3 in blocks of 128 0.91x, of 256 0.98x,
+    C being read back half as often)."""
+    k = op.dims["K"]
+    streamed_bound = bounds.kc_streamed * (2 if ahead else 1)
+    streamed = k % 8 == 0 and k > (streamed_bound if ahead else bounds.kc)
+    kc = _k_block(op, streamed_bound if streamed else bounds.kc)
+    return kc, kc, streamed
+
+
+@dataclass(frozen=True)
+class _ColumnBlocks:
+    """The column blocks of the packed nest's `count` columns (those left once the tail is
+    split off), shared out over `threads`."""
+
+    count: int
+    threads: int
+    nr: int
+    size: int  # bytes of an element of B
+    bounds: Blocking
+    streamed: bool  # K streams in blocks
+
+    @property
+    def per_thread(self) -> int:
+        """A column block per thread."""
+        return max(self.nr, self.count // self.threads)
+
+    def bound(self, kc: int) -> int:
+        """The widest column block: a thread's columns, B's block within its L2 bytes."""
+        return min(self.bounds.b_block_bytes // (kc * self.size), self.per_thread)
+
+    def block(self, kc: int) -> int | None:
+        """As many whole column blocks for each thread (128x768x3072, two threads: 3 blocks
+        of 256 took 3.1 ms, 4 of 192 2.3 ms) within `bound`; with K in short blocks
+        already, narrower blocks of B rather than shorter K blocks (256x11008x4096 f32 on
+        an Intel Xeon: KC=128 NC=256 1.05x OpenBLAS)."""
+        bound = self.bound(kc)
+        nc = whole_block(self.count, bound, self.nr, self.threads)
+        if nc is None and self.streamed:
+            least = MIN_PANEL_COLUMNS
+            nc = whole_block(self.count, bound, self.nr, self.threads, least=least)
+        return nc
 
 
 def _shortest_block_from(op: OpInfo, bound: int, longest: int) -> int:

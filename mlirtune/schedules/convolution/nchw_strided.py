@@ -39,6 +39,29 @@ def strided_channels_first(
     into `s`, as the module docstring says."""
     d, p = op.dims, parameters
     f_tile, ow_tile = min(p["F_TILE"], d["F"]), min(p["OW_TILE"], d["OW"])
+    unpack = _packed_output(
+        s, conv, function, f_tile, parallel=p.get("THREADS", 1) > 1 and d["F"] % f_tile == 0
+    )
+    convs = _pixel_tiles(s, op, unpack, function, f_tile, ow_tile)
+    for tile_conv, pixels in convs:
+        with s.at("tap_and_pixel_loops"):
+            tiled = structured.TileUsingForOp(
+                tile_conv, sizes=TAP_TILES, interchange=PIXELS_INNERMOST
+            )
+        if pixels > 1:
+            s.unroll(tiled.loops[-1], pixels, step="unroll_pixels")
+    s.canonicalize_loops(function, step="fold_unrolled_pixels")
+    _vectorize_pixels(s, function, d["F"] % f_tile == 0)
+
+
+def _packed_output(
+    s: ScheduleBuilder, conv: ir.Value, function: ir.Value, f_tile: int, parallel: bool
+) -> ir.Value:
+    """Pack the conv's output channels by F_TILE (its zero fill becomes a fill of the packed
+    output); with `parallel`, the images (N) are one scf.forall spread over the threads.
+    Returns the handle of the unpack that writes the NCHW output back. Not with a partial F
+    block: the filter's packing, fused into the forall, would then be cut per block into
+    dynamic shapes that do not vectorize (the image loop stays on one thread)."""
     with s.at("pack_output_channels"):
         structured.PackOp(
             transform.OperationType.get("linalg.generic"),
@@ -46,25 +69,33 @@ def strided_channels_first(
             [],
             static_packed_sizes=[0, f_tile, 0, 0, 0, 0, 0],
         )
-    # The zero fill of the output packed is a fill of the packed output.
     s.apply_patterns(
         function, "fill_packed_output", structured.apply_patterns_tensor_fold_into_pack_and_unpack
     )
     unpack = s.match(function, ["linalg.unpack"], step="match_unpack")
-    if p.get("THREADS", 1) > 1 and d["F"] % f_tile == 0:
-        # Images (N) as one scf.forall spread over the threads. Not with a partial F block:
-        # the filter's packing, fused into the forall, would then be cut per block into
-        # dynamic shapes that do not vectorize (the image loop stays on one thread).
+    if parallel:
         s.fuse_with_loops(unpack, [1, 0, 0, 0], step="parallel_images", parallel=True)
         unpack = s.match(function, ["linalg.unpack"], step="match_unpack_per_image")
-    # F blocks outermost, so that the filter's packing (fused per block) is hoisted out of
-    # the image and pixel loops.
+    return unpack
+
+
+def _pixel_tiles(
+    s: ScheduleBuilder,
+    op: OpInfo,
+    unpack: ir.Value,
+    function: ir.Value,
+    f_tile: int,
+    ow_tile: int,
+) -> list[tuple[ir.Value, int]]:
+    """The output in F_TILE channels x OW_TILE pixels of one row, F blocks outermost so that
+    the filter's packing (fused per block) is hoisted out of the image and pixel loops.
+    Partial F blocks and pixel tiles are peeled, F first (peeling a loop invalidates the
+    handles inside it), then each part's conv matched, before canonicalization inlines the
+    one-iteration remainder loops. Returns each tile's conv and its pixel count."""
+    d = op.dims
     _, loops = s.fuse_with_loops(
         unpack, [1, f_tile, 1, ow_tile], step="output_tile", interchange=[1, 0, 2, 3]
     )
-    # Partial F blocks and pixel tiles peeled, F first (peeling a loop invalidates the
-    # handles inside it), then each part's conv matched, before canonicalization inlines
-    # the one-iteration remainder loops.
     f_parts = [loops[0]]
     if d["F"] % f_tile:
         f_parts = list(s.peel(loops[0], step="peel_f"))
@@ -84,17 +115,14 @@ def strided_channels_first(
     s.canonicalize(function, step="static_tile_shapes")
     with s.at("hoist_filter_packing"):
         transform.apply_licm(s.match(function, ["scf.for"], step="match_loops"))
-    for tile_conv, pixels in convs:
-        with s.at("tap_and_pixel_loops"):
-            tiled = structured.TileUsingForOp(
-                tile_conv, sizes=TAP_TILES, interchange=PIXELS_INNERMOST
-            )
-        if pixels > 1:
-            s.unroll(tiled.loops[-1], pixels, step="unroll_pixels")
-    s.canonicalize_loops(function, step="fold_unrolled_pixels")
-    # Unit loops folded away: each pixel's op is acc[F_TILE] += x * w[F_TILE], and its
-    # accumulator one rank-reduced slice of the tile (not a slice of a slice), so that the
-    # accumulator's final write lands in the tile in place.
+    return convs
+
+
+def _vectorize_pixels(s: ScheduleBuilder, function: ir.Value, whole_f_blocks: bool) -> None:
+    """Each pixel's op as acc[F_TILE] += x * w[F_TILE], its accumulator a register across
+    the tap loops; the packings vectorized, the filter's one input channel at a time."""
+    # Unit loops folded away: each pixel's accumulator is one rank-reduced slice of the
+    # tile (not a slice of a slice), so that its final write lands in the tile in place.
     s.apply_patterns(
         function,
         "drop_unit_loops",
@@ -109,7 +137,7 @@ def strided_channels_first(
     # that no vector spans the whole C x KH x KW x F_TILE block (at C=64 that block took
     # LLVM 90 s; at C=256 it did not finish). Where F has a partial block, the packing
     # stays whole: a tiled packing with padded rows does not vectorize.
-    if d["F"] % f_tile == 0:
+    if whole_f_blocks:
         packing = s.match(function, ["linalg.pack"], step="match_filter_packing")
         s.tile(packing, [0, 1], step="filter_packing_per_channel")
     for name in ("linalg.unpack", "linalg.pack"):

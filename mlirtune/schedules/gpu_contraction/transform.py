@@ -33,32 +33,7 @@ def gpu_schedule(tiles: Config, whole_tiles: bool, copy_lanes: int) -> ir.Module
     are fused consumer-first so each fusion finds its user already in the loop.
     """
     with ScheduleBuilder("gpu_contraction") as s:
-        anchor = s.last_op("match_anchor")
-        matmul = s.match_root(s.root, "matmul", "match_matmul")
-        with s.at("single_matmul"):  # fails on a payload with several matmuls
-            matmul = tr.SplitHandleOp([tr.AnyOpType.get()], matmul).results[0]
-        epilogue = s.match(s.root, ["linalg.generic"], "match_epilogue")
-        with s.at("match_epilogue"):
-            fused_matmul = tr.ForeachOp([tr.AnyOpType.get()], [epilogue])
-            with ir.InsertionPoint(fused_matmul.body):
-                tr.YieldOp([matmul])
-        producers = [fused_matmul.results[0], s.match(s.root, ["linalg.fill"], "match_fill")]
-        with s.at("tile_blocks"):
-            blocks = structured.TileUsingForallOp(
-                anchor,
-                mapping=_mapping("block"),
-                tile_sizes=[tiles["block_m"], tiles["block_n"]],
-            ).forall_op
-        for producer in producers:
-            s.fuse_into(producer, blocks, "fuse_blocks")
-        if tiles["block_k"]:
-            block_matmul = s.match_root(blocks, "matmul", "match_block_matmul")
-            _, (k_loop,) = s.tile(block_matmul, [0, 0, tiles["block_k"]], "tile_k")
-            if tiles["stages"] > 1:  # the step pipeline-shared-copies builds the buffers
-                with s.at("annotate_stages"):
-                    stages = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), tiles["stages"])
-                    param = tr.ParamConstantOp(tr.AnyParamType.get(), stages).param
-                    tr.AnnotateOp(k_loop, STAGES_ATTRIBUTE, param=param)
+        _blocks(s, tiles)
         _cleanup(s, s.root, "before_bufferize")
         with s.at("bufferize"):
             bufferized = tbufferization.OneShotBufferizeOp(
@@ -69,44 +44,8 @@ def gpu_schedule(tiles: Config, whole_tiles: bool, copy_lanes: int) -> ir.Module
         function = _cleanup(s, bufferized, "after_bufferize")
         with s.at("map_blocks"):
             launch = tgpu.MapForallToBlocks(function, generate_gpu_launch=True).result
-        matmul = s.match_root(launch, "matmul", "match_launch_matmul")
-        if tiles["block_k"]:
-            with s.at("promote_to_shared"):  # the step share-workgroup-tiles completes it
-                matmul = structured.PromoteOp(
-                    tr.AnyOpType.get(),
-                    matmul,
-                    operands_to_promote=[0, 1],
-                    mapping=ir.ArrayAttr.get([ir.Attribute.parse("#gpu.memory_space<workgroup>")]),
-                ).transformed
-            if copy_lanes > 1:  # the copies' rows are 16-byte aligned: vector copies
-                copies = s.match(launch, ["memref.copy"], "match_shared_copies")
-                with s.at("vector_copies"):
-                    lanes = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), copy_lanes)
-                    param = tr.ParamConstantOp(tr.AnyParamType.get(), lanes).param
-                    tr.AnnotateOp(copies, LANES_ATTRIBUTE, param=param)
-        # Every op gets the same grid of threads: each thread owns the same outputs in each
-        # (with tensor cores, the warps own the matmul's, so barriers order the three).
-        tile_x, tile_y, _ = block_dims(tiles)
-        thread_ops = [
-            ("fill", s.match(launch, ["linalg.fill"], "match_launch_fill")),
-            ("matmul", matmul),
-            ("epilogue", s.match(launch, ["linalg.generic"], "match_launch_epilogue")),
-        ]
-        if tiles["mma"]:
-            tile_warps(s, thread_ops, tiles)
-        else:
-            for name, op in thread_ops:
-                with s.at(f"tile_threads_{name}"):
-                    structured.TileUsingForallOp(
-                        op, num_threads=[tile_y, tile_x], mapping=_mapping("thread")
-                    )
-        with s.at("map_threads"):
-            launch = tgpu.MapNestedForallToThreads(
-                launch,
-                block_dims=block_dims(tiles),
-                warp_size=NvidiaGPU.warp_size,
-                sync_after_distribute=bool(tiles["mma"]),
-            ).result
+        matmul = _shared_tiles(s, launch, tiles, copy_lanes)
+        launch = _threads(s, launch, matmul, tiles)
         if tiles["mma"]:
             accumulate_in_fragments(s, bufferized)
             return s.module
@@ -115,6 +54,88 @@ def gpu_schedule(tiles: Config, whole_tiles: bool, copy_lanes: int) -> ir.Module
         if tiles["block_k"] and whole_tiles and tiles["thread_m"] > 1:
             _accumulate_in_registers(s, bufferized, launch)
     return s.module
+
+
+def _blocks(s: ScheduleBuilder, tiles: Config) -> None:
+    """The last op tiled into an scf.forall of blocks, its producers fused consumer-first;
+    with block_k, the block's matmul stepped through K (its loop marked for multi-stage
+    copies where stages > 1)."""
+    anchor = s.last_op("match_anchor")
+    matmul = s.match_root(s.root, "matmul", "match_matmul")
+    with s.at("single_matmul"):  # fails on a payload with several matmuls
+        matmul = tr.SplitHandleOp([tr.AnyOpType.get()], matmul).results[0]
+    epilogue = s.match(s.root, ["linalg.generic"], "match_epilogue")
+    with s.at("match_epilogue"):
+        fused_matmul = tr.ForeachOp([tr.AnyOpType.get()], [epilogue])
+        with ir.InsertionPoint(fused_matmul.body):
+            tr.YieldOp([matmul])
+    producers = [fused_matmul.results[0], s.match(s.root, ["linalg.fill"], "match_fill")]
+    with s.at("tile_blocks"):
+        blocks = structured.TileUsingForallOp(
+            anchor,
+            mapping=_mapping("block"),
+            tile_sizes=[tiles["block_m"], tiles["block_n"]],
+        ).forall_op
+    for producer in producers:
+        s.fuse_into(producer, blocks, "fuse_blocks")
+    if tiles["block_k"]:
+        block_matmul = s.match_root(blocks, "matmul", "match_block_matmul")
+        _, (k_loop,) = s.tile(block_matmul, [0, 0, tiles["block_k"]], "tile_k")
+        if tiles["stages"] > 1:  # the step pipeline-shared-copies builds the buffers
+            with s.at("annotate_stages"):
+                stages = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), tiles["stages"])
+                param = tr.ParamConstantOp(tr.AnyParamType.get(), stages).param
+                tr.AnnotateOp(k_loop, STAGES_ATTRIBUTE, param=param)
+
+
+def _shared_tiles(s: ScheduleBuilder, launch: ir.Value, tiles: Config, copy_lanes: int) -> ir.Value:
+    """With block_k, the launch's matmul with its A and B tiles promoted to shared memory
+    (the step share-workgroup-tiles completes it), their copies marked for vector copies
+    where their rows are 16-byte aligned (`copy_lanes` > 1). Returns the matmul's handle."""
+    matmul = s.match_root(launch, "matmul", "match_launch_matmul")
+    if not tiles["block_k"]:
+        return matmul
+    with s.at("promote_to_shared"):
+        matmul = structured.PromoteOp(
+            tr.AnyOpType.get(),
+            matmul,
+            operands_to_promote=[0, 1],
+            mapping=ir.ArrayAttr.get([ir.Attribute.parse("#gpu.memory_space<workgroup>")]),
+        ).transformed
+    if copy_lanes > 1:
+        copies = s.match(launch, ["memref.copy"], "match_shared_copies")
+        with s.at("vector_copies"):
+            lanes = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), copy_lanes)
+            param = tr.ParamConstantOp(tr.AnyParamType.get(), lanes).param
+            tr.AnnotateOp(copies, LANES_ATTRIBUTE, param=param)
+    return matmul
+
+
+def _threads(s: ScheduleBuilder, launch: ir.Value, matmul: ir.Value, tiles: Config) -> ir.Value:
+    """The fill, the matmul and the epilogue split among the block's threads alike, so each
+    thread owns the same outputs in each (with tensor cores, the warps own the matmul's, so
+    barriers order the three); then the foralls mapped to threads. Returns the launch."""
+    tile_x, tile_y, _ = block_dims(tiles)
+    thread_ops = [
+        ("fill", s.match(launch, ["linalg.fill"], "match_launch_fill")),
+        ("matmul", matmul),
+        ("epilogue", s.match(launch, ["linalg.generic"], "match_launch_epilogue")),
+    ]
+    if tiles["mma"]:
+        tile_warps(s, thread_ops, tiles)
+    else:
+        for name, op in thread_ops:
+            with s.at(f"tile_threads_{name}"):
+                structured.TileUsingForallOp(
+                    op, num_threads=[tile_y, tile_x], mapping=_mapping("thread")
+                )
+    with s.at("map_threads"):
+        return tgpu.MapNestedForallToThreads(
+            launch,
+            block_dims=block_dims(tiles),
+            warp_size=NvidiaGPU.warp_size,
+            sync_after_distribute=bool(tiles["mma"]),
+        ).result
 
 
 def _accumulate_in_registers(s: ScheduleBuilder, module: ir.Value, launch: ir.Value) -> None:
