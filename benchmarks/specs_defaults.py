@@ -24,10 +24,10 @@ from mlir import ir
 
 from mlirtune.api import engine_for
 from mlirtune.bench.baseline import measure_numpy
+from mlirtune.curation.export import rebuild_workload
 from mlirtune.interfaces.bench import BenchOptions
 from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.ir.context import new_context
-from mlirtune.specs.export import rebuild_workload
 from mlirtune.specs.library import SpecLibrary
 from mlirtune.specs.sources import fetch
 from mlirtune.specs.specset import SpecSet, default_library_path

@@ -18,8 +18,8 @@ import time
 
 from mlir import ir
 
+from mlirtune.curation.export import export_library
 from mlirtune.ir.context import new_context
-from mlirtune.specs.export import export_library
 from mlirtune.specs.specset import DEFAULTS_DIR
 from mlirtune.targets import HostCPU
 from mlirtune.tune.db import TuningDB

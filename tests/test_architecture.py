@@ -9,6 +9,8 @@ functions (deferred) and under `if TYPE_CHECKING:`. Importing `mlirtune.a.b` als
 from __future__ import annotations
 
 import ast
+import importlib
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -186,3 +188,31 @@ def test_compiling_a_kernel_does_not_import_the_tuner():
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]"
+
+
+def scripts_outside_the_package() -> list[Path]:
+    root = PACKAGE.parent
+    return sorted([*root.glob("benchmarks/*.py"), *root.glob("scripts/*.py")])
+
+
+def test_scripts_import_what_the_package_has():
+    """benchmarks/ and scripts/ run by hand, so a moved module breaks them silently."""
+    missing = []
+    for path in scripts_outside_the_package():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith(
+                "mlirtune"
+            ):
+                continue
+            try:
+                module = importlib.import_module(node.module)
+            except ImportError:
+                missing.append(f"{path.name}:{node.lineno}: {node.module}")
+                continue
+            missing += [
+                f"{path.name}:{node.lineno}: {node.module}.{alias.name}"
+                for alias in node.names
+                if not hasattr(module, alias.name)
+                and importlib.util.find_spec(f"{node.module}.{alias.name}") is None
+            ]
+    assert not missing, "imports that no longer resolve:\n" + "\n".join(missing)
