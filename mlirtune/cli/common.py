@@ -152,7 +152,9 @@ def workload_of(args: argparse.Namespace):
             raise UsageError("give one of a workload name, --payload or --torch")
         from mlirtune.torch.factory import workload_from_factory
 
-        return workload_from_factory(torch_factory)
+        return workload_from_factory(torch_factory, getattr(args, "batch", None))
+    if getattr(args, "batch", None) is not None:
+        raise UsageError("--batch applies to --torch problem files, whose batch_size it sets")
     if args.payload:
         from mlirtune.workloads.from_file import FromFile
 
@@ -290,9 +292,16 @@ def add_workload_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--payload", metavar="FILE.mlir", help="run a payload from a file")
     cmd.add_argument(
         "--torch",
-        metavar="FILE.py:FACTORY",
+        metavar="FILE.py[:FACTORY]",
         help="import a PyTorch module: FACTORY() in FILE.py returns (module, example_inputs); "
-        "needs the torch extra",
+        "without FACTORY, FILE.py is a problem file defining Model, get_inputs() and "
+        "get_init_inputs() (KernelBench's convention); needs the torch extra",
+    )
+    cmd.add_argument(
+        "--batch",
+        type=integer(1),
+        metavar="N",
+        help="with a --torch problem file: its batch_size, set before its inputs are made",
     )
     cmd.add_argument(
         "--entry",

@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 import warnings
+from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,10 +16,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from mlirtune.cli.common import add_command, add_command_group, plural, split_list
+from mlirtune.cli.common import add_command, add_command_group, integer, plural, split_list
 from mlirtune.interfaces.errors import UsageError
 
 if TYPE_CHECKING:
+    from mlirtune.suite.definition import Suite
     from mlirtune.suite.results import EntryResult
 
 EPILOG = """\
@@ -28,6 +30,7 @@ examples:
   mlirtune suite run smoke -o results.json
   mlirtune suite run gemm -o gemm.json --tags llm,bert
   mlirtune suite run my-suite.yaml -o mine.json --filter 'matmul-.*' --rerun
+  mlirtune suite run --problems problems/ -o problems.json --batch 8
   mlirtune suite compare base.json results.json --threshold 3%
   mlirtune suite compare base.json results.json --format markdown >> comment.md
   mlirtune report results.json --baseline base.json -o report.html
@@ -75,7 +78,22 @@ def add_suite_parser(commands: Any) -> None:
     listing = add("list", "list the shipped suites, or one suite's entries", cmd_list, LIST)
     listing.add_argument("suite", nargs="?", help="a suite file or a shipped suite's name")
     run = add("run", "time a suite's entries into a results file", cmd_run, RUN, EPILOG)
-    run.add_argument("suite", help=f"a suite file, or a shipped suite: {shipped_names()}")
+    run.add_argument(
+        "suite", nargs="?", help=f"a suite file, or a shipped suite: {shipped_names()}"
+    )
+    run.add_argument(
+        "--problems",
+        type=Path,
+        metavar="DIR",
+        help="instead of a suite: every problem file in DIR (Model, get_inputs, "
+        "get_init_inputs), each verified and timed against torch eager",
+    )
+    run.add_argument(
+        "--batch", type=integer(1), metavar="N", help="with --problems: each file's batch_size"
+    )
+    run.add_argument(
+        "--threads", type=integer(1), metavar="N", help="with --problems: threads (default 1)"
+    )
     run.add_argument("-o", "--output", type=Path, required=True, help="results file (JSON)")
     run.add_argument("--tags", help="run only entries with any of these tags (comma-separated)")
     run.add_argument("--filter", metavar="REGEX", help="run only entries whose name matches")
@@ -138,10 +156,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from mlirtune.suite.definition import load_suite
     from mlirtune.suite.runner import run_suite
 
-    suite = load_suite(args.suite)
+    suite = _suite_to_run(args)
     entries = suite.select(split_list(args.tags), args.filter)
     if not entries:
         raise UsageError(f"{suite.path}: no entry matches --tags/--filter")
@@ -174,10 +191,30 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         status = result.status if not result.error else f"{result.status}: {result.error[:60]}"
         table.add_row(entry.name, status, f"{ours:.1f}" if ours else "-", baselines or "-")
-    table.caption = speedup_summary([results.entries[entry.name] for entry in entries])
+    ran = [results.entries[entry.name] for entry in entries]
+    table.caption = f"{status_summary(ran)}; {speedup_summary(ran)}".rstrip("; ")
     Console().print(table)
     print(f"results: {args.output}")
     return 0
+
+
+def _suite_to_run(args: argparse.Namespace) -> Suite:
+    """The suite `suite run` names, or the one --problems makes of a folder."""
+    from mlirtune.suite.definition import load_suite, problems_suite
+
+    if (args.suite is None) == (args.problems is None):
+        raise UsageError("give a suite, or --problems DIR, one of them")
+    if args.problems is None:
+        if args.batch is not None or args.threads is not None:
+            raise UsageError("--batch and --threads go with --problems; a suite sets its own")
+        return load_suite(args.suite)
+    return problems_suite(args.problems, args.batch, args.threads or 1)
+
+
+def status_summary(results: list[EntryResult]) -> str:
+    """How many entries ended in each status, e.g. `ok 58, refused 1, failed 1`."""
+    counts = Counter(result.status for result in results)
+    return ", ".join(f"{status} {count}" for status, count in counts.most_common())
 
 
 def speedup_summary(results: list[EntryResult]) -> str:

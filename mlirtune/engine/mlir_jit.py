@@ -29,6 +29,7 @@ from mlirtune.ir.context import new_context
 from mlirtune.ir.inspect import uses_amx_tiles
 from mlirtune.memory import check_memory
 from mlirtune.pipeline import run_pipeline
+from mlirtune.pipeline.driver import schedule_failure_note
 from mlirtune.runtime import Buffer, HostRuntime, Runtime
 from mlirtune.runtime.openmp import load_openmp, release_threads
 from mlirtune.specs.specset import SpecSet
@@ -151,7 +152,21 @@ class MlirJitEngine(DescriptorEngine):
                     schedule=lambda: workload.schedule_module(parameters, self.target, lowering),
                 )
             except MlirtuneError as error:
-                raise self.explained(error, lowering) from None
+                if error.stage != "schedule" or parameters:
+                    raise self.explained(error, lowering) from None
+                # A schedule the engine chose itself (selector or spec) is never the user's
+                # problem: the payload is lowered again, untuned, with a note saying why.
+                module, lowering = self.prepare(workload, parameters)
+                lowering.notes.append(schedule_failure_note(error))
+                lowering.schedule_failed = True
+                run_pipeline(
+                    module,
+                    lowering,
+                    observer=observer,
+                    print_after_all=print_after_all,
+                    after_schedules=timer,
+                    schedules=False,
+                )
             set_target_features(module, self.target.llvm_target_features())
             return module, lowering
 

@@ -119,12 +119,17 @@ class Lowering:
     memref_roots: list[MemrefRoot] = field(default_factory=list)
     # A payload split into dispatches (a `dispatch` stage): each one's own lowering plan.
     dispatches: list[DispatchPlan] = field(default_factory=list)
+    # Set when the schedule the engine chose failed to apply and the payload was lowered
+    # again without it (see its notes).
+    schedule_failed: bool = False
 
     @property
     def config_source(self) -> str:
         """Where the config came from, strongest first: explicit values (any `--param`),
         a spec entry, the family's selector, values the descriptor sets, or else the
-        family's knob defaults."""
+        family's knob defaults; `untuned` when its schedule failed and none applied."""
+        if self.schedule_failed:
+            return "untuned"
         sources = set(self.sources.values())
         if "explicit" in sources:
             return "explicit"

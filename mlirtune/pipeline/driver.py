@@ -149,20 +149,23 @@ def run_pipeline(
     print_after_all: bool = False,
     after_schedules: Callable[[ir.Module], None] | None = None,
     schedule: Callable[[], ir.Module | None] | None = None,
+    schedules: bool = True,
 ) -> None:
     """Apply every stage of the descriptor to `module` in place; `observer` sees the module
     after each schedule stage and at the end. `after_schedules` runs once the last schedule
     stage is done (e.g. to add functions that schedules must not see). `schedule` gives the
     first schedule stage's transform module, asked when that stage runs (an engine asks
-    the workload: Workload.schedule_module); the stages build the others. Where passes
-    skip their verifier (COMPILE_CHECKS), the lowered module is verified once at the end."""
+    the workload: Workload.schedule_module); the stages build the others. `schedules=False`
+    skips the library's schedule stages (the untuned path, e.g. after one failed). Where
+    passes skip their verifier (COMPILE_CHECKS), the lowered module is verified once at the
+    end."""
     given = [schedule] if schedule is not None else []
     stages = lowering.descriptor.stages
     last_schedule = _last_stage(stages, ("schedule", "dispatch"))
     if after_schedules and last_schedule < 0:
         after_schedules(module)
     with compiling("lower"):
-        generic_path = _bring_roots_to_tensors(module, lowering)
+        generic_path = _bring_roots_to_tensors(module, lowering) or not schedules
         for index, stage in enumerate(stages):
             if not (generic_path and _needs_tensors(stage)):  # else its memref roots fail it
                 if stage.kind == "schedule" and not stage.name.endswith(".mlir"):
@@ -227,8 +230,7 @@ def _schedule_dispatches(module: ir.Module, lowering: Lowering, observer: Observ
         try:
             run_pipeline(standalone, scheduling)
         except MlirtuneError as error:
-            first_line = str(error.args[0]).splitlines()[0]
-            plan.notes.append(f"its schedule failed ({first_line}): lowered untuned")
+            plan.notes.append(schedule_failure_note(error))
             dispatch.schedule_failed = True
             continue
         if (elements := largest_vector(standalone)) > LARGEST_VECTOR:
@@ -241,6 +243,13 @@ def _schedule_dispatches(module: ir.Module, lowering: Lowering, observer: Observ
         replace_function(module, dispatch.function, standalone)
     if observer:
         observer("dispatches scheduled", module)
+
+
+def schedule_failure_note(error: MlirtuneError) -> str:
+    """The note of a payload lowered untuned because its schedule failed: where it failed
+    and MLIR's first diagnostic, on one line."""
+    lines = [line.strip() for line in str(error.args[0]).splitlines() if line.strip()]
+    return f"its schedule failed ({' '.join(lines[:2])}): lowered untuned"
 
 
 def _last_stage(stages: list[Stage], kinds: tuple[str, ...]) -> int:

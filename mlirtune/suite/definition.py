@@ -14,9 +14,11 @@
         params: {MR: 4}
         specs: [my-specs.mlir]
 
-An entry names a built-in `workload` (with `options`) or a `payload` file (with `entry`,
-`inputs`, `expect`); `pipeline`, `params`, `specs`, `no_specs`, `threads`, `baselines`,
-`max_time` and `tags` are optional, and `defaults` gives any of them to every entry.
+An entry names a built-in `workload` (with `options`), a `payload` file (with `entry`,
+`inputs`, `expect`) or a PyTorch module, `torch: FILE.py[:FACTORY]` (with `batch`, as
+`--torch` and `--batch` take them); `pipeline`, `params`, `specs`, `no_specs`, `threads`,
+`baselines`, `max_time` and `tags` are optional, and `defaults` gives any of them to every
+entry.
 Errors name the file, the entry and the field.
 """
 
@@ -44,6 +46,8 @@ FIELDS: dict[str, type | tuple[type, ...]] = {
     "entry": str,
     "inputs": list,
     "expect": list,
+    "torch": str,
+    "batch": int,
     "pipeline": str,
     "params": dict,
     "specs": list,
@@ -53,7 +57,8 @@ FIELDS: dict[str, type | tuple[type, ...]] = {
     "max_time": (int, float),
     "tags": list,
 }
-PER_ENTRY = ("name", "workload", "options", "payload", "entry", "inputs", "expect")
+PER_ENTRY = ("name", "workload", "options", "payload", "entry", "inputs", "expect", "torch")
+SOURCES = ("workload", "payload", "torch")  # an entry names exactly one
 SHIPPED = "suites"  # the package folder of the shipped suites
 
 
@@ -68,6 +73,8 @@ class SuiteEntry:
     entry: str = "payload"
     inputs: tuple[Path, ...] = ()
     expect: tuple[Path, ...] = ()
+    torch: str | None = None
+    batch: int | None = None
     pipeline: str | None = None
     params: dict[str, int] = field(default_factory=dict)
     specs: tuple[str, ...] = ()
@@ -79,6 +86,10 @@ class SuiteEntry:
 
     def build(self) -> Workload:
         """The entry's workload (its options are checked by the workload class)."""
+        if self.torch is not None:
+            from mlirtune.torch.factory import workload_from_factory
+
+            return workload_from_factory(self.torch, self.batch)
         if self.payload is not None:
             from mlirtune.workloads.from_file import FromFile
 
@@ -164,9 +175,9 @@ def _entry(path: Path, index: int, raw: object, defaults: dict) -> SuiteEntry:
     values = {**defaults, **raw}
     if "name" not in values:
         raise UsageError(f"{path}: {where}: field `name` is missing", stage="suite")
-    if ("workload" in values) == ("payload" in values):
+    if sum(source in values for source in SOURCES) != 1:
         raise UsageError(
-            f"{path}: {where}: give `workload` or `payload`, one of them", stage="suite"
+            f"{path}: {where}: give one of `workload`, `payload` and `torch`", stage="suite"
         )
     if "workload" in values:
         from mlirtune.workloads import workload_class
@@ -190,9 +201,14 @@ def _entry(path: Path, index: int, raw: object, defaults: dict) -> SuiteEntry:
                 stage="suite",
             )
     max_time = values.get("max_time", 1)
-    if values.get("threads", 1) < 1 or not (math.isfinite(max_time) and max_time > 0):
+    if (
+        values.get("batch", 1) < 1
+        or values.get("threads", 1) < 1
+        or not (math.isfinite(max_time) and max_time > 0)
+    ):
         raise UsageError(
-            f"{path}: {where}: `threads` >= 1 and `max_time` a finite number > 0", stage="suite"
+            f"{path}: {where}: `batch` and `threads` >= 1, and `max_time` a finite number > 0",
+            stage="suite",
         )
     here = path.parent
     return SuiteEntry(
@@ -203,6 +219,8 @@ def _entry(path: Path, index: int, raw: object, defaults: dict) -> SuiteEntry:
         entry=values.get("entry", "payload"),
         inputs=tuple(here / p for p in values.get("inputs", [])),
         expect=tuple(here / p for p in values.get("expect", [])),
+        torch=str(here / values["torch"]) if "torch" in values else None,
+        batch=values.get("batch"),
         pipeline=values.get("pipeline"),
         params={str(k): v for k, v in (values.get("params") or {}).items()},
         specs=tuple(s if "://" in s else str(here / s) for s in values.get("specs", [])),
@@ -212,6 +230,30 @@ def _entry(path: Path, index: int, raw: object, defaults: dict) -> SuiteEntry:
         max_time=float(values.get("max_time", 0.5)),
         tags=tuple(values.get("tags", [])),
     )
+
+
+def problems_suite(folder: Path, batch: int | None = None, threads: int = 1) -> Suite:
+    """A suite of the problem files in `folder` (KernelBench's convention: `Model`,
+    `get_inputs`, `get_init_inputs`), one entry per `*.py` named by its stem, each timed
+    against torch eager."""
+    if not folder.is_dir():
+        raise UsageError(f"--problems {folder}: no such folder", stage="suite")
+    files = sorted(p for p in folder.glob("*.py") if not p.name.startswith("_"))
+    if not files:
+        raise UsageError(f"--problems {folder}: no problem files (*.py) in it", stage="suite")
+    entries = tuple(
+        SuiteEntry(
+            name=path.stem,
+            torch=str(path),
+            batch=batch,
+            threads=threads,
+            baselines=("torch",),
+            tags=("problems",),
+        )
+        for path in files
+    )
+    description = f"the problem files in {folder}"
+    return Suite(f"problems:{folder.resolve().name}", folder, entries, description)
 
 
 def _check_fields(path: Path, where: str, values: dict, allowed: set[str]) -> None:

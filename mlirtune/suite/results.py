@@ -17,9 +17,10 @@ from mlirtune.interfaces.errors import UsageError
 from mlirtune.typed import from_plain
 
 FORMAT = "mlirtune-suite-results/1"
-# Entry statuses: measured and verified, failed (an error before or while measuring), or
-# measured but with a wrong result.
-OK, FAILED, WRONG = "ok", "failed", "wrong"
+# Entry statuses: measured and verified; refused (a module the importer does not take, e.g.
+# one torch.export cannot trace, with the reason); failed (an error or a crash
+# while compiling or measuring); or measured but with a wrong result.
+OK, REFUSED, FAILED, WRONG = "ok", "refused", "failed", "wrong"
 
 
 @dataclass
@@ -49,6 +50,9 @@ class EntryResult:
     bytes_moved: int = 0
     ours: Timing | None = None
     baselines: dict[str, Timing] = field(default_factory=dict)
+    # A payload split into dispatches: per dispatch, its function, family and whether its
+    # schedule applied (with the notes that say why not).
+    dispatches: list[dict[str, str | bool | list[str]]] = field(default_factory=list)
 
 
 @dataclass

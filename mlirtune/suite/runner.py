@@ -1,7 +1,8 @@
 """`suite run`: time every selected entry of a suite, with its baselines, into a results file.
 
-Each entry is verified, then timed; an entry that fails is recorded with its error and the run
-goes on. The results file is rewritten after every entry, so a killed run keeps what it
+Each entry is verified, then timed, in a contained child process of its own: an entry that
+fails, refuses its input, aborts in C++ or runs past its limits is recorded with its error,
+and the run goes on. The results file is rewritten after every entry, so a killed run keeps what it
 measured, and running the same command again resumes: entries already in the file are not
 run again unless `rerun`.
 """
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from mlirtune.api import engine_for
 from mlirtune.bench.baseline import measure_numpy, measure_torch
+from mlirtune.contain.supervisor import call_contained
 from mlirtune.files import prepare_output
 from mlirtune.interfaces.bench import BenchOptions, BenchResult
 from mlirtune.interfaces.errors import MlirtuneError, UsageError
@@ -25,6 +27,7 @@ from mlirtune.suite.definition import Suite, SuiteEntry
 from mlirtune.suite.results import (
     FAILED,
     OK,
+    REFUSED,
     WRONG,
     EntryResult,
     Manifest,
@@ -59,11 +62,28 @@ def run_suite(
     for position, entry in enumerate(todo):
         if progress:
             progress(entry, position, len(todo))
-        results.entries[entry.name] = run_entry(entry)
+        results.entries[entry.name] = _contained_entry(entry)
         save_results(results, output)
     results.manifest.finished = _now()
     save_results(results, output)
     return results
+
+
+def _contained_entry(entry: SuiteEntry) -> EntryResult:
+    """`run_entry` in a child process; its death (an abort in C++, a compile past its
+    limits) is the entry's failure."""
+    try:
+        return call_contained(run_entry, entry)
+    except MlirtuneError as error:
+        what = {"name": entry.workload or entry.torch or str(entry.payload)}
+        return EntryResult(
+            name=entry.name,
+            status=FAILED,
+            workload=what,
+            tags=list(entry.tags),
+            threads=entry.threads,
+            error=str(error),
+        )
 
 
 def run_entry(entry: SuiteEntry) -> EntryResult:
@@ -80,7 +100,9 @@ def run_entry(entry: SuiteEntry) -> EntryResult:
             specs = SpecSet.for_target(target, list(entry.specs))
         engine = engine_for(target, entry.pipeline, specs=specs, use_specs=not entry.no_specs)
         options = BenchOptions(max_time_s=entry.max_time)
-        verification = engine.execute(workload, entry.params or None).verification
+        executed = engine.execute(workload, entry.params or None)
+        base["dispatches"] = [_dispatch(d) for d in executed.extra.get("dispatches", [])]
+        verification = executed.verification
         if not verification.ok and not verification.skipped:
             return EntryResult(status=WRONG, error=verification.summary(), **base)
         ours = engine.benchmark(workload, entry.params or None, options=options)
@@ -88,8 +110,11 @@ def run_entry(entry: SuiteEntry) -> EntryResult:
             name: _baseline(name, workload, options, entry.threads) for name in entry.baselines
         }
     except MlirtuneError as error:
-        base.setdefault("workload", {"name": entry.workload or str(entry.payload)})
-        return EntryResult(status=FAILED, error=str(error), **base)
+        base.setdefault("workload", {"name": entry.workload or entry.torch or str(entry.payload)})
+        # A module the importer does not take (torch.export's refusal, a shape that depends
+        # on the values) is refused; any other error is the entry's failure.
+        status = REFUSED if isinstance(error, UsageError) and error.stage == "torch" else FAILED
+        return EntryResult(status=status, error=str(error), **base)
     complexity = ours.complexity
     return EntryResult(
         status=OK,
@@ -101,6 +126,13 @@ def run_entry(entry: SuiteEntry) -> EntryResult:
         baselines={name: t for name, t in baselines.items() if t is not None},
         **base,
     )
+
+
+def _dispatch(report: dict[str, object]) -> dict[str, str | bool | list[str]]:
+    """What a results file keeps of a dispatch: its function, kind, pipeline, whether it
+    was scheduled, and the notes that say why not."""
+    kept = ("function", "kind", "pipeline", "scheduled", "notes")
+    return {key: report[key] for key in kept if key in report}  # type: ignore[misc]
 
 
 def timing(result: BenchResult) -> Timing:

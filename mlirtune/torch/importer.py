@@ -79,7 +79,7 @@ def import_module(
         tuple(n for n, t in state.items() if t.is_floating_point()) if weights == "inputs" else ()
     )
     weight_values = tuple(state[name].detach() for name in names)
-    callable_module = _functional(module, names) if names else module
+    callable_module = _flat_outputs(_functional(module, names) if names else module)
     arguments = (*weight_values, *examples)
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # torch's own deprecations
@@ -90,7 +90,7 @@ def import_module(
                 f"{type(module).__name__} fails on its example inputs: {_first_line(error)}",
                 stage="torch",
             ) from None
-        outputs = eager if isinstance(eager, tuple | list) else (eager,)
+        outputs = eager
         try:
             program = torch.export.export(callable_module, arguments)
         except Exception as error:  # torch.export's refusal (data-dependent control flow)
@@ -200,6 +200,26 @@ def _numpy(tensor: object) -> np.ndarray:
 def _first_line(error: BaseException) -> str:
     lines = [line for line in str(error).strip().splitlines() if line.strip()]
     return f"{type(error).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+
+
+def _flat_outputs(module: object) -> object:
+    """`module` returning the tensors of its output as one flat tuple: a model's output
+    class (transformers' `BaseModelOutput`, a dict, nested tuples) is a pytree the IR has
+    no type for, and the child that runs torch-mlir has not imported the package that
+    defines it."""
+    import torch
+    from torch.utils import _pytree
+
+    class FlatOutputs(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = module
+
+        def forward(self, *args: torch.Tensor) -> tuple[torch.Tensor, ...]:
+            leaves = _pytree.tree_leaves(self.inner(*args))
+            return tuple(leaf for leaf in leaves if isinstance(leaf, torch.Tensor))
+
+    return FlatOutputs()
 
 
 def _functional(module: object, names: tuple[str, ...]) -> object:

@@ -24,6 +24,7 @@ from mlirtune.ir.dtypes import dtype_of_mlir
 from mlirtune.ir.inspect import find_function
 from mlirtune.schedules.roots import root_flops, summed_terms
 from mlirtune.torch.importer import ENTRY, ImportedModule
+from mlirtune.torch.masks import store_masks_as_bytes
 from mlirtune.workloads.base import SEED_PARAM, PayloadWorkload
 from mlirtune.workloads.payload import build_payload
 
@@ -51,7 +52,7 @@ class TorchWorkload(PayloadWorkload):
                 f"{self.imported.name}: torch-mlir's IR does not parse here: {detail}",
                 stage="torch",
             ) from None
-        _refuse_boolean_tensors(module, self.imported.name)
+        store_masks_as_bytes(_entry(module), self.imported.name)
         return module
 
     def _signature(self, module: ir.Module) -> list[ArgSpec]:
@@ -80,17 +81,22 @@ class TorchWorkload(PayloadWorkload):
         run_passes(module, "builtin.module(inline, symbol-dce, canonicalize)", stage="torch")
         # A Linear's weight arrives through a transpose: read in place by its matmul, one
         # root or many (a single Linear + ReLU otherwise vectorized the 512 x 512 transpose
-        # whole, and the JIT ran out of memory).
+        # whole, and the JIT ran out of memory). Runtime assertions are dropped here too.
         prepare_for_dispatch(find_function(module, self.entry))
+        # Element-wise chains fused as a compiler's front end fuses them: torch-mlir writes
+        # a LeakyReLU as max(0, x) + 0.1 min(0, x), three ops reading x, which left a
+        # matmul's epilogue in three pieces its schedule could not take.
+        fuse = "func.func(linalg-fuse-elementwise-ops), canonicalize, cse"
+        run_passes(module, f"builtin.module({fuse})", stage="torch")
         return module
 
     def make_inputs(self) -> list[np.ndarray]:
-        return [np.ascontiguousarray(x) for x in self.imported.inputs]
+        return [_stored(np.ascontiguousarray(x)) for x in self.imported.inputs]
 
     def reference(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         # Torch eager ran on these very inputs when the module was imported: its outputs,
         # in torch's own dtype (verification compares in float64 a chunk at a time).
-        return list(self.imported.outputs)
+        return [_stored(y) for y in self.imported.outputs]
 
     def reference_bytes(self) -> int:
         return sum(y.nbytes for y in self.imported.outputs)
@@ -122,7 +128,9 @@ class TorchWorkload(PayloadWorkload):
 
     def _example_tensors(self) -> list[object]:
         """The module's own inputs (after the weights) as tensors sharing their memory."""
-        return [torch_tensor(x) for x in self.inputs[-self.imported.examples :]]
+        given = zip(self.inputs, self.imported.inputs, strict=True)
+        tensors = [torch_tensor(x.view(original.dtype)) for x, original in given]
+        return tensors[-self.imported.examples :]
 
     def __getstate__(self) -> dict[str, object]:
         state = super().__getstate__()
@@ -148,28 +156,7 @@ def _entry(module: ir.Module) -> func.FuncOp:
     raise UsageError(f"torch-mlir's module has no @{ENTRY}", stage="torch")
 
 
-def _refuse_boolean_tensors(module: ir.Module, name: str) -> None:
-    """A UsageError naming the first op that makes a tensor of i1 (a mask): the host
-    lowering cannot store one (MLIR's memref-to-LLVM asserts on sub-byte stores)."""
-    boolean = ir.IntegerType.get_signless(1)
-    found: list[tuple[ir.Operation, ir.Type]] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        masks = [
-            r.type
-            for r in op.results
-            if isinstance(r.type, ir.RankedTensorType) and r.type.element_type == boolean
-        ]
-        if masks:
-            found.append((op, masks[0]))
-            return ir.WalkResult.INTERRUPT
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    if found:
-        op, mask = found[0]
-        raise UsageError(
-            f"{name}: {op.name} at {op.location} makes a boolean tensor ({mask}), which the "
-            "host lowering cannot store yet; compute the mask in floats or drop it",
-            stage="torch",
-        )
+def _stored(array: np.ndarray) -> np.ndarray:
+    """A boolean array as the bytes its payload holds (a view: torch and numpy store a bool
+    as one byte, 0 or 1)."""
+    return array.view(np.int8) if array.dtype == np.bool_ else array

@@ -53,7 +53,10 @@ def suite_file(tmp_path: Path, text: str) -> str:
         ),
         ("entries:\n  - {name: a, workload: matmul, threads: two}", r"`threads` must be a int"),
         ("entries:\n  - {workload: matmul}", r"entry 1: field `name` is missing"),
-        ("entries:\n  - {name: a}", r"entry 1 \(a\): give `workload` or `payload`"),
+        (
+            "entries:\n  - {name: a}",
+            r"entry 1 \(a\): give one of `workload`, `payload` and `torch`",
+        ),
         ("entries:\n  - {name: a, workload: matmul, baselines: [blas]}", r"unknown 'blas'"),
         ("entries: [\n", r"suite.yaml:\d+: invalid YAML"),
         ("name: x\n", r"a mapping with an `entries` list"),

@@ -1,0 +1,37 @@
+"""Bias-free 3x3x3 Conv3d followed by BatchNorm3d (inference: running statistics).
+
+The eval-mode norm is a per-channel affine map after a volumetric conv.
+"""
+
+import torch
+import torch.nn as nn
+
+batch_size = 4
+in_channels = 8
+out_channels = 16
+depth = 16
+height = 16
+width = 16
+
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels):
+        super().__init__()
+        self.conv = nn.Conv3d(in_channels, out_channels, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm3d(out_channels)
+        with torch.no_grad():  # non-trivial running statistics and affine parameters
+            self.bn.running_mean.uniform_(-0.5, 0.5)
+            self.bn.running_var.uniform_(0.5, 2.0)
+            self.bn.weight.uniform_(0.5, 1.5)
+            self.bn.bias.uniform_(-0.5, 0.5)
+
+    def forward(self, x):
+        return self.bn(self.conv(x))
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_channels, depth, height, width)]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels]
