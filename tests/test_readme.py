@@ -72,7 +72,8 @@ def scratch(tmp_path_factory):
     def for_page(page: str) -> tuple[Path, dict[str, str]]:
         if page not in made:
             root = tmp_path_factory.mktemp(page.replace("/", "-").removesuffix(".md"))
-            (root / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
+            for folder in ("examples", "benchmarks"):
+                (root / folder).symlink_to(ROOT / folder, target_is_directory=True)
             env = {k: v for k, v in os.environ.items() if not k.startswith("MLIRTUNE_")}
             env.update(
                 MLIRTUNE_DB=str(root / "default-tuning.db"),

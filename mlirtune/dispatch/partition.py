@@ -133,7 +133,17 @@ def _is_elementwise(op: ir.Operation) -> bool:
 
 
 def _one_output_each(groups: list[Group]) -> list[Group] | None:
-    """Split every group after each op (but its last) whose result is read outside it."""
+    """Split every group after each op (but its last) whose result is read outside it,
+    until none is: a split can leave a value read by a later piece of its own group (an
+    arange that three views read, two of them in later pieces)."""
+    while True:
+        split = _split_after_escaping_values(groups)
+        if split is None or len(split) == len(groups):
+            return split
+        groups = split
+
+
+def _split_after_escaping_values(groups: list[Group]) -> list[Group] | None:
     split: list[Group] = []
     for group in groups:
         members = set(group.ops)

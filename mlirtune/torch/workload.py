@@ -22,7 +22,7 @@ from mlirtune.interfaces.workload import ArgSpec, Complexity
 from mlirtune.ir.context import run_passes
 from mlirtune.ir.dtypes import dtype_of_mlir
 from mlirtune.ir.inspect import find_function
-from mlirtune.schedules.roots import root_flops, summed_terms
+from mlirtune.schedules.roots import find_roots, root_flops, summed_terms
 from mlirtune.torch.importer import ENTRY, ImportedModule
 from mlirtune.torch.masks import store_masks_as_bytes
 from mlirtune.workloads.base import SEED_PARAM, PayloadWorkload
@@ -47,7 +47,9 @@ class TorchWorkload(PayloadWorkload):
         try:
             module = ir.Module.parse(self.imported.text)
         except ir.MLIRError as error:  # an op or attribute this MLIR cannot read
-            detail = "; ".join(str(d) for d in error.error_diagnostics) or str(error)
+            detail = _unlowered_ops(self.imported.text) or "; ".join(
+                str(d) for d in error.error_diagnostics
+            )
             raise UsageError(
                 f"{self.imported.name}: torch-mlir's IR does not parse here: {detail}",
                 stage="torch",
@@ -83,11 +85,15 @@ class TorchWorkload(PayloadWorkload):
         # root or many (a single Linear + ReLU otherwise vectorized the 512 x 512 transpose
         # whole, and the JIT ran out of memory). Runtime assertions are dropped here too.
         prepare_for_dispatch(find_function(module, self.entry))
-        # Element-wise chains fused as a compiler's front end fuses them: torch-mlir writes
-        # a LeakyReLU as max(0, x) + 0.1 min(0, x), three ops reading x, which left a
-        # matmul's epilogue in three pieces its schedule could not take.
-        fuse = "func.func(linalg-fuse-elementwise-ops), canonicalize, cse"
-        run_passes(module, f"builtin.module({fuse})", stage="torch")
+        # A payload of one root op is scheduled whole, by its family: its element-wise
+        # chains are fused first, as a compiler's front end fuses them (torch-mlir writes a
+        # LeakyReLU as max(0, x) + 0.1 min(0, x), three ops reading x, which left a matmul's
+        # epilogue in pieces its schedule could not take). A payload of several is split
+        # into dispatches, which fuse inside each (fused before, producers would be pulled
+        # into the next contraction's body, which then no family recognises).
+        if len(find_roots(module)) <= 1:
+            fuse = "func.func(linalg-fuse-elementwise-ops), canonicalize, cse"
+            run_passes(module, f"builtin.module({fuse})", stage="torch")
         return module
 
     def make_inputs(self) -> list[np.ndarray]:
@@ -154,6 +160,29 @@ def _entry(module: ir.Module) -> func.FuncOp:
         if isinstance(op, func.FuncOp) and op.sym_name.value == ENTRY:
             return op
     raise UsageError(f"torch-mlir's module has no @{ENTRY}", stage="torch")
+
+
+def _unlowered_ops(text: str) -> str:
+    """The ops torch-mlir left outside linalg (e.g. `tm_tensor.scan`, a cumulative sum),
+    each with its first location, read in a context that takes unknown dialects; empty
+    when there are none."""
+    with ir.Context() as context, ir.Location.unknown():
+        context.allow_unregistered_dialects = True
+        try:
+            module = ir.Module.parse(text)
+        except ir.MLIRError:
+            return ""
+        found: dict[str, str] = {}
+
+        def visit(op: ir.Operation) -> ir.WalkResult:
+            unknown = not context.is_registered_operation(op.name)
+            if unknown and not op.name.endswith(".yield") and op.name not in found:
+                found[op.name] = str(op.location)
+            return ir.WalkResult.ADVANCE
+
+        module.operation.walk(visit)
+    ops = ", ".join(f"{name} at {where}" for name, where in found.items())
+    return f"{ops}: no lowering to linalg here" if ops else ""
 
 
 def _stored(array: np.ndarray) -> np.ndarray:

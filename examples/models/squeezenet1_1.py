@@ -1,0 +1,24 @@
+"""torchvision's SqueezeNet 1.1, built without weights, on a batch of 224 x 224 images."""
+
+import torch
+from torchvision.models import squeezenet1_1
+
+batch_size = 1
+image_size = 224
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = squeezenet1_1()
+
+    def forward(self, images):
+        return self.net(images)
+
+
+def get_inputs():
+    return [torch.randn(batch_size, 3, image_size, image_size)]
+
+
+def get_init_inputs():
+    return []
