@@ -15,15 +15,14 @@ torch.compile is said to be unavailable (with the reason) where it fails on this
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
 from pathlib import Path
 
+from torch_models import side_by_side
+
 from mlirtune.api import engine_for
-from mlirtune.bench.baseline import measure_torch
 from mlirtune.cli import main as mlirtune_main
 from mlirtune.interfaces.bench import BenchOptions
-from mlirtune.interfaces.errors import UsageError
 from mlirtune.specs.specset import SpecSet
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.torch.factory import workload_from_factory
@@ -56,18 +55,15 @@ def main() -> None:
             mlirtune_main([*tune, "--update-spec", str(library), "--db", str(folder / "t.db")])
             specs = SpecSet.for_target(target, [str(library)])
         engine = engine_for(target, specs=specs)
-        ours, eager = [], []
-        for _ in range(args.rounds):
-            ours.append(engine.benchmark(workload, options=options).median_s)
-            eager.append(measure_torch(workload, options, threads=target.threads).median_s)
-        mine, theirs = statistics.median(ours), statistics.median(eager)
-        try:
-            compiled = measure_torch(workload, options, target.threads, compiled=True).median_s
-            shown = f"{theirs / compiled:.2f}x eager"
-        except UsageError as error:
-            shown = f"n/a ({error.args[0]})"
+        times = side_by_side(engine, workload, options, args.rounds, target.threads)
+        shown = (
+            f"{times.eager / times.compiled:.2f}x eager"
+            if times.compiled is not None
+            else f"n/a ({times.compile_error})"
+        )
         print(
-            f"{name:15s} {mine * 1e3:9.3f} {theirs * 1e3:9.3f} {theirs / mine:8.2f}x {shown:>12s}"
+            f"{name:15s} {times.ours * 1e3:9.3f} {times.eager * 1e3:9.3f} "
+            f"{times.eager / times.ours:8.2f}x {shown:>12s}"
         )
 
 

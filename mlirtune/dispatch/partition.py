@@ -20,7 +20,7 @@ from mlir import ir
 from mlir.dialects import bufferization, func, memref
 from mlir.passmanager import PassManager
 
-from mlirtune.dispatch.prepare import prepare_for_dispatch
+from mlirtune.dispatch.prepare import collapse_row_dims, prepare_for_dispatch
 from mlirtune.ir.context import run_passes
 from mlirtune.ir.inspect import find_function
 from mlirtune.ir.roots import has_reduction
@@ -345,7 +345,9 @@ def split_into_dispatches(module: ir.Module, entry: str) -> tuple[list[Dispatch]
         stage="dispatch",
     )
     for dispatch in dispatches:
+        function = find_function(module, dispatch.function).operation
+        if collapse_row_dims(function):  # fusion moved a Linear's reshapes into it
+            PassManager.parse("func.func(canonicalize, cse)").run(function)
         if dispatch.kind in PER_KIND_PASSES:
-            function = find_function(module, dispatch.function).operation
             PassManager.parse(PER_KIND_PASSES[dispatch.kind]).run(function)
     return dispatches, notes

@@ -6,6 +6,9 @@
 - A 2-D transpose feeding a matmul operand (how a Linear layer's [out, in] weight arrives)
   becomes that matmul's indexing map, so the contraction reads the weight where it lies
   (packing B from [N, K] rows) instead of copying it transposed on every call.
+- A contraction over several row dims (a Linear on [batch, tokens, features], once
+  element-wise fusion has moved its reshapes into it) becomes a 2-D `linalg.matmul` between
+  reshapes, the root the contraction family schedules.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import linalg
 
+from mlirtune.dispatch.collapse import collapse_row_dims
 from mlirtune.ir.maps import projection_map
 
 
@@ -25,6 +29,9 @@ def prepare_for_dispatch(function: ir.Operation) -> list[str]:
     folded = _fold_transposes_into_matmuls(function)
     if folded:
         notes.append(f"{folded} transposed matmul operand(s) read in place")
+    collapsed = collapse_row_dims(function)
+    if collapsed:
+        notes.append(f"{collapsed} contraction(s) over several row dims made 2-D matmuls")
     return notes
 
 

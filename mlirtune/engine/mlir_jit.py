@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ from mlirtune.ir.inspect import uses_amx_tiles
 from mlirtune.memory import check_memory
 from mlirtune.pipeline import run_pipeline
 from mlirtune.pipeline.driver import schedule_failure_note
+from mlirtune.pipeline.plan import MULTI_ROOT, plan_payload
 from mlirtune.runtime import Buffer, HostRuntime, Runtime
 from mlirtune.runtime.openmp import load_openmp, release_threads
 from mlirtune.specs.specset import SpecSet
@@ -155,20 +157,39 @@ class MlirJitEngine(DescriptorEngine):
                 if error.stage != "schedule" or parameters:
                     raise self.explained(error, lowering) from None
                 # A schedule the engine chose itself (selector or spec) is never the user's
-                # problem: the payload is lowered again, untuned, with a note saying why.
-                module, lowering = self.prepare(workload, parameters)
-                lowering.notes.append(schedule_failure_note(error))
-                lowering.schedule_failed = True
-                run_pipeline(
-                    module,
-                    lowering,
-                    observer=observer,
-                    print_after_all=print_after_all,
-                    after_schedules=timer,
-                    schedules=False,
-                )
+                # problem: the payload drops to the next path that works, with a note.
+                module, lowering = self._fall_back(workload, lowering, error, timer)
             set_target_features(module, self.target.llvm_target_features())
             return module, lowering
+
+    def _fall_back(
+        self,
+        workload: Workload,
+        failed: Lowering,
+        error: MlirtuneError,
+        timer: Callable[[ir.Module], None] | None,
+    ) -> tuple[ir.Module, Lowering]:
+        """Lower `workload` again after its schedule failed: split into dispatches, each
+        scheduled by its own family (an epilogue the root's schedule could not take goes
+        to a dispatch of its own), or where that fails too, whole and untuned."""
+        note = schedule_failure_note(error)
+        if failed.descriptor.name != MULTI_ROOT:
+            split = self._default([MULTI_ROOT])
+            module, lowering = plan_payload(
+                workload, self.target, self._default, split, self.specs, None
+            )
+            if lowering.dispatches:
+                lowering.notes.append(note.replace("lowered untuned", "split into dispatches"))
+                try:
+                    run_pipeline(module, lowering, after_schedules=timer)
+                    return module, lowering
+                except MlirtuneError:
+                    pass
+        module, lowering = self.prepare(workload, None)
+        lowering.notes.append(note)
+        lowering.schedule_failed = True
+        run_pipeline(module, lowering, after_schedules=timer, schedules=False)
+        return module, lowering
 
     def compile(
         self, workload: Workload, schedule_parameters: dict[str, int] | None = None

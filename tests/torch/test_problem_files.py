@@ -241,14 +241,16 @@ class BrokenSchedule(Matmul):
         return ir.Module.parse(FAILING_SCHEDULE)
 
 
-def test_a_schedule_that_fails_falls_back_to_the_untuned_path_with_a_note():
+def test_a_schedule_that_fails_drops_to_the_next_path_with_a_note():
+    """The next path is the payload split into dispatches, each scheduled by its family."""
     workload = BrokenSchedule(M=16, N=24, K=8)
     result = engine_for(HostCPU(), use_specs=False).execute(workload)
     assert result.verification.ok
     notes = " ".join(result.extra["notes"])
-    assert "its schedule failed" in notes
-    assert "lowered untuned" in notes
-    assert result.extra["config_source"] == "untuned"
+    assert "its schedule failed (" in notes
+    assert "too many tiles provided" in notes
+    assert "split into dispatches" in notes
+    assert [d["scheduled"] for d in result.extra["dispatches"]] == [True]
 
 
 def test_a_schedule_that_fails_on_parameters_the_user_gave_is_their_error():
@@ -256,3 +258,53 @@ def test_a_schedule_that_fails_on_parameters_the_user_gave_is_their_error():
     with pytest.raises(MlirtuneError, match="too many tiles") as error:
         engine_for(HostCPU(), use_specs=False).execute(workload, {"MR": 4})
     assert error.value.stage == "schedule"
+
+
+RESIDUAL_PROBLEM = """
+import torch
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(64, 64)
+
+    def forward(self, x):
+        return x + torch.nn.functional.silu(self.linear(x))
+
+
+batch_size = 4
+
+
+def get_inputs():
+    return [torch.randn(batch_size, 8, 64)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_linear_on_tokens_is_one_matmul_with_its_epilogue_in_one_pass(tmp_path):
+    """[batch, tokens, features]: fusion moves the reshapes into the contraction; it comes
+    back a 2-D matmul whose bias, SiLU and residual run on its tiles, so the lowered IR
+    allocates no buffer for the matmul's result (one pass over memory)."""
+    from mlirtune.torch.factory import workload_from_factory
+
+    workload = workload_from_factory(str(write(tmp_path, "residual.py", RESIDUAL_PROBLEM)))
+    engine = engine_for(HostCPU(), use_specs=False)
+    result = engine.execute(workload)
+    assert result.verification.ok
+    assert result.extra["config_source"] == "selector"
+    assert not [n for n in result.extra["notes"] if "schedule failed" in n]
+    with ir.Context(), ir.Location.unknown():
+        lowered = engine.lower_payload(workload)
+        shapes: list[list[int]] = []
+
+        def visit(op: ir.Operation) -> ir.WalkResult:
+            if op.name == "memref.alloc":
+                shapes.append(ir.MemRefType(op.results[0].type).shape)
+            return ir.WalkResult.ADVANCE
+
+        lowered.operation.walk(visit)
+    assert [32, 64] not in shapes and [4, 8, 64] not in shapes, shapes
