@@ -7,8 +7,14 @@ still import mlirtune.runtime.cuda to run programs compiled elsewhere.
 from __future__ import annotations
 
 import importlib
+import sys
 
 from mlirtune.interfaces.errors import MlirtuneError, UsageError, VerificationError
+
+# Triton (which PyTorch's Linux wheels bring, and import when torch.export or torch.compile
+# first loads) carries an LLVM of its own: loaded after this process has compiled a kernel,
+# it aborts the process. PyTorch's CPU paths do not need it, so it stays unloaded here.
+sys.modules.setdefault("triton", None)  # type: ignore[arg-type]
 
 __version__ = "0.2.0"
 

@@ -154,10 +154,12 @@ class MlirJitEngine(DescriptorEngine):
                     schedule=lambda: workload.schedule_module(parameters, self.target, lowering),
                 )
             except MlirtuneError as error:
-                if error.stage != "schedule" or parameters:
+                if error.stage != "schedule" or parameters or self.pipeline is not None:
                     raise self.explained(error, lowering) from None
-                # A schedule the engine chose itself (selector or spec) is never the user's
-                # problem: the payload drops to the next path that works, with a note.
+                # A schedule the engine chose itself (its pipeline, the selector's or a
+                # spec's config) is never the user's problem: the payload drops to the next
+                # path that works, with a note. A pipeline, schedule file or parameters the
+                # user gave fail as theirs.
                 module, lowering = self._fall_back(workload, lowering, error, timer)
             set_target_features(module, self.target.llvm_target_features())
             return module, lowering
