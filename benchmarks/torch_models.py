@@ -24,6 +24,7 @@ from pathlib import Path
 from mlirtune.api import engine_for
 from mlirtune.bench.baseline import measure_torch
 from mlirtune.cli import main as mlirtune_main
+from mlirtune.contain.supervisor import call_contained
 from mlirtune.interfaces.bench import BenchOptions
 from mlirtune.interfaces.engine import Engine
 from mlirtune.interfaces.errors import MlirtuneError, UsageError
@@ -68,6 +69,22 @@ def side_by_side(
     )
 
 
+def measure_model(
+    path: Path,
+    batch: int,
+    budget: int,
+    target: HostCPU,
+    options: BenchOptions,
+    rounds: int,
+    folder: Path,
+) -> SideBySide:
+    """The model file at `batch`, tuned first with `budget` (0: untuned), side by side."""
+    workload = workload_from_factory(str(path), batch)
+    specs = tuned_specs(str(path), batch, budget, target, folder) if budget else None
+    engine = engine_for(target, specs=specs)
+    return side_by_side(engine, workload, options, rounds, target.threads)
+
+
 def tuned_specs(factory: str, batch: int, budget: int, target: HostCPU, folder: Path) -> SpecSet:
     """A library of `factory`'s dispatches tuned with `budget` candidates each."""
     library = folder / f"{Path(factory).stem}-{batch}.mlir"
@@ -103,14 +120,10 @@ def main() -> None:
     for path in files:
         for batch in (int(b) for b in args.batch.split(",")):
             try:
-                workload = workload_from_factory(str(path), batch)
-                specs = (
-                    tuned_specs(str(path), batch, args.budget, target, folder)
-                    if args.budget
-                    else None
+                # In a child of its own: a model that aborts in C++ is its row's failure.
+                times = call_contained(
+                    measure_model, path, batch, args.budget, target, options, args.rounds, folder
                 )
-                engine = engine_for(target, specs=specs)
-                times = side_by_side(engine, workload, options, args.rounds, args.threads)
             except MlirtuneError as error:
                 print(f"{path.stem:20s} {batch:5d} failed: {str(error).splitlines()[0]}")
                 continue

@@ -65,7 +65,9 @@ def call_contained(function: Callable[..., Result], *args: object) -> Result:
     paths = (folder / "stage.json", folder / "native.log")
     try:
         receiver, sender = context.Pipe(duplex=False)
-        child = context.Process(target=_call_child, args=(sender, *map(str, paths), function, args))
+        child = context.Process(
+            target=_call_child, args=(os.getpid(), sender, *map(str, paths), function, args)
+        )
         child.start()
         sender.close()
         try:
@@ -133,12 +135,14 @@ def _child(main: Callable[[list[str]], int], argv: list[str], record: int, log: 
 
 
 def _call_child(
+    parent: int,
     sender: multiprocessing.connection.Connection,
     record_path: str,
     log_path: str,
     function: Callable[..., object],
     args: tuple[object, ...],
 ) -> None:
+    _die_with(parent)  # a killed caller leaves no compile running (a suite run's entry)
     record = os.open(record_path, os.O_RDWR | os.O_CREAT, 0o600)
     log = os.open(log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
     _split_stderr(log)
