@@ -148,7 +148,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         table = Table("entry", "workload", "baselines", "tags", title=str(suite.path))
         for entry in suite.entries:
             options = " ".join(f"{key}={value}" for key, value in entry.options.items())
-            what = f"{entry.workload} {options}" if entry.workload else str(entry.payload)
+            what = f"{entry.workload} {options}" if entry.workload else entry.source
             table.add_row(entry.name, what, ", ".join(entry.baselines), ", ".join(entry.tags))
         table.caption = suite.description
     Console().print(table)

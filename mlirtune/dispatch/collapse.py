@@ -13,28 +13,26 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import bufferization, linalg, memref, tensor
 
+from mlirtune.ir.attrs import to_attribute
+from mlirtune.ir.inspect import defining_op, ops_named
 from mlirtune.ir.maps import projection_map
+from mlirtune.ir.roots import product
 
 
 def collapse_row_dims(function: ir.Operation) -> int:
     """Rebuild each f32 contraction `C[m..., n] += A[m..., k] * B` (B as [N, K] or [K, N])
     with several m dims as a `linalg.matmul` on A and C collapsed to [M, K] and [M, N],
-    then its element-wise epilogue (collapse_epilogues); returns how many contractions were
+    then its element-wise epilogue (_collapse_epilogues); returns how many contractions were
     rebuilt."""
-    found: list[tuple[ir.Operation, bool]] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "linalg.generic" and (layout := _row_dims_layout(op)) is not None:
-            found.append((op, layout))
-        return ir.WalkResult.ADVANCE
-
-    function.walk(visit)
+    found = [
+        (op, layout)
+        for op in ops_named(function, "linalg.generic")
+        if (layout := _row_dims_layout(op)) is not None
+    ]
     for op, b_transposed in found:
         a, b, init = op.operands
         rows = len(ir.ShapedType(init.type).shape) - 1
-        merge = ir.ArrayAttr.get(
-            [ir.ArrayAttr.get([_i64(d) for d in range(rows)]), ir.ArrayAttr.get([_i64(rows)])]
-        )
+        merge = to_attribute([list(range(rows)), [rows]])
         with ir.InsertionPoint(op), op.location:
             a2 = tensor.CollapseShapeOp(_collapsed(a.type, rows), a, merge).result
             c2 = tensor.CollapseShapeOp(_collapsed(init.type, rows), init, merge).result
@@ -53,7 +51,7 @@ def collapse_row_dims(function: ir.Operation) -> int:
         op.results[0].replace_all_uses_with(result)
         op.erase()
     if found:
-        collapse_epilogues(function)
+        _collapse_epilogues(function)
     return len(found)
 
 
@@ -87,17 +85,11 @@ def _dims_of(affine_map: ir.AffineMap) -> list[int] | None:
 
 def _collapsed(shaped: ir.Type, rows: int) -> ir.RankedTensorType:
     shape = ir.ShapedType(shaped).shape
-    flat = 1
-    for extent in shape[:rows]:
-        flat *= extent
+    flat = product(shape[:rows])
     return ir.RankedTensorType.get([flat, *shape[rows:]], ir.ShapedType(shaped).element_type)
 
 
-def _i64(value: int) -> ir.IntegerAttr:
-    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
-
-
-def collapse_epilogues(function: ir.Operation) -> int:
+def _collapse_epilogues(function: ir.Operation) -> int:
     """Rebuild each all-parallel generic that reads a row-merging `tensor.expand_shape` (as
     made above) on the collapsed views, its result expanded back; repeated along the chain.
     Returns how many were rebuilt."""
@@ -112,18 +104,12 @@ def collapse_epilogues(function: ir.Operation) -> int:
 def _store_collapsed(function: ir.Operation) -> None:
     """An expanded result written to an output buffer is written, 2-D, to a collapsed view
     of that buffer: the schedules tile the op whose result the payload stores."""
-    stores: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "bufferization.materialize_in_destination":
-            source = op.operands[0]
-            owner = None if isinstance(source.owner, ir.Block) else source.owner
-            expanded = owner is not None and owner.name == "tensor.expand_shape"
-            if expanded and _merges_rows(owner) and isinstance(op.operands[1].type, ir.MemRefType):
-                stores.append(op)
-        return ir.WalkResult.ADVANCE
-
-    function.walk(visit)
+    stores = []
+    for store in ops_named(function, "bufferization.materialize_in_destination"):
+        owner = defining_op(store.operands[0])
+        expanded = owner is not None and owner.name == "tensor.expand_shape"
+        if expanded and _merges_rows(owner) and isinstance(store.operands[1].type, ir.MemRefType):
+            stores.append(store)
     for store in stores:
         expand = store.operands[0].owner
         flat = expand.operands[0]
@@ -206,7 +192,7 @@ def _collapse_generic(expand: ir.Operation, op: ir.Operation) -> None:
             if value == expand.results[0]:
                 return expand.operands[0]
             flat_type = _collapsed(value.type, rows)
-            if not isinstance(value.owner, ir.Block) and value.owner.name == "tensor.empty":
+            if (producer := defining_op(value)) is not None and producer.name == "tensor.empty":
                 # A fresh init of its own: the schedule fuses the init's producer into its
                 # tiles, and a reshape has no tiles.
                 return tensor.EmptyOp(flat_type.shape, flat_type.element_type).result

@@ -22,7 +22,7 @@ from mlir.passmanager import PassManager
 
 from mlirtune.dispatch.prepare import collapse_row_dims, prepare_for_dispatch
 from mlirtune.ir.context import run_passes
-from mlirtune.ir.inspect import find_function
+from mlirtune.ir.inspect import defining_op, find_function
 from mlirtune.ir.roots import has_reduction
 from mlirtune.schedules.roots import describe
 
@@ -71,7 +71,7 @@ def group_ops(function: ir.Operation) -> list[Group] | None:
         kind = info.kind if info is not None else None
         open_group = groups[-1] if groups else None
         reads_open = open_group is not None and any(
-            group_of.get(_defining(v)) is open_group for v in op.operands
+            group_of.get(defining_op(v)) is open_group for v in op.operands
         )
         if reads_open and _takes_padding(open_group, op, kind):
             open_group.ops.append(op)  # the convolution's schedule tiles its padding too
@@ -95,7 +95,7 @@ def _earliest_first(function: ir.Operation) -> list[ir.Operation]:
         op = op.operation
         if _free(op) or op.name in (SOURCE, SINK, "func.return"):
             continue
-        producers = {_defining(v) for v in _operands_within(op)}
+        producers = {defining_op(v) for v in _operands_within(op)}
         last = max((i for i, earlier in enumerate(order) if earlier in producers), default=-1)
         order.insert(last + 1, op)
     return order
@@ -118,7 +118,7 @@ def _accepts(group: Group, op: ir.Operation, kind: str | None) -> bool:
         # Element-wise, on the contraction's result alone, with nobody else reading it.
         return (
             _is_elementwise(op)
-            and all(v == group.tail for v in op.operands if _defining(v) in group.ops)
+            and all(v == group.tail for v in op.operands if defining_op(v) in group.ops)
             and len(list(group.tail.uses)) == 1
             and ir.ShapedType(op.results[0].type).shape == ir.ShapedType(group.tail.type).shape
         )
@@ -171,16 +171,12 @@ def _enclosing(op: ir.Operation, members: set[ir.Operation]) -> ir.Operation:
     return op
 
 
-def _defining(value: ir.Value) -> ir.Operation | None:
-    return None if isinstance(value.owner, ir.Block) else value.owner.operation
-
-
 def _free(op: ir.Operation) -> bool:
     """Ops each dispatch may copy: constants, empty tensors, fills of those, reshapes of
     inputs, and scalar arithmetic on constants."""
     if op.name in ("arith.constant", "tensor.empty"):
         return True
-    producers = [_defining(v) for v in op.operands]
+    producers = [defining_op(v) for v in op.operands]
     if op.name == "linalg.fill" or op.name in VIEWS:
         return all(p is not None and (_free(p) or p.name == SOURCE) for p in producers)
     tensors = any(isinstance(r.type, ir.ShapedType) for r in op.results)
@@ -236,7 +232,7 @@ def _inputs(group: Group) -> list[ir.Value]:
     found: list[ir.Value] = []
 
     def visit(value: ir.Value) -> None:
-        producer = _defining(value)
+        producer = defining_op(value)
         if producer is not None and producer in members:
             return
         if producer is not None and _free(producer):
@@ -298,7 +294,7 @@ def _copy(op: ir.Operation, mapping: dict[ir.Value, ir.Value]) -> None:
     """Clone `op` at the insertion point, its operands (nested ones too) remapped; free
     producers not yet copied are copied first."""
     for value in _operands_within(op):
-        producer = _defining(value)
+        producer = defining_op(value)
         copied = value in mapping or producer is None or _inside(producer, op)
         if not copied and _free(producer):
             _copy(producer, mapping)

@@ -174,21 +174,20 @@ class MlirJitEngine(DescriptorEngine):
         """Lower `workload` again after its schedule failed: split into dispatches, each
         scheduled by its own family (an epilogue the root's schedule could not take goes
         to a dispatch of its own), or where that fails too, whole and untuned."""
-        note = schedule_failure_note(error)
         if failed.descriptor.name != MULTI_ROOT:
             split = self._default([MULTI_ROOT])
             module, lowering = plan_payload(
                 workload, self.target, self._default, split, self.specs, None
             )
             if lowering.dispatches:
-                lowering.notes.append(note.replace("lowered untuned", "split into dispatches"))
+                lowering.notes.append(schedule_failure_note(error, "split into dispatches"))
                 try:
                     run_pipeline(module, lowering, after_schedules=timer)
                     return module, lowering
                 except MlirtuneError:
                     pass
         module, lowering = self.prepare(workload, None)
-        lowering.notes.append(note)
+        lowering.notes.append(schedule_failure_note(error))
         lowering.schedule_failed = True
         run_pipeline(module, lowering, after_schedules=timer, schedules=False)
         return module, lowering

@@ -28,6 +28,11 @@ def find_function(module: ir.Module, name: str, source: str = "payload") -> func
     )
 
 
+def defining_op(value: ir.Value) -> ir.Operation | None:
+    """The op whose result `value` is; None for a block argument."""
+    return None if isinstance(value.owner, ir.Block) else value.owner.operation
+
+
 def ops_named(scope: ir.Operation, name: str) -> list[ir.Operation]:
     """The ops called `name` nested in `scope` (not `scope` itself), outer before inner,
     collected before the caller rewrites any."""

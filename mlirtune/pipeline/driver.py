@@ -245,11 +245,11 @@ def _schedule_dispatches(module: ir.Module, lowering: Lowering, observer: Observ
         observer("dispatches scheduled", module)
 
 
-def schedule_failure_note(error: MlirtuneError) -> str:
-    """The note of a payload lowered untuned because its schedule failed: where it failed
-    and MLIR's first diagnostic, on one line."""
+def schedule_failure_note(error: MlirtuneError, outcome: str = "lowered untuned") -> str:
+    """The note of a payload whose schedule failed: where it failed and MLIR's first
+    diagnostic, on one line, then what was done instead (`outcome`)."""
     lines = [line.strip() for line in str(error.args[0]).splitlines() if line.strip()]
-    return f"its schedule failed ({' '.join(lines[:2])}): lowered untuned"
+    return f"its schedule failed ({' '.join(lines[:2])}): {outcome}"
 
 
 def _last_stage(stages: list[Stage], kinds: tuple[str, ...]) -> int:

@@ -84,6 +84,11 @@ class SuiteEntry:
     max_time: float = 0.5
     tags: tuple[str, ...] = ()
 
+    @property
+    def source(self) -> str:
+        """What the entry runs: its workload's name, or its torch or payload file."""
+        return self.workload or self.torch or str(self.payload)
+
     def build(self) -> Workload:
         """The entry's workload (its options are checked by the workload class)."""
         if self.torch is not None:

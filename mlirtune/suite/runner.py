@@ -75,11 +75,10 @@ def _contained_entry(entry: SuiteEntry) -> EntryResult:
     try:
         return call_contained(run_entry, entry)
     except MlirtuneError as error:
-        what = {"name": entry.workload or entry.torch or str(entry.payload)}
         return EntryResult(
             name=entry.name,
             status=FAILED,
-            workload=what,
+            workload={"name": entry.source},
             tags=list(entry.tags),
             threads=entry.threads,
             error=str(error),
@@ -110,7 +109,7 @@ def run_entry(entry: SuiteEntry) -> EntryResult:
             name: _baseline(name, workload, options, entry.threads) for name in entry.baselines
         }
     except MlirtuneError as error:
-        base.setdefault("workload", {"name": entry.workload or entry.torch or str(entry.payload)})
+        base.setdefault("workload", {"name": entry.source})
         # A module the importer does not take (torch.export's refusal, a shape that depends
         # on the values) is refused; any other error is the entry's failure.
         status = REFUSED if isinstance(error, UsageError) and error.stage == "torch" else FAILED

@@ -45,7 +45,7 @@ def workload_from_factory(spec: str, batch: int | None = None) -> TorchWorkload:
                 f"to {path}:{name}; the factory makes its own inputs",
                 stage="torch",
             )
-        made = _call(path, name, namespace, name)()
+        made = _call(path, name, namespace)()
         if not (isinstance(made, tuple | list) and len(made) == 2):
             raise UsageError(
                 f"{path}:{name}() must return (module, example_inputs), not {type(made).__name__}",
@@ -78,9 +78,9 @@ def _problem(path: Path, namespace: dict[str, object], batch: int | None) -> tup
         if "batch_size" not in inputs_globals:
             raise UsageError(f"{path}: --batch needs a module-level batch_size", stage="torch")
         inputs_globals["batch_size"] = batch
-    init = _call(path, "get_init_inputs", namespace, "get_init_inputs")()
-    module = _call(path, "Model", namespace, "Model")(*(init or ()))
-    return module, _call(path, "get_inputs", namespace, "get_inputs")()
+    init = _call(path, "get_init_inputs", namespace)()
+    module = _call(path, "Model", namespace)(*(init or ()))
+    return module, _call(path, "get_inputs", namespace)()
 
 
 def _run(path: Path) -> dict[str, object]:
@@ -97,9 +97,9 @@ def _run(path: Path) -> dict[str, object]:
         ) from None
 
 
-def _call(path: Path, name: str, namespace: dict[str, object], what: str) -> Callable[..., object]:
+def _call(path: Path, name: str, namespace: dict[str, object]) -> Callable[..., object]:
     """`namespace[name]`, wrapped so that what it raises (or a sys.exit) is one UsageError
-    naming `path` and `what` was called."""
+    naming `path` and the function."""
     function = namespace.get(name)
     if not callable(function):
         known = sorted(k for k, v in namespace.items() if callable(v) and not k.startswith("_"))
@@ -113,11 +113,11 @@ def _call(path: Path, name: str, namespace: dict[str, object], what: str) -> Cal
             return function(*args)
         except SystemExit as exit_:
             raise UsageError(
-                f"{path}:{what}() called sys.exit({exit_.code!r})", stage="torch"
+                f"{path}:{name}() called sys.exit({exit_.code!r})", stage="torch"
             ) from None
         except Exception as error:
             raise UsageError(
-                f"{path}:{what}(): {type(error).__name__}: {error}", stage="torch"
+                f"{path}:{name}(): {type(error).__name__}: {error}", stage="torch"
             ) from None
 
     return called
