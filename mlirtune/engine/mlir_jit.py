@@ -160,7 +160,7 @@ class MlirJitEngine(DescriptorEngine):
                 # spec's config) is never the user's problem: the payload drops to the next
                 # path that works, with a note. A pipeline, schedule file or parameters the
                 # user gave fail as theirs.
-                module, lowering = self._fall_back(workload, lowering, error, timer)
+                module, lowering = self._fall_back(workload, lowering, error, timer, observer)
             set_target_features(module, self.target.llvm_target_features())
             return module, lowering
 
@@ -170,6 +170,7 @@ class MlirJitEngine(DescriptorEngine):
         failed: Lowering,
         error: MlirtuneError,
         timer: Callable[[ir.Module], None] | None,
+        observer: Observer | None = None,
     ) -> tuple[ir.Module, Lowering]:
         """Lower `workload` again after its schedule failed: split into dispatches, each
         scheduled by its own family (an epilogue the root's schedule could not take goes
@@ -182,14 +183,14 @@ class MlirJitEngine(DescriptorEngine):
             if lowering.dispatches:
                 lowering.notes.append(schedule_failure_note(error, "split into dispatches"))
                 try:
-                    run_pipeline(module, lowering, after_schedules=timer)
+                    run_pipeline(module, lowering, observer=observer, after_schedules=timer)
                     return module, lowering
                 except MlirtuneError:
                     pass
         module, lowering = self.prepare(workload, None)
         lowering.notes.append(schedule_failure_note(error))
         lowering.schedule_failed = True
-        run_pipeline(module, lowering, after_schedules=timer, schedules=False)
+        run_pipeline(module, lowering, observer=observer, after_schedules=timer, schedules=False)
         return module, lowering
 
     def compile(

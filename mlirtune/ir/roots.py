@@ -63,6 +63,20 @@ def loop_sizes(op: ir.Operation) -> list[int] | None:
     return [sizes[d] for d in range(n_loops)]
 
 
+def indexing_maps(op: ir.Operation) -> list[ir.AffineMap]:
+    """The op's indexing maps, inputs first, then its outputs."""
+    return [ir.AffineMapAttr(a).value for a in linalg.get_indexing_maps(op)]
+
+
+def is_windowed(op: ir.Operation) -> bool:
+    """Whether an operand of the linalg op `op` is read through a window (`oh + kh`,
+    `2 * ow`): an index that is not one loop's, as in convolutions and pooling."""
+    maps = linalg.get_indexing_maps(op)
+    return maps is not None and not all(
+        ir.AffineMapAttr(a).value.is_projected_permutation for a in maps
+    )
+
+
 def has_reduction(op: ir.Operation) -> bool:
     """Whether a linalg op has a reduction loop."""
     if "iterator_types" not in op.attributes:

@@ -18,7 +18,7 @@ from mlir.dialects.transform import vector as tvector
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, Domains, Knob, KnobVariables
-from mlirtune.ir.roots import has_reduction, product, reduction_loops
+from mlirtune.ir.roots import has_reduction, is_windowed, product, reduction_loops
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.cpu_model import (
     LOAD_PORTS,
@@ -61,7 +61,7 @@ class AxisReduction(HostFamily):
     ) -> OpInfo | None:
         """One reduced loop with parallel loops inside it (a sum over a middle axis): the
         reduction steps over whole rows of the inner loops, not along a row."""
-        reduced = reduction_loops(op) if has_reduction(op) else []
+        reduced = reduction_loops(op) if has_reduction(op) and not is_windowed(op) else []
         if len(reduced) != 1 or reduced[0] == len(loops) - 1:
             return None
         (r,) = reduced

@@ -33,8 +33,9 @@ class Elementwise(VectorTileFamily):
     )
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
-        rows = [op.dims["ROWS"]] if op.attributes.get("rank", 2) > 1 else []
-        shape = [*rows, op.dims["COLS"]]
+        rank = op.attributes.get("rank", 2)
+        rows = [op.attributes.get("inner_rows", op.dims["ROWS"])] if rank > 1 else []
+        shape = [1] * (rank - 2) + [*rows, op.dims["COLS"]]  # leading loops: tiles of one
         return elementwise_schedule(anchor_op="linalg.generic", shape=shape, parameters=parameters)
 
     def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
@@ -85,6 +86,11 @@ def elementwise_schedule(
 
 def chain_root(op: ir.Operation) -> OpInfo:
     """The root of a purely element-wise payload: its last linalg op, `op`, which stands for
-    the whole chain. The rank tells the schedule how many loops to tile (1-D has no rows)."""
+    the whole chain. The rank tells the schedule how many loops to tile (1-D has no rows),
+    and past rank 2 the rows of the innermost two loops (the leading ones take tiles of
+    one)."""
     loops = loop_sizes(op)
-    return OpInfo("elementwise", rows_cols(loops), element_types(op), op.name, {"rank": len(loops)})
+    attrs = {"rank": len(loops)}
+    if len(loops) > 2:
+        attrs["inner_rows"] = loops[-2]
+    return OpInfo("elementwise", rows_cols(loops), element_types(op), op.name, attrs)

@@ -17,6 +17,7 @@ from mlirtune.schedules.convolution import CONVOLUTION
 from mlirtune.schedules.depthwise import DEPTHWISE
 from mlirtune.schedules.elementwise import ELEMENTWISE
 from mlirtune.schedules.full_reduction import FULL_REDUCTION
+from mlirtune.schedules.generic import GENERIC
 from mlirtune.schedules.gpu_contraction import GPU_CONTRACTION
 from mlirtune.schedules.pooling import POOLING
 from mlirtune.schedules.rowwise import ROWWISE
@@ -28,6 +29,7 @@ FAMILIES: dict[str, ScheduleFamily] = {
         CONVOLUTION,
         ROWWISE,
         ELEMENTWISE,
+        GENERIC,
         GPU_CONTRACTION,
         AXIS_REDUCTION_FAMILY,
         POOLING,
@@ -40,7 +42,8 @@ FAMILIES: dict[str, ScheduleFamily] = {
 
 # The families that recognise root ops, asked in this order (a pooling or depthwise op is
 # its family's alone; a convolution before a contraction, an axis reduction before a row
-# reduction); an element-wise chain's root is taken only where no op is one.
+# reduction, and any other windowed op or reduction last); an element-wise chain's root is
+# taken only where no op is one.
 ROOT_OWNERS: tuple[ScheduleFamily, ...] = (
     POOLING,
     DEPTHWISE,
@@ -48,6 +51,7 @@ ROOT_OWNERS: tuple[ScheduleFamily, ...] = (
     CONTRACTION,
     AXIS_REDUCTION_FAMILY,
     ROWWISE,
+    GENERIC,
     ELEMENTWISE,
 )
 KIND_OWNER: dict[str, ScheduleFamily] = {

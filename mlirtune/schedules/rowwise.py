@@ -18,7 +18,7 @@ from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Knob
 from mlirtune.ir.prefetch import PREFETCH_ATTRIBUTE
-from mlirtune.ir.roots import has_reduction, rows_cols
+from mlirtune.ir.roots import has_reduction, is_windowed, rows_cols
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.knobs import choices, powers_of_two, threads_knob, vector_columns
 from mlirtune.schedules.vector_tiles import VectorTileFamily
@@ -39,7 +39,7 @@ class Rowwise(VectorTileFamily):
     ) -> OpInfo | None:
         """A reduction along rows (after the axis reductions have had their say): rows of
         COLS elements, and how many transcendentals the function holds (a softmax's exp)."""
-        if not has_reduction(op):
+        if not has_reduction(op) or is_windowed(op):  # a window is no row
             return None
         transcendentals = _transcendentals(op)
         attrs = {"transcendentals": transcendentals} if transcendentals else {}

@@ -7,14 +7,17 @@ from mlir import ir
 from mlir.dialects import linalg
 
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.ir.roots import product
+from mlirtune.ir.roots import is_windowed, product
 
 
 def recognise_contraction(
     op: ir.Operation, loops: list[int], dtypes: tuple[str, ...]
 ) -> OpInfo | None:
     """A matmul (with its operands' layout, and whether element-wise consumers follow it)
-    or a batch matmul; None for anything else."""
+    or a batch matmul; None for anything else (a convolution read through windows, whose
+    spatial loops no contraction dim names)."""
+    if is_windowed(op):
+        return None
     contraction = linalg.infer_contraction_dimensions(op)
     if contraction is None or len(contraction.m) != 1 or len(contraction.n) != 1:
         return None

@@ -1,0 +1,141 @@
+"""The `generic` family: any static linalg op that no other family schedules (3-D and
+transposed convolutions, 3-D pooling, stencils), as register tiles of its output whose
+reductions are stepped one iteration at a time (see transform.py). Never scalar loops: the
+vector loop is the output's innermost parallel loop, whatever the op."""
+
+from __future__ import annotations
+
+import math
+
+import z3
+from mlir import ir
+
+from mlirtune.interfaces.dtype import element_bytes
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.schedule import Config, Constraint, Domains, Knob, KnobVariables
+from mlirtune.ir.roots import indexing_maps, is_windowed
+from mlirtune.schedules.cpu_model import (
+    LOAD_PORTS,
+    TILE_CYCLES,
+    HostFamily,
+    Traffic,
+    ceil_div,
+    seconds,
+    vectors,
+)
+from mlirtune.schedules.generic.root import KIND, parallel_loops, recognise_generic
+from mlirtune.schedules.generic.transform import generic_schedule
+from mlirtune.schedules.knobs import divisors, threads_knob
+from mlirtune.targets.host_cpu import FMA_UNITS, HostCPU
+
+# Register tiles span at most this many vectors of the vector loop.
+MAX_ROW_VECTORS = 4
+
+
+def vector_tiles(op: OpInfo, lanes: int) -> list[int]:
+    """VECTOR candidates: the divisors of the vector loop up to MAX_ROW_VECTORS vectors
+    that are whole vectors or the whole loop, and the largest divisor in that range (a
+    loop of 100 has no multiple of 16 among its divisors)."""
+    size = op.dims["V"]
+    fitting = [d for d in range(1, min(size, MAX_ROW_VECTORS * lanes) + 1) if size % d == 0]
+    return sorted({d for d in fitting if d % lanes == 0 or d == size} | {max(fitting)})
+
+
+class Generic(HostFamily):
+    """VECTOR x UNROLL x UNROLL2 register tiles of the output; every reduction loop a
+    step."""
+
+    name = KIND
+    description = "output register tiles of any linalg op, reductions stepped, vectorized"
+    root_kinds = (KIND,)
+    owns = (KIND,)
+
+    def recognise(
+        self, op: ir.Operation, loops: list[int], dtypes: tuple[str, ...]
+    ) -> OpInfo | None:
+        """Ops with a windowed operand or a reduction (the families asked before this one
+        take the ones they schedule); element-wise ops stay the element-wise chains'."""
+        if not (is_windowed(op) or len(loops) > len(indexing_maps(op)[-1].results)):
+            return None
+        return recognise_generic(op, loops, dtypes)
+
+    def root_flops(self, op: OpInfo) -> int:
+        """2 per multiply-add of every loop iteration."""
+        return 2 * math.prod(op.dims[f"L{i}"] for i in range(op.attributes["loops"]))
+
+    def summed_terms(self, op: OpInfo) -> int:
+        return math.prod(op.dims[f"L{i}"] for i in range(op.attributes["loops"])) // max(
+            1, op.dims["V"] * op.dims["U"]
+        )
+
+    knobs = (
+        Knob("VECTOR", "outputs along the vector loop per register tile", 1, vector_tiles),
+        Knob("UNROLL", "outputs along the reuse loop per register tile", 1, divisors("U", 16)),
+        Knob("UNROLL2", "outputs along the second reuse loop per tile", 1, divisors("U2", 16)),
+        threads_knob(),
+    )
+
+    def build(self, op: OpInfo, parameters: Config) -> ir.Module:
+        return generic_schedule(op, parameters)
+
+    def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
+        """VECTOR: the candidate closest to two vectors, whole ones preferred; UNROLL x
+        UNROLL2: the divisors of the reuse loops whose accumulators fill at most half the
+        vector registers (the rest hold loaded rows and broadcasts), as many as can be,
+        then as square as can be (fewest loads per FMA)."""
+        lanes = cpu.lanes(op.element_type)
+        candidates = vector_tiles(op, lanes)
+        whole = [c for c in candidates if c % lanes == 0 and c <= 2 * lanes]
+        vector = max(whole) if whole else min(candidates, key=lambda c: abs(c - 2 * lanes))
+        budget = max(1, cpu.features.vector_registers // 2 // ceil_div(vector, lanes))
+        pairs = [
+            (u, u2)
+            for u in range(1, min(op.dims["U"], budget) + 1)
+            if op.dims["U"] % u == 0
+            for u2 in range(1, min(op.dims["U2"], budget // u) + 1)
+            if op.dims["U2"] % u2 == 0
+        ]
+        unroll, unroll2 = max(pairs, key=lambda p: (p[0] * p[1], -(p[0] + p[1]), p[0]))
+        return {"VECTOR": vector, "UNROLL": unroll, "UNROLL2": unroll2}
+
+    def constraints_on(
+        self, op: OpInfo, cpu: HostCPU, knobs: KnobVariables, domains: Domains
+    ) -> list[Constraint]:
+        lanes = cpu.lanes(op.element_type)
+        budget = cpu.features.vector_registers // 2
+        v, u, u2 = knobs["VECTOR"], knobs["UNROLL"], knobs["UNROLL2"]
+        return [
+            Constraint(
+                "whole_tiles",
+                f"VECTOR, UNROLL and UNROLL2 divide {op.dims['V']}, {op.dims['U']} and "
+                f"{op.dims['U2']}: no partial register tile (it would not vectorize)",
+                z3.And(op.dims["V"] % v == 0, op.dims["U"] % u == 0, op.dims["U2"] % u2 == 0),
+            ),
+            Constraint(
+                "register_budget",
+                f"UNROLL*UNROLL2*ceil(VECTOR/{lanes}) <= {budget}: the accumulators fit half "
+                "the vector registers",
+                u * u2 * vectors(v, lanes) <= budget,
+            ),
+        ]
+
+    def cost_on(self, op: OpInfo, cpu: HostCPU, config: Config) -> float:
+        """Per reduction step of a register tile: its FMAs against its loads (a row of
+        vectors per UNROLL row, a broadcast per UNROLL2 column); plus the tile's set-up
+        and its accumulators' loads and stores, against the bytes the output moves."""
+        lanes = cpu.lanes(op.element_type)
+        row = ceil_div(config["VECTOR"], lanes)
+        unroll, unroll2 = config["UNROLL"], config["UNROLL2"]
+        iterations = math.prod(op.dims[f"L{i}"] for i in range(op.attributes["loops"]))
+        outputs = math.prod(op.dims[f"L{i}"] for i in parallel_loops(op)) or 1
+        tile = config["VECTOR"] * unroll * unroll2
+        steps = iterations // outputs
+        step = max(unroll * unroll2 * row / FMA_UNITS, (unroll * row + unroll2) / LOAD_PORTS)
+        nbytes = outputs * element_bytes(op.element_type) * 3
+        traffic = Traffic(cpu)
+        traffic.add(nbytes, nbytes)
+        compute = outputs / tile * (steps * step + TILE_CYCLES + 2 * unroll * unroll2 * row)
+        return seconds(max(compute, traffic.cycles()), cpu)
+
+
+GENERIC = Generic()

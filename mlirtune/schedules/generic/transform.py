@@ -1,0 +1,52 @@
+"""The generic schedule: register tiles of the output, reductions stepped one at a time.
+
+A padded input is materialised once. The dispatch's last op is tiled into register tiles of
+the root's output (VECTOR elements of the vector loop by UNROLL and UNROLL2 of the reuse
+loops, one of every other parallel loop) with its producers, the root among them, fused
+into each tile; a scf.forall spreads the tiles over THREADS. The root's reductions are
+then stepped one iteration at a time: each step is generalized, its unit loops folded and
+vectorized into FMAs of loaded rows and broadcasts, whose accumulators stay in registers
+across the reduction loops. Windowed reads (`oh + kh`) are plain once their window loop is
+a unit loop, which is what lets any convolution, pooling or stencil vectorize this way.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import transform
+from mlir.dialects.transform import structured
+
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.schedule import Config
+from mlirtune.schedules.builder import ScheduleBuilder
+from mlirtune.schedules.convolution.nchw_rows import vectorize_tap_steps
+from mlirtune.schedules.generic.root import KIND, output_loops, parallel_loops
+
+
+def generic_schedule(op: OpInfo, parameters: Config) -> ir.Module:
+    sizes = output_loops(op, parameters["VECTOR"], parameters["UNROLL"], parameters["UNROLL2"])
+    reductions = [1 if size == 0 else 0 for size in sizes]
+    parallel = parameters["THREADS"] > 1
+    attrs = op.attributes
+    with ScheduleBuilder(KIND) as s:
+        if "pad_rank" in attrs:
+            function = s.match(s.root, ["func.func"], step="match_padded_function")
+            s.materialize_padding(function, attrs["pad_rank"], attrs["pad_row"], attrs["pad"])
+            anchor = s.last_op()
+            tile = [sizes[loop] for loop in parallel_loops(op)]
+        else:
+            anchor = s.match_root(s.root, KIND)
+            tile = sizes
+        s.fuse_with_loops(anchor, tile, step="register_tiles", parallel=parallel)
+        function = s.match(s.root, ["func.func"], step="match_function")
+        s.shrink_temporaries(function)
+        if any(reductions):
+            root = s.match_root(s.root, KIND, step="match_root_tiles")
+            s.tile(root, reductions, step="reduction_steps")
+        ops = structured.MatchOp(
+            transform.AnyOpType.get(), function, interface=structured.MatchInterfaceEnum.LinalgOp
+        ).result
+        with s.at("generalize"):
+            structured.GeneralizeOp(ops)
+        vectorize_tap_steps(s, function)
+    return s.module
