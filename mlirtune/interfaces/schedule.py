@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import ClassVar
+from dataclasses import dataclass, fields
+from typing import ClassVar, Self
 
 import z3
 from mlir import ir
 
+from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.target import Target
 
@@ -56,6 +57,41 @@ class Knob:
 
 
 @dataclass(frozen=True)
+class KnobValues:
+    """A family's knob values, typed: a frozen subclass per family with one int field per
+    knob, named as the knob in lower case (`mr` for MR), so that a schedule reads
+    `knobs.mr`. A Config (name -> value) stays the external form, for the tuner, spec
+    libraries, descriptors and --param: `from_config` and `to_config` convert."""
+
+    # Knob names are the fields' names upper-cased, unless the family names its knobs in
+    # lower case itself (gpu_contraction's block_m).
+    upper_case_names: ClassVar[bool] = True
+
+    @classmethod
+    def knob_name(cls, field: str) -> str:
+        return field.upper() if cls.upper_case_names else field
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, int]) -> Self:
+        """The values of `config`, which names every knob and nothing else."""
+        names = {cls.knob_name(f.name): f.name for f in fields(cls)}
+        missing = [name for name in names if name not in config]
+        unknown = [name for name in config if name not in names]
+        if missing or unknown:
+            problems = [f"missing {', '.join(missing)}"] if missing else []
+            problems += [f"unknown {', '.join(unknown)}"] if unknown else []
+            raise UsageError(
+                f"{cls.__name__}: knob values {'; '.join(problems)} (knobs: {', '.join(names)})",
+                stage="schedule",
+            )
+        return cls(**{field: config[name] for name, field in names.items()})
+
+    def to_config(self) -> Config:
+        """The values by knob name, in knob order."""
+        return {self.knob_name(f.name): getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
 class Constraint:
     """A condition every valid config meets: `expr` is a z3 Boolean over the knobs' Ints;
     `description` says what it is and why, for reports and error messages."""
@@ -76,6 +112,8 @@ class ScheduleFamily(ABC):
     root_kinds: ClassVar[tuple[str, ...]]  # OpInfo kinds it schedules
     target_kinds: ClassVar[tuple[str, ...]]  # Target names its selector and model cover
     knobs: ClassVar[tuple[Knob, ...]]
+    # The typed form of the knobs' values: one field per knob, in knob order.
+    values_type: ClassVar[type[KnobValues]]
     # The family's own IR rewrites that no upstream pass performs, by the step name a
     # descriptor runs them under (`step: NAME {key=value}`).
     steps: ClassVar[Mapping[str, Step]] = {}

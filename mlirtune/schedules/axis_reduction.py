@@ -11,13 +11,22 @@ away so that the select-based update vectorizes as an element-wise op.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from mlir import ir
 from mlir.dialects.transform import structured
 from mlir.dialects.transform import vector as tvector
 
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.interfaces.schedule import Config, Constraint, Domains, Knob, KnobVariables
+from mlirtune.interfaces.schedule import (
+    Config,
+    Constraint,
+    Domains,
+    Knob,
+    KnobValues,
+    KnobVariables,
+)
 from mlirtune.ir.roots import has_reduction, is_windowed, product, reduction_loops
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.cpu_model import (
@@ -48,7 +57,18 @@ def _columns(op: OpInfo, lanes: int) -> list[int]:
     return [*vector_columns("INNER", COLUMN_VECTORS)(op, lanes), *whole]
 
 
-class AxisReduction(HostFamily):
+@dataclass(frozen=True)
+class AxisReductionKnobs(KnobValues):
+    """`outer` OUTER rows per parallel tile, `cols` INNER columns of vector accumulators,
+    `r_step` rows of R per step of the R loop, `threads` the OUTER tiles are spread over."""
+
+    outer: int
+    cols: int
+    r_step: int
+    threads: int
+
+
+class AxisReduction(HostFamily[AxisReductionKnobs]):
     """Vector accumulators over INNER columns, carried through a sequential R loop."""
 
     name = "axis_reduction"
@@ -94,11 +114,14 @@ class AxisReduction(HostFamily):
         Knob("R_STEP", "rows of R per step of the sequential R loop", 4, powers_of_two("R", 16)),
         threads_knob(),
     )
+    values_type = AxisReductionKnobs
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
         shape = (op.dims["OUTER"], op.dims["R"], op.dims["INNER"])
         return axis_reduction_schedule(
-            shape=shape, parameters=parameters, outputs=op.attributes.get("outputs", 1)
+            shape=shape,
+            knobs=self.knob_values(op, parameters),
+            outputs=op.attributes.get("outputs", 1),
         )
 
     def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
@@ -152,13 +175,13 @@ class AxisReduction(HostFamily):
             )
         return constraints
 
-    def cost_on(self, op: OpInfo, cpu: HostCPU, config: Config) -> float:
+    def cost_on(self, op: OpInfo, cpu: HostCPU, knobs: AxisReductionKnobs) -> float:
         """Vector loads of the input (a partial vector costs a whole one) against the bytes
         it moves, plus loop control per R step and set-up per column tile."""
         lanes = cpu.lanes(op.element_type)
         outer, r, inner = op.dims["OUTER"], op.dims["R"], op.dims["INNER"]
-        cols = tile_extents(inner, inner, min(config["COLS"], inner))
-        steps = tile_extents(r, r, min(config["R_STEP"], r))
+        cols = tile_extents(inner, inner, min(knobs.cols, inner))
+        steps = tile_extents(r, r, min(knobs.r_step, r))
         loads = outer * r * sum(n * ceil_div(c, lanes) for c, n in cols.items())
         tiles = outer * sum(cols.values())
         control = tiles * (sum(steps.values()) * LOOP_CYCLES + TILE_CYCLES)
@@ -181,15 +204,15 @@ def _registers_per_column(op: OpInfo) -> int:
 
 
 def axis_reduction_schedule(
-    *, shape: tuple[int, int, int], parameters: Config, outputs: int = 1
+    *, shape: tuple[int, int, int], knobs: AxisReductionKnobs, outputs: int = 1
 ) -> ir.Module:
     """Schedule the one [OUTER, R, INNER] -> [OUTER, INNER] reduction generic (with its fills)
     whose result the payload writes (see the module docstring)."""
     outer, r, inner = shape
-    outer_tile = min(parameters["OUTER"], outer)
-    cols = min(parameters["COLS"], inner)
-    r_step = 1 if outputs > 1 else min(parameters["R_STEP"], r)
-    parallel = parameters.get("THREADS", 1) > 1 and outer % outer_tile == 0 and outer > 1
+    outer_tile = min(knobs.outer, outer)
+    cols = min(knobs.cols, inner)
+    r_step = 1 if outputs > 1 else min(knobs.r_step, r)
+    parallel = knobs.threads > 1 and outer % outer_tile == 0 and outer > 1
     with ScheduleBuilder("axis_reduction") as s:
         if parallel:
             s.fuse_with_loops(s.last_op(), [outer_tile, 0, 0], "parallel_outer", parallel=True)

@@ -18,13 +18,22 @@ Partial column tiles are peeled. With THREADS > 1 the outer tiles are one scf.fo
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from mlir import ir
 from mlir.dialects import transform
 from mlir.dialects.transform import vector as tvector
 
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.interfaces.schedule import Config, Constraint, Domains, Knob, KnobVariables
+from mlirtune.interfaces.schedule import (
+    Config,
+    Constraint,
+    Domains,
+    Knob,
+    KnobValues,
+    KnobVariables,
+)
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.cpu_model import (
     LOAD_PORTS,
@@ -84,7 +93,19 @@ def _s_tiles(op: OpInfo, lanes: int) -> list[int]:
     return cache_tiles("INNER", floor=16, in_lanes=True)(op, lanes)
 
 
-class ChannelNorm(HostFamily):
+@dataclass(frozen=True)
+class ChannelNormKnobs(KnobValues):
+    """`cols` columns of s per vector tile; rms only (1 otherwise): `r_step` rows of b per
+    step of the channel sum, `s_tile` columns of s per outer tile; `threads` the outer
+    tiles are spread over."""
+
+    cols: int
+    r_step: int
+    s_tile: int
+    threads: int
+
+
+class ChannelNorm(HostFamily[ChannelNormKnobs]):
     """Tiles of one `a` (rms: and S_TILE columns) with every statistic fused."""
 
     name = "channel_norm"
@@ -108,13 +129,14 @@ class ChannelNorm(HostFamily):
         ),
         threads_knob(),
     )
+    values_type = ChannelNormKnobs
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
         return channel_norm_schedule(
             per_column=per_column(op),
             columns=columns(op),
             channels=op.dims.get("R", 1),
-            parameters=parameters,
+            knobs=self.knob_values(op, parameters),
         )
 
     def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
@@ -166,7 +188,7 @@ class ChannelNorm(HostFamily):
             ]
         return constraints
 
-    def cost_on(self, op: OpInfo, cpu: HostCPU, config: Config) -> float:
+    def cost_on(self, op: OpInfo, cpu: HostCPU, knobs: ChannelNormKnobs) -> float:
         """Vector loads of every pass over X (a partial vector costs a whole one) against the
         bytes they move: X read from memory and out written once; the later passes of a
         tile re-read it through L2 (rms: from memory when its block outgrows L2);
@@ -176,12 +198,12 @@ class ChannelNorm(HostFamily):
         itemsize = element_bytes(op.element_type)
         passes = {"axis_reduction": 2, "elementwise": 1}.get(op.kind, 3)
         rows = op.dims["OUTER"] * op.dims["R"] if per_column(op) else op.dims["ROWS"]
-        block = min(config["S_TILE"], size) if per_column(op) else size
+        block = min(knobs.s_tile, size) if per_column(op) else size
         blocks = tile_extents(size, size, block)
         cols = {
             c: n * count
             for extent, count in blocks.items()
-            for c, n in tile_extents(extent, extent, min(config["COLS"], extent)).items()
+            for c, n in tile_extents(extent, extent, min(knobs.cols, extent)).items()
         }
         loads = passes * rows * sum(n * ceil_div(c, lanes) for c, n in cols.items())
         control = passes * rows * sum(cols.values()) * LOOP_CYCLES
@@ -189,7 +211,7 @@ class ChannelNorm(HostFamily):
         traffic = Traffic(cpu)
         traffic.add(2 * nbytes, 2 * nbytes)
         if per_column(op):
-            control += rows / max(1, config["R_STEP"]) * sum(blocks.values()) * LOOP_CYCLES
+            control += rows / max(1, knobs.r_step) * sum(blocks.values()) * LOOP_CYCLES
             control += op.dims["OUTER"] * sum(blocks.values()) * TILE_CYCLES
             # The last op's re-read hits L2 while the block fits all of it (see select_on);
             # Traffic's threshold is half of L2.
@@ -203,16 +225,16 @@ CHANNEL_NORM = ChannelNorm()
 
 
 def channel_norm_schedule(
-    *, per_column: bool, columns: int, channels: int, parameters: Config
+    *, per_column: bool, columns: int, channels: int, knobs: ChannelNormKnobs
 ) -> ir.Module:
     """Schedule a channel_norm payload (see the module docstring): `columns` is the extent
     of s, `channels` that of b when `per_column` (rms)."""
-    block = min(parameters["S_TILE"], columns) if per_column else columns
-    cols = min(parameters["COLS"], block)
-    r_step = min(parameters["R_STEP"], channels) if per_column else 1
+    block = min(knobs.s_tile, columns) if per_column else columns
+    cols = min(knobs.cols, block)
+    r_step = min(knobs.r_step, channels) if per_column else 1
     outer = [1, 0, block] if per_column else [1]
     # A partial S_TILE block is peeled, which takes an scf.for: then one thread.
-    parallel = parameters.get("THREADS", 1) > 1 and columns % block == 0
+    parallel = knobs.threads > 1 and columns % block == 0
     with ScheduleBuilder("channel_norm") as s:
         _, outer_loops = s.fuse_with_loops(
             s.last_op(), outer, step="tile_outer_and_fuse", parallel=parallel

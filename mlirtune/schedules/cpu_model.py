@@ -19,7 +19,7 @@ import z3
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, Domains, KnobVariables
 from mlirtune.interfaces.target import Target
-from mlirtune.schedules.family import LibraryFamily
+from mlirtune.schedules.family import LibraryFamily, ValuesT
 from mlirtune.targets.host_cpu import FMA_UNITS, HostCPU
 
 # --- selector ------------------------------------------------------------------------------
@@ -62,7 +62,7 @@ L2_BROADCAST_CYCLES = 1.5
 MIN_ACCUMULATORS = FMA_UNITS * FMA_LATENCY
 
 
-class HostFamily(LibraryFamily):
+class HostFamily(LibraryFamily[ValuesT]):
     """A family with a selector, constraints and a cost model for the host CPU (HostCPU);
     subclasses implement them on the concrete HostCPU facts."""
 
@@ -87,7 +87,7 @@ class HostFamily(LibraryFamily):
         return self.constraints_on(op, self.cpu(target, "space"), knobs, domains)
 
     def cost(self, op: OpInfo, target: Target, config: Config) -> float:
-        return self.cost_on(op, self.cpu(target, "space"), config)
+        return self.cost_on(op, self.cpu(target, "space"), self.knob_values(op, config))
 
     @abstractmethod
     def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
@@ -100,8 +100,8 @@ class HostFamily(LibraryFamily):
         """The constraints on `knobs` for `op` on `cpu`."""
 
     @abstractmethod
-    def cost_on(self, op: OpInfo, cpu: HostCPU, config: Config) -> float:
-        """Estimated seconds per call of `op` scheduled with `config` on `cpu`."""
+    def cost_on(self, op: OpInfo, cpu: HostCPU, knobs: ValuesT) -> float:
+        """Estimated seconds per call of `op` scheduled with `knobs` on `cpu`."""
 
 
 # --- selector helpers ----------------------------------------------------------------------

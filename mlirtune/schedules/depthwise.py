@@ -14,13 +14,22 @@ output along it (scalar along W for a W stride).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from mlir import ir
 from mlir.dialects import linalg
 from mlir.dialects.transform import structured
 
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.interfaces.schedule import Config, Constraint, Domains, Knob, KnobVariables
+from mlirtune.interfaces.schedule import (
+    Config,
+    Constraint,
+    Domains,
+    Knob,
+    KnobValues,
+    KnobVariables,
+)
 from mlirtune.ir.roots import is_padded, padding
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.cpu_model import (
@@ -56,7 +65,18 @@ def row_tiles(op: OpInfo, lanes: int) -> list[int]:
     return sorted({*tiles, ow}) if ow <= 4 * lanes else list(tiles)
 
 
-class Depthwise(HostFamily):
+@dataclass(frozen=True)
+class DepthwiseKnobs(KnobValues):
+    """A tile of `c_tile` channels x `oh_tile` output rows x `ow_tile` outputs along W;
+    `threads` the tiles are spread over."""
+
+    ow_tile: int
+    oh_tile: int
+    c_tile: int
+    threads: int
+
+
+class Depthwise(HostFamily[DepthwiseKnobs]):
     """Register tiles of OH_TILE rows x OW_TILE pixels of one channel, one filter tap per
     step: broadcast the weight, FMA it with the shifted input rows."""
 
@@ -85,9 +105,10 @@ class Depthwise(HostFamily):
         Knob("C_TILE", "channels per tile", 1, powers_of_two("C", 8)),
         threads_knob(),
     )
+    values_type = DepthwiseKnobs
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
-        return depthwise_schedule(op, parameters)
+        return depthwise_schedule(op, self.knob_values(op, parameters))
 
     def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
         """OW_TILE two whole vectors of a row (or all of a row shorter than a vector),
@@ -119,15 +140,15 @@ class Depthwise(HostFamily):
             ),
         ]
 
-    def cost_on(self, op: OpInfo, cpu: HostCPU, config: Config) -> float:
+    def cost_on(self, op: OpInfo, cpu: HostCPU, knobs: DepthwiseKnobs) -> float:
         """Roofline of the taps' vector loads and FMAs (a partial vector costs a whole one;
         a W stride makes every output its own step) against the bytes read and written,
         plus set-up cycles per tile."""
         d = op.dims
         lanes = cpu.lanes(op.element_type)
         size = element_bytes(op.element_type)
-        ow_tile = min(config["OW_TILE"], d["OW"])
-        oh_tile, c_tile = min(config["OH_TILE"], d["OH"]), min(config["C_TILE"], d["C"])
+        ow_tile = min(knobs.ow_tile, d["OW"])
+        oh_tile, c_tile = min(knobs.oh_tile, d["OH"]), min(knobs.c_tile, d["C"])
         taps = d["KH"] * d["KW"]
         if op.attributes.get("stride", 1) > 1:
             steps = d["OW"]
@@ -148,11 +169,11 @@ class Depthwise(HostFamily):
 DEPTHWISE = Depthwise()
 
 
-def depthwise_schedule(op: OpInfo, parameters: Config, name: str = "depthwise") -> ir.Module:
+def depthwise_schedule(op: OpInfo, knobs: DepthwiseKnobs, name: str = "depthwise") -> ir.Module:
     """Schedule a depthwise payload whose root is `op` (see the module doc)."""
-    d, p, attrs = op.dims, parameters, op.attributes
-    ow_tile, oh_tile = min(p["OW_TILE"], d["OW"]), min(p["OH_TILE"], d["OH"])
-    c_tile = min(p["C_TILE"], d["C"])
+    d, attrs = op.dims, op.attributes
+    ow_tile, oh_tile = min(knobs.ow_tile, d["OW"]), min(knobs.oh_tile, d["OH"])
+    c_tile = min(knobs.c_tile, d["C"])
     with ScheduleBuilder(name) as s:
         function = s.match(s.root, ["func.func"], step="match_function")
         if attrs.get("padded", attrs.get("pad")):  # H-only padding has no W `pad`
@@ -160,7 +181,7 @@ def depthwise_schedule(op: OpInfo, parameters: Config, name: str = "depthwise") 
         # Loops (n, oh, ow, c, kh, kw); tiles visited as n, c, oh, ow.
         sizes = [1, oh_tile, ow_tile, c_tile, 0, 0]
         extents = {1: d["OH"], 2: d["OW"], 3: d["C"]}
-        _tile_output(s, sizes, extents, p.get("THREADS", 1))
+        _tile_output(s, sizes, extents, knobs.threads)
         function = s.match(s.root, ["func.func"], step="match_function_tiled")
         s.canonicalize(function, step="static_tile_shapes")
         # One channel and one tap per step; a strided dim one output per step.

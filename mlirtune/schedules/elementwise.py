@@ -7,6 +7,7 @@ vectorized. Leading dims are tiled by 1; partial tiles are peeled off.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from mlir import ir
 
@@ -15,11 +16,18 @@ from mlirtune.interfaces.schedule import Config, Knob
 from mlirtune.ir.roots import element_types, loop_sizes, rows_cols
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.knobs import powers_of_two, threads_knob, vector_columns
-from mlirtune.schedules.vector_tiles import VectorTileFamily
+from mlirtune.schedules.vector_tiles import VectorTileFamily, VectorTileKnobs
 from mlirtune.targets.host_cpu import HostCPU
 
 
-class Elementwise(VectorTileFamily):
+@dataclass(frozen=True)
+class ElementwiseKnobs(VectorTileKnobs):
+    """`rows` x `cols` tiles of the last op; `threads` the tiles' outer loops spread over."""
+
+    threads: int
+
+
+class Elementwise(VectorTileFamily[ElementwiseKnobs]):
     """Element-wise tiles: a tile gets the whole register file."""
 
     name = "elementwise"
@@ -31,37 +39,40 @@ class Elementwise(VectorTileFamily):
         Knob("COLS", "columns per tile", 64, vector_columns("COLS", (1, 2, 4, 8))),
         threads_knob(),
     )
+    values_type = ElementwiseKnobs
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
         rank = op.attributes.get("rank", 2)
         rows = [op.attributes.get("inner_rows", op.dims["ROWS"])] if rank > 1 else []
         shape = [1] * (rank - 2) + [*rows, op.dims["COLS"]]  # leading loops: tiles of one
-        return elementwise_schedule(anchor_op="linalg.generic", shape=shape, parameters=parameters)
+        knobs = self.knob_values(op, parameters)
+        return elementwise_schedule(anchor_op="linalg.generic", shape=shape, knobs=knobs)
 
     def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
         # One row per tile: every row of a tile becomes its own unrolled run of vector ops,
         # and a single four-vector row streams best (measured 3-4.6x numpy on 1024^2 and
         # 300x500 chains, against 1.3-2.6x with eight-row tiles).
-        return {**self.vector_tile(op, cpu), "ROWS": 1}
+        _, cols = self.vector_tile(op, cpu)
+        return {"ROWS": 1, "COLS": cols}
 
 
 ELEMENTWISE = Elementwise()
 
 
 def elementwise_schedule(
-    *, anchor_op: str, shape: Sequence[int], parameters: dict[str, int], name: str = "elementwise"
+    *, anchor_op: str, shape: Sequence[int], knobs: ElementwiseKnobs, name: str = "elementwise"
 ) -> ir.Module:
     """Tile the last op (`anchor_op`) over its two innermost parallel dims, fuse producers,
     then vectorize. Leading dims are tiled by 1. Partial tiles are peeled off, so the main
     tiles have static shapes and vectorize even when the sizes do not divide the shape."""
-    rows, cols = parameters["ROWS"], parameters["COLS"]
+    rows, cols = knobs.rows, knobs.cols
     sizes = [1] * max(0, len(shape) - 2) + [min(rows, d) for d in shape[-2:-1]]
     sizes += [min(cols, shape[-1])]
     sizes = sizes[-len(shape) :]
     # With THREADS > 1 and whole tiles in the outer dims, those are one scf.forall spread
     # over the threads, and the columns are tiled (and peeled) inside it.
     outer = list(zip(shape[:-1], sizes[:-1], strict=True))
-    parallel = parameters.get("THREADS", 1) > 1 and bool(outer)
+    parallel = knobs.threads > 1 and bool(outer)
     parallel = parallel and all(dim % size == 0 for dim, size in outer)
     with ScheduleBuilder(name) as s:
         anchor = s.match(s.root, [anchor_op], step="match_anchor")

@@ -8,21 +8,23 @@ default), the analytic selector per target kind, the constraints and the cost mo
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import TypeVar
+from typing import Generic, TypeVar, cast
 
 import z3
 
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.interfaces.schedule import Config, Domains, ScheduleFamily
+from mlirtune.interfaces.schedule import Config, Domains, KnobValues, ScheduleFamily
 from mlirtune.interfaces.target import Target
 
 KindT = TypeVar("KindT", bound=Target)
+ValuesT = TypeVar("ValuesT", bound=KnobValues)
 
 
-class LibraryFamily(ScheduleFamily):
+class LibraryFamily(ScheduleFamily, Generic[ValuesT]):
     """A ScheduleFamily whose defaults, parameter checks and violations follow from its knobs
-    and constraints; subclasses supply `choose`, the selector for one target."""
+    and constraints; subclasses supply `choose`, the selector for one target. `ValuesT` is
+    the family's `values_type`, the typed knob values its builder and model read."""
 
     def __repr__(self) -> str:
         return f"<schedule family {self.name}>"
@@ -55,6 +57,10 @@ class LibraryFamily(ScheduleFamily):
                 )
             resolved[key] = value
         return resolved
+
+    def knob_values(self, op: OpInfo, config: Config) -> ValuesT:
+        """`config` over the defaults (a search space's configs name no THREADS), typed."""
+        return cast(ValuesT, self.values_type.from_config({**self.defaults(op), **config}))
 
     def invalid_choices(self, values: Config) -> list[str]:
         """`KNOB=value must be one of ...: what it is` for each value of a knob with

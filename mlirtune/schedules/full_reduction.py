@@ -11,6 +11,7 @@ values. A partial row tile is peeled off.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from mlir import ir
 from mlir.dialects import transform
@@ -19,11 +20,20 @@ from mlir.dialects.transform import structured
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config
 from mlirtune.schedules.builder import ScheduleBuilder
-from mlirtune.schedules.rowwise import ROW_REDUCTION, Rowwise, input_in_l2
+from mlirtune.schedules.rowwise import ROW_REDUCTION, RowTiles, Rowwise, input_in_l2
+from mlirtune.schedules.vector_tiles import VectorTileKnobs
 from mlirtune.targets.host_cpu import HostCPU
 
 
-class FullReduction(Rowwise):
+@dataclass(frozen=True)
+class FullReductionKnobs(VectorTileKnobs):
+    """`rows` rows per row tile, `cols` columns per vector tile inside it; `threads` the
+    row tiles are spread over (each summing its share into a partial result)."""
+
+    threads: int
+
+
+class FullReduction(RowTiles[FullReductionKnobs]):
     """Row tiles of row reductions, summed into one scalar across tiles; the knobs, model
     and selector are `rowwise`'s (the partial row results stay live beside the loaded tile),
     but for PREFETCH: the row loop carries the scalar, and no step prefetches it."""
@@ -31,29 +41,31 @@ class FullReduction(Rowwise):
     name = "full_reduction"
     description = "row reductions folded into a scalar: a row loop carrying it, column-tiled"
     knobs = tuple(knob for knob in Rowwise.knobs if knob.name != "PREFETCH")
+    values_type = FullReductionKnobs
 
     def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
-        return {k: v for k, v in super().select_on(op, cpu).items() if k != "PREFETCH"}
+        rows, cols = self.row_tile(op, cpu)
+        return {"ROWS": rows, "COLS": cols}
 
-    def memory_overlaps_compute(self, op: OpInfo, cpu: HostCPU, config: Config) -> bool:
+    def memory_overlaps_compute(self, op: OpInfo, cpu: HostCPU, knobs: FullReductionKnobs) -> bool:
         return input_in_l2(op, cpu)
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
         shape = [op.dims["ROWS"], op.dims["COLS"]]
-        return full_reduction_schedule(shape=shape, parameters=parameters)
+        return full_reduction_schedule(shape=shape, knobs=self.knob_values(op, parameters))
 
 
 FULL_REDUCTION = FullReduction()
 
 
 def full_reduction_schedule(
-    *, shape: Sequence[int], parameters: dict[str, int], name: str = "full_reduction"
+    *, shape: Sequence[int], knobs: FullReductionKnobs, name: str = "full_reduction"
 ) -> ir.Module:
     """Schedule a payload of row reductions ([M, N] -> [M], iterators parallel x reduction)
     whose last op reduces their [M] results to the 0-d output."""
     m, n = shape
-    rows, cols = min(parameters["ROWS"], m), min(parameters["COLS"], n)
-    threads = parameters.get("THREADS", 1)
+    rows, cols = min(knobs.rows, m), min(knobs.cols, n)
+    threads = knobs.threads
     # With THREADS > 1 and whole row tiles per thread, each thread sums its share of the rows
     # into a partial result of its own (an scf.forall), and those are added up after it.
     parallel = threads > 1 and m % (threads * rows) == 0

@@ -13,13 +13,22 @@ the window: strided windows become strided reads of the input row. The depth sta
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from mlir import ir
 from mlir.dialects import linalg
 from mlir.dialects.transform import structured
 
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.interfaces.schedule import Config, Constraint, Domains, Knob, KnobVariables
+from mlirtune.interfaces.schedule import (
+    Config,
+    Constraint,
+    Domains,
+    Knob,
+    KnobValues,
+    KnobVariables,
+)
 from mlirtune.ir.roots import is_padded, padding
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.cpu_model import (
@@ -64,7 +73,19 @@ def depth_columns(op: OpInfo, lanes: int) -> list[int]:
     return [v * lanes for v in (1, 2, 4, 8) if v * lanes <= size] + ([size] if size < lanes else [])
 
 
-class Pooling(HostFamily):
+@dataclass(frozen=True)
+class PoolingKnobs(KnobValues):
+    """A tile of `c_tile` channel rows x `ow_tile` outputs along the innermost spatial dim;
+    `cols` (h, w) outputs per tile of a 3-D pool's depth stage; `threads` the tiles are
+    spread over."""
+
+    ow_tile: int
+    c_tile: int
+    cols: int
+    threads: int
+
+
+class Pooling(HostFamily[PoolingKnobs]):
     """Vector tiles of C_TILE channel rows x OW_TILE outputs, each a max or sum over the
     window unrolled into strided row reads."""
 
@@ -98,9 +119,10 @@ class Pooling(HostFamily):
         Knob("COLS", "(h, w) outputs per tile of a 3-D pool's depth stage", 64, depth_columns),
         threads_knob(),
     )
+    values_type = PoolingKnobs
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
-        return pooling_schedule(op, parameters)
+        return pooling_schedule(op, self.knob_values(op, parameters))
 
     def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
         """OW_TILE spans up to two vectors of a row (strided windows read stride x as much
@@ -139,14 +161,14 @@ class Pooling(HostFamily):
             constraints.append(whole_vectors("COLS", plane(op), knobs, lanes))
         return constraints
 
-    def cost_on(self, op: OpInfo, cpu: HostCPU, config: Config) -> float:
+    def cost_on(self, op: OpInfo, cpu: HostCPU, knobs: PoolingKnobs) -> float:
         """Roofline of the window's vector loads (a partial vector costs a whole one, a
         strided read `stride` vectors) against the bytes read and written, plus set-up
         cycles per tile."""
         d = op.dims
         lanes = cpu.lanes(op.element_type)
         size = element_bytes(op.element_type)
-        ow_tile, c_tile = min(config["OW_TILE"], d["OW"]), min(config["C_TILE"], d["C"])
+        ow_tile, c_tile = min(knobs.ow_tile, d["OW"]), min(knobs.c_tile, d["C"])
         cols = tile_extents(d["OW"], d["OW"], ow_tile)
         rows = d["N"] * d["C"] * d.get("OH", 1)
         window = d.get("KH", 1) * d["KW"]
@@ -162,13 +184,13 @@ class Pooling(HostFamily):
 POOLING = Pooling()
 
 
-def pooling_schedule(op: OpInfo, parameters: Config, name: str = "pooling") -> ir.Module:
+def pooling_schedule(op: OpInfo, knobs: PoolingKnobs, name: str = "pooling") -> ir.Module:
     """Schedule a pooling payload whose first pooling root is `op` (see the module doc)."""
-    d, p = op.dims, parameters
+    d = op.dims
     spatial, then_pool = op.attributes["spatial"], op.attributes.get("then_pool", 0)
     average = op.op_name.endswith("_sum")
-    ow_tile, c_tile = min(p["OW_TILE"], d["OW"]), min(p["C_TILE"], d["C"])
-    threads = p.get("THREADS", 1)
+    ow_tile, c_tile = min(knobs.ow_tile, d["OW"]), min(knobs.c_tile, d["C"])
+    threads = knobs.threads
     with ScheduleBuilder(name) as s:
         function = s.match(s.root, ["func.func"], step="match_function")
         depth_name = op.op_name.replace("nchw", "nwc")
@@ -186,7 +208,7 @@ def pooling_schedule(op: OpInfo, parameters: Config, name: str = "pooling") -> i
         if then_pool:
             # The depth stage: [N*C, OD, OH*OW], pooled over OD along contiguous (h, w).
             depth_anchor = "linalg.generic" if average else depth_name
-            cols = min(p["COLS"], plane(op))
+            cols = min(knobs.cols, plane(op))
             sizes = [1, 1, cols] + ([0] if depth_anchor == depth_name else [])
             anchor = s.match(s.root, [depth_anchor], step="match_depth_stage")
             _tile_output(s, anchor, depth_anchor, sizes, [1, plane(op)], threads)

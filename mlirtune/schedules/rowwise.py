@@ -9,6 +9,7 @@ inner loops are pure vector code. Partial tiles are peeled off to keep main tile
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from mlir import ir
 from mlir.dialects import transform
@@ -21,17 +22,43 @@ from mlirtune.ir.prefetch import PREFETCH_ATTRIBUTE
 from mlirtune.ir.roots import has_reduction, is_windowed, rows_cols
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.knobs import choices, powers_of_two, threads_knob, vector_columns
-from mlirtune.schedules.vector_tiles import VectorTileFamily
+from mlirtune.schedules.vector_tiles import TileT, VectorTileFamily, VectorTileKnobs
 from mlirtune.targets.host_cpu import HostCPU
 
 
-class Rowwise(VectorTileFamily):
+@dataclass(frozen=True)
+class RowwiseKnobs(VectorTileKnobs):
+    """`rows` rows per row tile (producers fused per tile), `cols` columns per vector tile
+    inside it; `prefetch` 1 prefetches the next row tile; `threads` the row tiles are
+    spread over."""
+
+    prefetch: int
+    threads: int
+
+
+class RowTiles(VectorTileFamily[TileT]):
     """Row tiles with row reductions: the partial row results stay live beside the loaded
-    tile, so a tile gets half of the register file."""
+    tile, so a tile gets half of the register file (`rowwise`, `full_reduction`)."""
+
+    root_kinds = ("reduction",)
+    register_share = 0.5
+    reduction = True
+
+    def row_tile(self, op: OpInfo, cpu: HostCPU) -> tuple[int, int]:
+        """ROWS x COLS of a row tile. A payload with an expanded exp or log (softmax) keeps
+        several values live per vector of the tile: one vector per row, an eighth of the
+        registers (4 x 16 f32 on AVX-512). Measured on Zen 4, softmax 4096 x 4096 and
+        512 x 1024 ran in 10.9 and 0.20 ms with 4 x 16 tiles, 13.7 and 0.28 ms with 4 x 64."""
+        if op.attributes.get("transcendentals"):
+            return self.vector_tile(op, cpu, row_vectors=1, register_share=self.register_share / 4)
+        return self.vector_tile(op, cpu)
+
+
+class Rowwise(RowTiles[RowwiseKnobs]):
+    """Row tiles with row reductions, the next row tile prefetched where it pays."""
 
     name = "rowwise"
     description = "row tiles fusing row reductions (softmax), column-tiled vector loops"
-    root_kinds = ("reduction",)
     owns = ("reduction",)
 
     def recognise(
@@ -69,35 +96,26 @@ class Rowwise(VectorTileFamily):
         ),
         threads_knob(),
     )
-    register_share = 0.5
-    reduction = True
+    values_type = RowwiseKnobs
 
     def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
-        """A payload with an expanded exp or log (softmax) keeps several values live per
-        vector of the tile: one vector per row, an eighth of the registers (4 x 16 f32 on
-        AVX-512). Measured on Zen 4, softmax 4096 x 4096 and 512 x 1024 ran in 10.9 and
-        0.20 ms with 4 x 16 tiles, 13.7 and 0.28 ms with 4 x 64.
-        Inputs larger than the L2 prefetch the next tile where two tiles fit in half of it
-        (softmax 4096 x 4096: 11.4 ms without, 9.4-9.9 ms with; no change measured on inputs
-        within the L2)."""
-        if op.attributes.get("transcendentals"):
-            tile = self.vector_tile(op, cpu, row_vectors=1, register_share=self.register_share / 4)
-        else:
-            tile = self.vector_tile(op, cpu)
+        """The row tile (`row_tile`). Inputs larger than the L2 prefetch the next tile where
+        two tiles fit in half of it (softmax 4096 x 4096: 11.4 ms without, 9.4-9.9 ms with;
+        no change measured on inputs within the L2)."""
+        rows, cols = self.row_tile(op, cpu)
         # The prefetched tile waits in the L2 beside the current one.
-        tiles_fit = 2 * _bytes(op, tile["ROWS"]) <= cpu.features.l2_bytes // 2
-        return {**tile, "PREFETCH": int(tiles_fit and not input_in_l2(op, cpu))}
+        tiles_fit = 2 * _bytes(op, rows) <= cpu.features.l2_bytes // 2
+        return {"ROWS": rows, "COLS": cols, "PREFETCH": int(tiles_fit and not input_in_l2(op, cpu))}
 
-    def memory_overlaps_compute(self, op: OpInfo, cpu: HostCPU, config: Config) -> bool:
+    def memory_overlaps_compute(self, op: OpInfo, cpu: HostCPU, knobs: RowwiseKnobs) -> bool:
         """A row tile's later passes read the cache: memory works alongside them only when
         the next tile is prefetched, or the input is in the L2 anyway."""
-        return bool(config["PREFETCH"]) or input_in_l2(op, cpu)
+        return bool(knobs.prefetch) or input_in_l2(op, cpu)
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
         shape = [op.attributes.get("inner_rows", op.dims["ROWS"]), op.dims["COLS"]]
-        return rowwise_schedule(
-            shape=shape, parameters=parameters, rank=op.attributes.get("rank", 2)
-        )
+        knobs = self.knob_values(op, parameters)
+        return rowwise_schedule(shape=shape, knobs=knobs, rank=op.attributes.get("rank", 2))
 
 
 def _bytes(op: OpInfo, rows: int) -> int:
@@ -116,23 +134,23 @@ ROW_REDUCTION = ("parallel", "reduction")
 
 
 def rowwise_schedule(
-    *, shape: Sequence[int], parameters: dict[str, int], name: str = "rowwise", rank: int = 2
+    *, shape: Sequence[int], knobs: RowwiseKnobs, name: str = "rowwise", rank: int = 2
 ) -> ir.Module:
     """Schedule a payload whose ops are row-parallel (linalg.generic with iterators all
     parallel, or parallel then one reduction) and whose last op writes the output: 2-D, of
     `shape` rows and columns, or of `rank` loops whose leading ones are tiled by one and
     dropped, leaving 2-D row tiles of the innermost two (`shape`)."""
     m, n = shape
-    rows, cols = min(parameters["ROWS"], m), min(parameters["COLS"], n)
+    rows, cols = min(knobs.rows, m), min(knobs.cols, n)
     leading = [1] * (rank - 2)
     # With THREADS > 1 and whole row tiles, the row tiles are one scf.forall spread over the
     # threads (a partial tile is peeled, which takes an scf.for).
-    parallel = parameters.get("THREADS", 1) > 1 and m % rows == 0
+    parallel = knobs.threads > 1 and m % rows == 0
     with ScheduleBuilder(name) as s:
         _, (*_, row_loop) = s.fuse_with_loops(
             s.last_op(), [*leading, rows, 0], step="tile_rows_and_fuse", parallel=parallel
         )
-        if parameters.get("PREFETCH") and not parallel and not leading:
+        if knobs.prefetch and not parallel and not leading:
             with s.at("mark_prefetch"):  # the prefetch-next-tile step adds the prefetches
                 transform.AnnotateOp(row_loop, PREFETCH_ATTRIBUTE)
         function = s.match(s.root, ["func.func"], step="match_function")

@@ -5,10 +5,12 @@ may hold, and whether row reductions are merged per tile)."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import TypeVar
 
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.interfaces.schedule import Config, Constraint, Domains, KnobVariables
+from mlirtune.interfaces.schedule import Constraint, Domains, KnobValues, KnobVariables
 from mlirtune.schedules.cpu_model import (
     LOAD_PORTS,
     TILE_CYCLES,
@@ -29,7 +31,19 @@ from mlirtune.targets.host_cpu import HostCPU
 PREFETCH_STREAMS = 16
 
 
-class VectorTileFamily(HostFamily):
+@dataclass(frozen=True)
+class VectorTileKnobs(KnobValues):
+    """The knobs every ROWS x COLS vector tile family has: `rows` rows per tile, `cols`
+    columns per (vector) tile."""
+
+    rows: int
+    cols: int
+
+
+TileT = TypeVar("TileT", bound=VectorTileKnobs)
+
+
+class VectorTileFamily(HostFamily[TileT]):
     """ROWS x COLS tiles whose values (`register_share` of the register file) stay in
     registers; `reduction` adds the per-row-tile merge of partial row results."""
 
@@ -38,7 +52,7 @@ class VectorTileFamily(HostFamily):
 
     def vector_tile(
         self, op: OpInfo, cpu: HostCPU, row_vectors: int = 4, register_share: float | None = None
-    ) -> Config:
+    ) -> tuple[int, int]:
         """ROWS x COLS: COLS spans `row_vectors` vectors (four: long contiguous runs for the
         prefetcher), ROWS fills `register_share` (default: the family's) of the register
         file with one tile of values."""
@@ -49,10 +63,7 @@ class VectorTileFamily(HostFamily):
         share = self.register_share if register_share is None else register_share
         budget = int(cpu.features.vector_registers * share) // tile_vectors
         rows_tile = fit(rows, max(1, budget), high=1.0)
-        return {"ROWS": rows_tile, "COLS": cols_tile}
-
-    def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
-        return self.vector_tile(op, cpu)
+        return rows_tile, cols_tile
 
     def constraints_on(
         self, op: OpInfo, cpu: HostCPU, knobs: KnobVariables, domains: Domains
@@ -69,13 +80,13 @@ class VectorTileFamily(HostFamily):
             ),
         ]
 
-    def cost_on(self, op: OpInfo, cpu: HostCPU, config: Config) -> float:
+    def cost_on(self, op: OpInfo, cpu: HostCPU, knobs: TileT) -> float:
         """Roofline of vector loads and stores (a partial vector costs a whole one) against
         the bytes every operand moves, derated for the streams of multi-row tiles; plus
         set-up cycles per tile and, for reductions, the merge of the partial row results."""
         lanes = cpu.lanes(op.element_type)
         rows_dim, cols_dim = op.dims["ROWS"], op.dims["COLS"]
-        rows_tile, cols_tile = min(config["ROWS"], rows_dim), min(config["COLS"], cols_dim)
+        rows_tile, cols_tile = min(knobs.rows, rows_dim), min(knobs.cols, cols_dim)
         rows, cols = (
             tile_extents(rows_dim, rows_dim, rows_tile),
             tile_extents(cols_dim, cols_dim, cols_tile),
@@ -94,10 +105,10 @@ class VectorTileFamily(HostFamily):
         streams = 1 + (rows_tile - 1) * operands / PREFETCH_STREAMS
         traffic.add(nbytes * streams, nbytes)
         memory = traffic.cycles()
-        overlapped = self.memory_overlaps_compute(op, cpu, config)
+        overlapped = self.memory_overlaps_compute(op, cpu, knobs)
         return seconds((max(compute, memory) if overlapped else compute + memory) + overhead, cpu)
 
-    def memory_overlaps_compute(self, op: OpInfo, cpu: HostCPU, config: Config) -> bool:
+    def memory_overlaps_compute(self, op: OpInfo, cpu: HostCPU, knobs: TileT) -> bool:
         """Whether memory streams while the tile computes (the roofline's max) rather than
         before it (their sum): a single pass streams."""
         return True

@@ -10,6 +10,7 @@ from mlir import ir
 
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.op import OpInfo
+from mlirtune.schedules.contraction import CONTRACTION
 from mlirtune.schedules.contraction.packed_tails import packed_nest
 from mlirtune.schedules.cpu_model import rows_conflict_in_l1
 from mlirtune.schedules.registry import FAMILIES
@@ -338,8 +339,9 @@ def test_cost_prices_a_packed_nest_left_with_padded_register_tiles():
     space = space_for(op, "contraction", host())
     tiles = {"MC": 4096, "NC": 512, "MR": 6, "NR": 64, "KU": 1, "ORDER": 1, "PACK": 1}
     one_block, two_blocks = ({**tiles, "KC": kc, "PREFETCH": 0, "UNIT": 0} for kc in (256, 128))
-    assert packed_nest(op, one_block).padded and not packed_nest(op, two_blocks).padded
-    assert packed_nest(op, two_blocks).rows_past == 4
+    one, two = (CONTRACTION.knob_values(op, config) for config in (one_block, two_blocks))
+    assert packed_nest(op, one).padded and not packed_nest(op, two).padded
+    assert packed_nest(op, two).rows_past == 4
     assert space.cost(one_block) > 2 * space.cost(two_blocks)
 
 

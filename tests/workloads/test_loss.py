@@ -14,7 +14,7 @@ from mlir import ir
 from mlirtune.api import engine_for
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.ir.context import new_context
-from mlirtune.schedules.full_reduction import full_reduction_schedule
+from mlirtune.schedules.full_reduction import FullReductionKnobs, full_reduction_schedule
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads import WORKLOADS
 from mlirtune.workloads.loss import KINDS, Loss
@@ -112,7 +112,7 @@ def test_loss_verifies_on_two_threads(kind, shape):
 def test_rows_are_split_over_threads_only_in_whole_row_tiles(rows, split):
     with new_context(), ir.Location.unknown():
         module = full_reduction_schedule(
-            shape=[rows, 100], parameters={"ROWS": 4, "COLS": 32, "THREADS": 2}
+            shape=[rows, 100], knobs=FullReductionKnobs(rows=4, cols=32, threads=2)
         )
         names: list[str] = []
         module.operation.walk(lambda op: names.append(op.name) or ir.WalkResult.ADVANCE)

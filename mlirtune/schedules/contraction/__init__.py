@@ -29,6 +29,7 @@ from mlirtune.schedules.contraction.knob_values import (
     UNIT_AMX,
     UNIT_DOT,
     UNIT_FMA,
+    ContractionKnobs,
 )
 from mlirtune.schedules.contraction.packed import packed_schedule
 from mlirtune.schedules.contraction.packed_host import K_CACHE_TILES
@@ -106,7 +107,7 @@ def _units(op: OpInfo, lanes: int) -> tuple[int, ...]:
     return (UNIT_FMA, *pairs, *((UNIT_ROWS,) if op.dims["N"] == 1 else ()))
 
 
-class Contraction(HostFamily):
+class Contraction(HostFamily[ContractionKnobs]):
     """MC x NC x KC cache tiles around an MR x NR register tile, K steps unrolled KU times,
     output blocks walked in ORDER."""
 
@@ -205,6 +206,7 @@ class Contraction(HostFamily):
         threads_knob(),
         vector_bits_knob(),
     )
+    values_type = ContractionKnobs
 
     def recognise(
         self, op: ir.Operation, loops: list[int], dtypes: tuple[str, ...]
@@ -218,14 +220,14 @@ class Contraction(HostFamily):
         return op.dims["K"]
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
-        unit = parameters.get("UNIT", UNIT_FMA)
-        if unit == UNIT_ROWS:
-            return rows_schedule(op, parameters)
-        if unit != UNIT_FMA:
-            return dot_schedule(op, parameters)
-        if parameters.get("PACK", PACK_NONE) != PACK_NONE:
-            return packed_schedule(op, parameters)
-        return contraction_schedule(op, parameters)
+        knobs = self.knob_values(op, parameters)
+        if knobs.unit == UNIT_ROWS:
+            return rows_schedule(op, knobs)
+        if knobs.unit != UNIT_FMA:
+            return dot_schedule(op, knobs)
+        if knobs.pack != PACK_NONE:
+            return packed_schedule(op, knobs)
+        return contraction_schedule(op, knobs)
 
     def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
         return host.select(op, cpu)
@@ -240,8 +242,8 @@ class Contraction(HostFamily):
     ) -> list[Constraint]:
         return constraints(op, cpu, knobs, domains)
 
-    def cost_on(self, op: OpInfo, cpu: HostCPU, config: Config) -> float:
-        return host.cost(op, cpu, config)
+    def cost_on(self, op: OpInfo, cpu: HostCPU, knobs: ContractionKnobs) -> float:
+        return host.cost(op, cpu, knobs)
 
 
 CONTRACTION = Contraction()

@@ -62,7 +62,7 @@ def takes_amx(op: OpInfo, cpu: HostCPU) -> bool:
 
 def amx_k_step(op: OpInfo) -> int:
     """K elements of one tile product on `op`: 16 groups of 32 bits (32 bf16, 64 int8)."""
-    return AMX_GROUPS * k_group(op, {"UNIT": UNIT_AMX})
+    return AMX_GROUPS * k_group(op, UNIT_AMX)
 
 
 def amx_blocks(op: OpInfo, cpu: HostCPU) -> Config | None:

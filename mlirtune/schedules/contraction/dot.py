@@ -32,9 +32,8 @@ from mlir.dialects.transform import vector as tvector
 
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.interfaces.schedule import Config
 from mlirtune.schedules.builder import ScheduleBuilder
-from mlirtune.schedules.contraction.knob_values import UNIT_AMX
+from mlirtune.schedules.contraction.knob_values import UNIT_AMX, ContractionKnobs
 from mlirtune.schedules.contraction.steps.amx_accumulators import (
     ACCUMULATE_ATTRIBUTE,
     LOADED_START,
@@ -72,84 +71,82 @@ def unpaired_layouts(op: OpInfo) -> list[str]:
     return ["A"] if op.attributes.get("transpose_a") else []
 
 
-def k_group(op: OpInfo, parameters: Config) -> int:
-    """K values `parameters` pack into one 32-bit group of `op`: four int8 on AMX tiles, else
-    a pair (bf16, or int8 widened to int16)."""
-    amx_int8 = parameters.get("UNIT") == UNIT_AMX and op.element_type == "i8"
+def k_group(op: OpInfo, unit: int) -> int:
+    """K values the micro-kernel `unit` packs into one 32-bit group of `op`: four int8 on
+    AMX tiles, else a pair (bf16, or int8 widened to int16)."""
+    amx_int8 = unit == UNIT_AMX and op.element_type == "i8"
     return AMX_QUAD if amx_int8 else DOT_PAIR
 
 
-def dot_unusable(op: OpInfo, parameters: Config) -> str | None:
-    """Why `parameters` cannot take their pair path (dot products or AMX tiles) on `op`
+def dot_unusable(op: OpInfo, knobs: ContractionKnobs) -> str | None:
+    """Why `knobs` cannot take their pair path (dot products or AMX tiles) on `op`
     (None: they can). The same conditions are the family's `dot_*` and `amx_*` constraints."""
-    p = parameters
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
     if op.kind != "matmul" or op.element_type not in DOT_LANES:
         return (
-            f"dot_needs_pair_types: UNIT={p.get('UNIT')} takes bf16 or i8 matmul roots, not "
+            f"dot_needs_pair_types: UNIT={knobs.unit} takes bf16 or i8 matmul roots, not "
             f"{op.kind} of {op.element_type}"
         )
     lanes = DOT_LANES[op.element_type]
     refused = unpaired_layouts(op)
     if refused:
         return (
-            f"dot_needs_plain_layout: UNIT={p.get('UNIT')} packs K pairs of A [M, K] and "
+            f"dot_needs_plain_layout: UNIT={knobs.unit} packs K pairs of A [M, K] and "
             f"B [K, N] (or B [N, K]) only, not {op.element_type} operands stored "
             f"transposed ({', '.join(refused)})"
         )
-    group = k_group(op, p)
-    if k % group or p["KC"] % group:
-        return f"dot_needs_k_pairs: K={k} and KC={p['KC']} must be multiples of {group}"
-    if p["NR"] % lanes:
-        return f"dot_needs_whole_vectors: NR={p['NR']} must be a multiple of {lanes}"
-    amx_tile = (p["MR"], p["NR"]) in AMX_REGISTER_TILES and p["KC"] % (group * AMX_GROUPS) == 0
-    if p.get("UNIT") == UNIT_AMX and not amx_tile:
+    group = k_group(op, knobs.unit)
+    if k % group or knobs.kc % group:
+        return f"dot_needs_k_pairs: K={k} and KC={knobs.kc} must be multiples of {group}"
+    if knobs.nr % lanes:
+        return f"dot_needs_whole_vectors: NR={knobs.nr} must be a multiple of {lanes}"
+    amx_tile = (knobs.mr, knobs.nr) in AMX_REGISTER_TILES and knobs.kc % (group * AMX_GROUPS) == 0
+    if knobs.unit == UNIT_AMX and not amx_tile:
         return (
             f"amx_needs_whole_tiles: UNIT={UNIT_AMX} takes MR and NR multiples of {AMX_TILE} "
             f"whose C, A and B tiles fit the {AMX_REGISTERS} tile registers, and KC a "
-            f"multiple of {group * AMX_GROUPS} (got MR={p['MR']}, NR={p['NR']}, "
-            f"KC={p['KC']})"
+            f"multiple of {group * AMX_GROUPS} (got MR={knobs.mr}, NR={knobs.nr}, "
+            f"KC={knobs.kc})"
         )
-    if m % p["MC"] or n % p["NC"] or k % p["KC"] or p["MC"] % p["MR"] or p["NC"] % p["NR"]:
+    if m % knobs.mc or n % knobs.nc or k % knobs.kc or knobs.mc % knobs.mr or knobs.nc % knobs.nr:
         return (
             f"dot_needs_whole_blocks: MC, NC and KC must divide M={m}, N={n} and K={k}, and "
-            f"MR and NR divide MC and NC (got MC={p['MC']}, NC={p['NC']}, KC={p['KC']}, "
-            f"MR={p['MR']}, NR={p['NR']})"
+            f"MR and NR divide MC and NC (got MC={knobs.mc}, NC={knobs.nc}, KC={knobs.kc}, "
+            f"MR={knobs.mr}, NR={knobs.nr})"
         )
     return None
 
 
-def dot_schedule(op: OpInfo, parameters: Config) -> ir.Module:
-    """Schedule for an annotated bf16 or i8 matmul root `op` that `parameters` fit (see
+def dot_schedule(op: OpInfo, knobs: ContractionKnobs) -> ir.Module:
+    """Schedule for an annotated bf16 or i8 matmul root `op` that `knobs` fit (see
     `dot_unusable`), with its fill and any element-wise epilogue."""
-    p = parameters
-    problem = dot_unusable(op, p)
+    problem = dot_unusable(op, knobs)
     if problem:
         raise UsageError(f"schedule contraction: {problem}", stage="schedule")
-    group, amx = k_group(op, p), p.get("UNIT") == UNIT_AMX
+    group, amx = k_group(op, knobs.unit), knobs.unit == UNIT_AMX
     # AMX tiles over all of K at once start from zero in tile registers
     # (ir/amx_accumulators.py): the fill goes into their register tiles, where that step
     # drops it, rather than filling C's column block in a pass of its own (16 MiB of dead
     # stores per 2048^3 call).
-    zero_start = amx and p["KC"] == op.dims["K"]
+    zero_start = amx and knobs.kc == op.dims["K"]
     # B stored [N, K] on AMX tiles: each group is a 32-bit word of a row of B, so the pack
     # is a transpose of words, 16 x 16 at a time (ir/word_transposes.py); a pair of K rows
     # at a time, it read 2 bf16 from each of NR rows.
     word_squares = amx and bool(op.attributes.get("transpose_b"))
-    pack_tile = [AMX_GROUPS, AMX_TILE] if word_squares else [1, p["NR"]]
+    pack_tile = [AMX_GROUPS, AMX_TILE] if word_squares else [1, knobs.nr]
     with ScheduleBuilder("contraction_dot") as s:
         _pack_k_pairs(s, op, group)
-        b_pack = _b_pack_per_column_block(s, op, p, pack_tile)
-        contraction = _register_tiles(s, op, p, group, zero_start)
+        b_pack = _b_pack_per_column_block(s, op, knobs, pack_tile)
+        contraction = _register_tiles(s, op, knobs, group, zero_start)
         if amx:
-            _amx_k_steps(s, contraction, p, zero_start)
+            _amx_k_steps(s, contraction, knobs, zero_start)
         else:
             contraction, _ = s.tile(contraction, [0, 0, 1, 0], step="k_step")
             # One dot product per row and vector of columns of the register tile, unrolled.
             lanes = DOT_LANES[op.element_type]
             _, vector_loops = s.tile(contraction, [1, lanes, 0, 0], step="dot_tile")
-            s.unroll(vector_loops[1], p["NR"] // lanes, step="unroll_columns")
-            s.unroll(vector_loops[0], p["MR"], step="unroll_rows")
+            s.unroll(vector_loops[1], knobs.nr // lanes, step="unroll_columns")
+            s.unroll(vector_loops[0], knobs.mr, step="unroll_rows")
         _vectorize_pairs(s, op, b_pack, [*pack_tile, group], amx, word_squares)
     return s.module
 
@@ -190,7 +187,7 @@ def _pack_k_pairs(s: ScheduleBuilder, op: OpInfo, group: int) -> None:
 
 
 def _b_pack_per_column_block(
-    s: ScheduleBuilder, op: OpInfo, p: Config, pack_tile: list[int]
+    s: ScheduleBuilder, op: OpInfo, knobs: ContractionKnobs, pack_tile: list[int]
 ) -> ir.Value:
     """NC columns at a time of the last op, with the fill and the contraction fused, as on
     the packed path (an scf.forall spread over the threads when THREADS > 1); B's pairs are
@@ -204,9 +201,9 @@ def _b_pack_per_column_block(
     of the int8 kernel's time (AVX2 Zen 3: 512^3 55 -> 95 GOP/s, 2048^3 88 -> 98,
     128x4096x4096 26 -> 78) and a third of the AMX path's (Xeon with AMX, 512^3 bf16: 580
     -> 800 GFLOP/s)."""
-    parallel = p.get("THREADS", 1) > 1
+    parallel = knobs.threads > 1
     _, column_loops = s.fuse_with_loops(
-        s.output_op(op), [0, p["NC"]], step="cache_tile_n", parallel=parallel
+        s.output_op(op), [0, knobs.nc], step="cache_tile_n", parallel=parallel
     )
     b_pack = s.match(s.root, ["linalg.pack"], step="match_b_pack")
     b_pack = s.fuse_into(b_pack, column_loops[0], step="pack_b_per_column_block")
@@ -215,11 +212,11 @@ def _b_pack_per_column_block(
 
 
 def _register_tiles(
-    s: ScheduleBuilder, op: OpInfo, p: Config, group: int, zero_start: bool
+    s: ScheduleBuilder, op: OpInfo, knobs: ContractionKnobs, group: int, zero_start: bool
 ) -> ir.Value:
     """The fill's (unless AMX tiles start from zero) and the epilogue's register tiles, and
     the contraction's cache and register tiles, the NR loop outer and the MR loop inner."""
-    mc, kc, mr, nr = p["MC"], p["KC"], p["MR"], p["NR"]
+    mc, kc, mr, nr = knobs.mc, knobs.kc, knobs.mr, knobs.nr
     if not zero_start:
         fill = s.match(s.root, ["linalg.fill"], step="match_fill")
         s.tile(fill, [mr, nr], step="register_tile_fill")
@@ -241,7 +238,9 @@ def _register_tiles(
     return contraction
 
 
-def _amx_k_steps(s: ScheduleBuilder, contraction: ir.Value, p: Config, zero_start: bool) -> None:
+def _amx_k_steps(
+    s: ScheduleBuilder, contraction: ir.Value, knobs: ContractionKnobs, zero_start: bool
+) -> None:
     """16 groups of K at a time, the register tile's 16 x 16 C tiles unrolled: one VNNI
     vector.contract each, which convert-vector-to-amx (lower_cpu.yaml) turns into tile
     loads and a tile product. The K loop is marked so that its C tiles stay in tile
@@ -254,7 +253,7 @@ def _amx_k_steps(s: ScheduleBuilder, contraction: ir.Value, p: Config, zero_star
             transform.AnyParamType.get(), ir.StringAttr.get(start)
         ).param
         transform.AnnotateOp(k_steps[0], ACCUMULATE_ATTRIBUTE, param=param)
-    _unroll_amx_tiles(s, contraction, p["MR"], p["NR"], step="amx_tiles")
+    _unroll_amx_tiles(s, contraction, knobs.mr, knobs.nr, step="amx_tiles")
 
 
 def _vectorize_pairs(

@@ -8,6 +8,8 @@ the micro-kernel with the shared host model (mlirtune.schedules.cpu_model).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config
@@ -22,6 +24,7 @@ from mlirtune.schedules.contraction.knob_values import (
     UNIT_AMX,
     UNIT_DOT,
     UNIT_FMA,
+    ContractionKnobs,
 )
 from mlirtune.schedules.contraction.packed_host import (
     output_in_l2,
@@ -154,7 +157,7 @@ def _skinny(op: OpInfo, cpu: HostCPU) -> Config:
 PADDED_NEST_SLOWDOWN = 3.0
 
 
-def cost(op: OpInfo, cpu: HostCPU, config: Config) -> float:
+def cost(op: OpInfo, cpu: HostCPU, knobs: ContractionKnobs) -> float:
     """Roofline of the micro-kernel against L2 and memory traffic, plus per-tile costs.
 
     Compute: K steps of every register tile, the partial (peeled) ones at their own
@@ -169,23 +172,23 @@ def cost(op: OpInfo, cpu: HostCPU, config: Config) -> float:
     costs fixed loop and set-up cycles, which penalises tiny tiles. A packed nest whose
     tiles are padded costs PADDED_NEST_SLOWDOWN times as much.
     """
-    unit = config.get("UNIT", UNIT_FMA)
+    unit = knobs.unit
     if unit == UNIT_ROWS:
-        return rows_cost(op, cpu, config)
+        return rows_cost(op, cpu, knobs)
     if unit != UNIT_FMA:
         # A dot product over a bf16 pair costs what an FMA over an f32 does, on B packed
         # once (into pairs) and read from there; an AMX tile product, AMX_SPEEDUP times less.
-        pairs = {**config, "KC": config["KC"] // DOT_PAIR, "PACK": PACK_B, "UNIT": UNIT_FMA}
+        pairs = replace(knobs, kc=knobs.kc // DOT_PAIR, pack=PACK_B, unit=UNIT_FMA)
         return cost(pair_view(op), cpu, pairs) / (amx_host.AMX_SPEEDUP if unit == UNIT_AMX else 1)
     batch, m, n, k, size_in, size_out = contraction_sizes(op)
     lanes = cpu.lanes(op.element_type)
-    mc, nc, kc = min(config["MC"], m), min(config["NC"], n), min(config["KC"], k)
-    mr, nr, ku = min(config["MR"], mc), min(config["NR"], nc), config["KU"]
+    mc, nc, kc = min(knobs.mc, m), min(knobs.nc, n), min(knobs.kc, k)
+    mr, nr, ku = min(knobs.mr, mc), min(knobs.nr, nc), knobs.ku
     unroll = ku if kc % ku == 0 and k % kc == 0 else 1
     rows, cols = tile_extents(m, mc, mr), tile_extents(n, nc, nr)
     k_tiles = ceil_div(k, kc)
     tiles = [(r, c, rn * cn) for r, rn in rows.items() for c, cn in cols.items()]
-    pack = config.get("PACK", PACK_NONE)
+    pack = knobs.pack
     # Broadcasts from A rows K elements apart overfill an L1 set; packed A panels do not.
     conflicts = pack != PACK_AB and rows_conflict_in_l1(mr, k * size_in, cpu)
     broadcast = L2_BROADCAST_CYCLES if conflicts else 0.0
@@ -216,6 +219,6 @@ def cost(op: OpInfo, cpu: HostCPU, config: Config) -> float:
     c_passes = 2 * k_tiles - 1 if pack != PACK_NONE else 2 * k_tiles + 1
     traffic.add(c_passes * c_bytes, mc * nc * size_out)
     cycles = max(compute, traffic.cycles()) + overhead
-    if pack != PACK_NONE and packed_nest(op, config).padded:
+    if pack != PACK_NONE and packed_nest(op, knobs).padded:
         cycles *= PADDED_NEST_SLOWDOWN
     return seconds(batch * cycles, cpu)

@@ -63,10 +63,9 @@ from mlir.dialects.transform import vector as tvector
 from mlirtune.interfaces.dtype import dtype_named
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.interfaces.schedule import Config
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.contraction.fusion import POINTWISE
-from mlirtune.schedules.contraction.knob_values import PACK_AB
+from mlirtune.schedules.contraction.knob_values import PACK_AB, ContractionKnobs
 from mlirtune.schedules.contraction.packed_panels import (
     COPY_ROWS,
     TRANSPOSE_SQUARES,
@@ -87,19 +86,18 @@ from mlirtune.schedules.contraction.steps.prefetch_panel import PANEL_ATTRIBUTE
 from mlirtune.schedules.contraction.steps.widen import vectorize_widening, widened_type
 
 
-def unpackable(op: OpInfo, parameters: Config) -> str | None:
-    """Why `parameters` cannot take the packed path on `op` (None: they can). The same
+def unpackable(op: OpInfo, knobs: ContractionKnobs) -> str | None:
+    """Why `knobs` cannot take the packed path on `op` (None: they can). The same
     conditions are the family's `pack_*` constraints."""
-    p = parameters
     if op.kind != "matmul":
         return f"pack_needs_matmul: PACK > 0 packs matmul roots only, not {op.kind}"
-    if p.get("ORDER", 1) == 2 and p["PACK"] != PACK_AB:
+    if knobs.order == 2 and knobs.pack != PACK_AB:
         return f"pack_unrolls_nothing: ORDER=2 (N outer) packs A per block, with PACK={PACK_AB}"
     m, n = op.dims["M"], op.dims["N"]
-    if (p["MC"] % p["MR"] and p["MC"] < m) or (p["NC"] % p["NR"] and p["NC"] < n):
+    if (knobs.mc % knobs.mr and knobs.mc < m) or (knobs.nc % knobs.nr and knobs.nc < n):
         return (
             f"pack_needs_whole_panels: MR must divide MC and NR must divide NC (got "
-            f"MR={p['MR']}, MC={p['MC']}, NR={p['NR']}, NC={p['NC']})"
+            f"MR={knobs.mr}, MC={knobs.mc}, NR={knobs.nr}, NC={knobs.nc})"
         )
     return None
 
@@ -109,7 +107,7 @@ class _Packed:
     """What every step of `packed_schedule` reads: the root, its knobs and the nest."""
 
     op: OpInfo
-    p: Config
+    knobs: ContractionKnobs
     nest: PackedNest
     depths: list[int]  # K extents of the first K block and, past it, of each later block
     pack_a: bool  # PACK=2: A's micro-panels are packed too
@@ -133,13 +131,13 @@ class _Packed:
         return self.epilogue and len(self.depths) == 1 and whole
 
 
-def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
+def packed_schedule(op: OpInfo, knobs: ContractionKnobs) -> ir.Module:
     """Schedule for an annotated matmul root `op` whose M, N and K the cache tiles divide
     (see `unpackable`)."""
-    problem = unpackable(op, parameters)
+    problem = unpackable(op, knobs)
     if problem:
         raise UsageError(f"schedule contraction: {problem}", stage="schedule")
-    plan = _packed_plan(op, parameters)
+    plan = _packed_plan(op, knobs)
     with ScheduleBuilder("contraction_packed") as s:
         column_block = _column_blocks(s, plan)
         function, blocks, copy_rows, square = _k_blocks(s, plan, column_block)
@@ -150,28 +148,28 @@ def packed_schedule(op: OpInfo, parameters: Config) -> ir.Module:
     return s.module
 
 
-def _packed_plan(op: OpInfo, p: Config) -> _Packed:
+def _packed_plan(op: OpInfo, knobs: ContractionKnobs) -> _Packed:
     """The nest (M and N less the tails split off, `packed_tails.py`) and the choices its
     steps share."""
-    pack_a = p["PACK"] == PACK_AB
+    pack_a = knobs.pack == PACK_AB
     transposed_a = bool(op.attributes.get("transpose_a"))
     # Operands widened (widen.py: bf16 to f32, int8 to int32) are padded with wide zeros.
-    wide = widened_type(op, p)
+    wide = widened_type(op, knobs.pack, knobs.unit)
     dtypes = (wide,) * len(op.dtypes) if wide else op.dtypes
-    nest = packed_nest(op, p)
+    nest = packed_nest(op, knobs)
     return _Packed(
         op=op,
-        p=p,
+        knobs=knobs,
         nest=nest,
         depths=_k_block_depths(op.dims["K"], nest.kc),
         pack_a=pack_a,
         # A [M, K] read in place: each row of register tiles prefetches the next row's A
         # panel, and with PREFETCH=2 its K loops B's panel rows ahead.
-        prefetch=p.get("PREFETCH", 0) if not (pack_a or transposed_a) else 0,
+        prefetch=knobs.prefetch if not (pack_a or transposed_a) else 0,
         # ORDER=2 with A packed: the register tiles walk N outer, M inner (module docstring).
-        tile_order=[1, 0, 2] if pack_a and p.get("ORDER", 1) == 2 else [],
+        tile_order=[1, 0, 2] if pack_a and knobs.order == 2 else [],
         zeros=[dtype_named(name).zero() for name in dtypes],
-        parallel=p.get("THREADS", 1) > 1,
+        parallel=knobs.threads > 1,
     )
 
 
@@ -204,7 +202,7 @@ def _k_blocks(
     fuse), so its accumulators start at zero and C is not filled, then read back, by a pass
     of its own; the later blocks accumulate onto its C. Returns the function, the K blocks'
     ops, the K rows each packing copy of a block moves, and B's transposed squares' side."""
-    op, nest, p = plan.op, plan.nest, plan.p
+    op, nest, knobs = plan.op, plan.nest, plan.knobs
     mc, kc, mr, nr = nest.mc, nest.kc, nest.mr, nest.nr
     # An epilogue on one K block of whole tiles is the op the M and register tiles are cut
     # from, the contraction and the fill fused into its tiles: it takes the accumulators in
@@ -225,7 +223,7 @@ def _k_blocks(
     blocks = _first_k_block_apart(s, function, contraction, plan.depths)
     # The side of B's transposed squares (0: none), and per K block the K rows each
     # packing copy moves.
-    square = transpose_square(op, p, nr, plan.depths)
+    square = transpose_square(op, knobs, nr, plan.depths)
     copy_rows = [square or math.gcd(depth, COPY_ROWS) for depth in plan.depths]
     if not plan.epilogue_in_registers:
         first = s.fuse(blocks[0], [mc, 0, 0], step="cache_tile_m")
@@ -282,7 +280,7 @@ def _vectorize_and_lower(
 ) -> None:
     """Vectorize the packing copies (`vectorize_copies`), then the rest of the function, and
     lower the micro-kernel's contractions to broadcasts and FMAs."""
-    op, nest, p = plan.op, plan.nest, plan.p
+    op, nest, knobs = plan.op, plan.nest, plan.knobs
     function = s.match(s.root, ["func.func"], step="match_function_again")
     s.canonicalize(function, step="fold_unit_pads")
     vectorize_copies(s, op, nest, packs, copy_rows, square)
@@ -293,11 +291,11 @@ def _vectorize_and_lower(
         s.apply_patterns(
             function, "fold_masks", tvector.apply_patterns_vector_lower_masked_transfers
         )
-    if widened_type(op, p):
+    if widened_type(op, knobs.pack, knobs.unit):
         vectorize_widening(s)
     s.vectorize_linalg(function)
     if square:
-        _, strategy, avx2 = TRANSPOSE_SQUARES[p["VECTOR_BITS"]]
+        _, strategy, avx2 = TRANSPOSE_SQUARES[knobs.vector_bits]
         s.apply_patterns(
             function,
             "lower_pack_transposes",

@@ -11,8 +11,8 @@ from mlir.dialects.transform import structured
 from mlir.dialects.transform import vector as tvector
 
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.interfaces.schedule import Config
 from mlirtune.schedules.builder import ScheduleBuilder
+from mlirtune.schedules.contraction.knob_values import ContractionKnobs
 from mlirtune.schedules.contraction.packed_tails import PackedNest
 
 # K rows (of B) or columns (of A) each vectorised packing copy moves.
@@ -58,10 +58,11 @@ def packing_nests(
     in place). `blocks` is the number of K blocks' ops; `n_outer`, whether the register tiles
     walk N outer (ORDER=2)."""
     transposed_a = bool(op.attributes.get("transpose_a"))
-    loops = {"MR": nest.mc > nest.mr, "NR": nest.nc > nest.nr, "MC": nest.m > nest.mc}
+    # Whether the MR, NR and MC loops are there (more than one iteration).
+    mr_loop, nr_loop, mc_loop = nest.mc > nest.mr, nest.nc > nest.nr, nest.m > nest.mc
     hoists = {
-        "b": sum(loops[name] for name in ("MR", "NR", "MC")) if loops["NR"] else 0,
-        "a": loops["NR"] + ((transposed_a or n_outer) and loops["MR"]) if pack_a else 0,
+        "b": mr_loop + nr_loop + mc_loop if nr_loop else 0,
+        "a": nr_loop + ((transposed_a or n_outer) and mr_loop) if pack_a else 0,
     }
     # B stored [N, K] is packed transposed (hoist_pad's `transpose`): see below.
     transposes = {"a": None, "b": [1, 0] if op.attributes.get("transpose_b") else None}
@@ -137,13 +138,13 @@ def vectorize_copies(
                 structured.VectorizeOp(tiled, vector_sizes=sizes)
 
 
-def transpose_square(op: OpInfo, parameters: Config, nr: int, depths: list[int]) -> int:
+def transpose_square(op: OpInfo, knobs: ContractionKnobs, nr: int, depths: list[int]) -> int:
     """The side of the squares B's panels are transposed in (TRANSPOSE_SQUARES); 0 where B
     is not stored [N, K], its elements are not f32, the registers have no shuffle sequence,
     or a side does not divide NR and every K block's depth. All or none: beside a K block
     packed in [NR, 1] transposes (K = 53 = 5 + 3 x 16), the squares' lowering patterns ran
     out of memory."""
-    side, _, _ = TRANSPOSE_SQUARES.get(parameters.get("VECTOR_BITS", 0), (0, None, False))
+    side, _, _ = TRANSPOSE_SQUARES.get(knobs.vector_bits, (0, None, False))
     if not side or not op.attributes.get("transpose_b") or op.dtypes[1] != "f32":
         return 0
     whole = nr % side == 0 and all(depth % side == 0 for depth in depths)

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from mlir import ir
 
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.interfaces.schedule import Config
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.contraction.fusion import POINTWISE
+from mlirtune.schedules.contraction.knob_values import ContractionKnobs
 
 # Columns and K rows of B's blocks in the row tail's nest (`schedule_row_tail`).
 TAIL_BLOCK = (128, 256)
@@ -61,16 +61,15 @@ class PackedNest:
         return self.partial or self.partial_tiles
 
 
-def packed_nest(op: OpInfo, parameters: Config) -> PackedNest:
+def packed_nest(op: OpInfo, knobs: ContractionKnobs) -> PackedNest:
     """The packed nest `packed_schedule` builds for `op` with these knobs."""
-    p = parameters
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
-    mr, nr = min(p["MR"], p["MC"], m), min(p["NR"], p["NC"], n)
-    rows_past = row_tail(op, mr, nr, p["KC"])
-    columns_past = column_tail(op, mr, nr, p.get("THREADS", 1))
+    mr, nr = min(knobs.mr, knobs.mc, m), min(knobs.nr, knobs.nc, n)
+    rows_past = row_tail(op, mr, nr, knobs.kc)
+    columns_past = column_tail(op, mr, nr, knobs.threads)
     m, n = m - rows_past, n - columns_past
-    mc, nc, kc = min(p["MC"], m), min(p["NC"], n), min(p["KC"], k)
-    mr, nr = min(p["MR"], mc), min(p["NR"], nc)
+    mc, nc, kc = min(knobs.mc, m), min(knobs.nc, n), min(knobs.kc, k)
+    mr, nr = min(knobs.mr, mc), min(knobs.nr, nc)
     return PackedNest(m, n, k, mc, nc, kc, mr, nr, rows_past, columns_past)
 
 

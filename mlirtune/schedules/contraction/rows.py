@@ -20,9 +20,9 @@ from mlir.dialects import transform
 
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.interfaces.schedule import Config
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.contraction.fusion import POINTWISE
+from mlirtune.schedules.contraction.knob_values import ContractionKnobs
 
 # UNIT knob value of this path (after dot.py's UNIT_FMA, UNIT_DOT and UNIT_AMX).
 UNIT_ROWS = 3
@@ -41,32 +41,31 @@ def rows_unusable(op: OpInfo) -> str | None:
     return None
 
 
-def row_blocks(op: OpInfo, parameters: Config) -> bool:
+def row_blocks(op: OpInfo, knobs: ContractionKnobs) -> bool:
     """Whether the rows are split into MC-row blocks: only whole blocks of whole row tiles
     (MC divides M, MR divides MC); other MC values leave the rows in one block."""
-    m, mc, mr = op.dims["M"], parameters["MC"], parameters["MR"]
+    m, mc, mr = op.dims["M"], knobs.mc, knobs.mr
     return mc < m and m % mc == 0 and mc % mr == 0
 
 
-def rows_schedule(op: OpInfo, parameters: Config) -> ir.Module:
+def rows_schedule(op: OpInfo, knobs: ContractionKnobs) -> ir.Module:
     """Schedule for an annotated matmul or batch_matmul root `op` of one column (see
     `rows_unusable`), with its fill and any element-wise epilogue."""
-    p = parameters
     problem = rows_unusable(op)
     if problem:
         raise UsageError(f"schedule contraction: {problem}", stage="schedule")
     batch_dims = 1 if op.kind == "batch_matmul" else 0
     ones, zeros = [1] * batch_dims, [0] * batch_dims
     m, k = op.dims["M"], op.dims["K"]
-    blocks = row_blocks(op, p)
-    mc = p["MC"] if blocks else m
-    mr, kc = min(p["MR"], mc), min(p["KC"], k)
+    blocks = row_blocks(op, knobs)
+    mc = knobs.mc if blocks else m
+    mr, kc = min(knobs.mr, mc), min(knobs.kc, k)
     with ScheduleBuilder("contraction_rows") as s:
         if blocks:
             # Whole MC-row blocks of the last op, the fill and the contraction fused: an
             # scf.forall spread over the threads when THREADS > 1.
             s.fuse_with_loops(
-                s.output_op(op), [*ones, mc, 0], step="row_blocks", parallel=p.get("THREADS", 1) > 1
+                s.output_op(op), [*ones, mc, 0], step="row_blocks", parallel=knobs.threads > 1
             )
         function = s.match(s.root, ["func.func"], step="match_function")
         contraction = s.match_root(s.root, op.kind, step="match_contraction")

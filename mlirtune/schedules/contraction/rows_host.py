@@ -16,7 +16,7 @@ import z3
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, Domains, KnobVariables
-from mlirtune.schedules.contraction.knob_values import PACK_NONE
+from mlirtune.schedules.contraction.knob_values import PACK_NONE, ContractionKnobs
 from mlirtune.schedules.contraction.rows import UNIT_ROWS
 from mlirtune.schedules.cpu_model import (
     ACCUMULATORS,
@@ -155,7 +155,7 @@ def rows_constraints(
     ]
 
 
-def rows_cost(op: OpInfo, cpu: HostCPU, config: Config) -> float:
+def rows_cost(op: OpInfo, cpu: HostCPU, knobs: ContractionKnobs) -> float:
     """Roofline of the K steps against A's stream and x's re-reads, plus the per-row sums.
 
     A step of an MR-row tile issues MR*v FMAs and MR*v + v loads (v = KC / lanes) and
@@ -167,7 +167,7 @@ def rows_cost(op: OpInfo, cpu: HostCPU, config: Config) -> float:
     m, k = op.dims["M"], op.dims["K"]
     size_in = element_bytes(op.element_type)
     lanes = _accumulator_lanes(op, cpu)
-    mr, kc = min(config["MR"], m), min(config["KC"], k)
+    mr, kc = min(knobs.mr, m), min(knobs.kc, k)
     tiles = tile_extents(m, m, mr)
     compute = 0.0
     for rows, count in tiles.items():

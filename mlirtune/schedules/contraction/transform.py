@@ -20,6 +20,7 @@ from mlir import ir
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.contraction.fusion import POINTWISE
+from mlirtune.schedules.contraction.knob_values import ContractionKnobs
 from mlirtune.schedules.contraction.steps.widen import vectorize_widening, widened_type
 
 
@@ -66,24 +67,23 @@ def _register_extents(size: int, cache: int, register: int) -> set[int]:
     return extents
 
 
-def contraction_schedule(op: OpInfo, parameters: dict[str, int]) -> ir.Module:
+def contraction_schedule(op: OpInfo, knobs: ContractionKnobs) -> ir.Module:
     """Schedule for the annotated matmul or batch_matmul root `op` and the element-wise ops
     that consume it (bias, ReLU), which are fused into its cache tiles."""
     batch_dims = 1 if op.kind == "batch_matmul" else 0
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
-    p = parameters
-    mc, nc, kc = min(p["MC"], m), min(p["NC"], n), min(p["KC"], k)
-    mr, nr = min(p["MR"], mc), min(p["NR"], nc)
+    mc, nc, kc = min(knobs.mc, m), min(knobs.nc, n), min(knobs.kc, k)
+    mr, nr = min(knobs.mr, mc), min(knobs.nr, nc)
     remainders = _remainders((m, n, k), (mc, nc, kc, mr, nr))
     ones, zeros = [1] * batch_dims, [0] * batch_dims
     with ScheduleBuilder("contraction") as s:
         # ORDER 1 walks the output blocks row by row (M outer), 2 column by column (N outer:
         # consecutive blocks share their B panel).
-        n_outer = p.get("ORDER", 1) == 2
+        n_outer = knobs.order == 2
         interchange = [*range(batch_dims), batch_dims + 1, batch_dims] if n_outer else None
         # With THREADS > 1 and whole cache tiles, the output blocks are one scf.forall,
         # spread over the threads; partial ones are peeled, which takes scf.for loops.
-        parallel = p.get("THREADS", 1) > 1 and not (remainders.cache_m or remainders.cache_n)
+        parallel = knobs.threads > 1 and not (remainders.cache_m or remainders.cache_n)
         _, cache_loops = s.fuse_with_loops(
             s.output_op(op),
             [*ones, mc, nc],
@@ -99,7 +99,7 @@ def contraction_schedule(op: OpInfo, parameters: dict[str, int]) -> ir.Module:
         contraction, k_loops = s.tile(contraction, [*zeros, 0, 0, kc], step="cache_tile_k")
         contraction, register_loops = s.tile(contraction, [*ones, mr, nr, 0], step="register_tile")
         contraction, k_step_loops = s.tile(contraction, [*zeros, 0, 0, 1], step="k_step")
-        ku = p.get("KU", 1)
+        ku = knobs.ku
         if ku > 1 and kc % ku == 0 and not remainders.cache_k:
             # Only when KU divides every K cache tile (the K step loop runs KC iterations),
             # so the unrolled loop has no epilogue. Before peeling, which clones it unrolled.
@@ -129,7 +129,7 @@ def contraction_schedule(op: OpInfo, parameters: dict[str, int]) -> ir.Module:
                     s.peel(loop_handle, step=step)
             # Fold the peeled bounds into the slices, so every tile gets a static shape.
             s.canonicalize_loops(function, step="static_tile_shapes")
-        if widened_type(op, p) is not None:
+        if widened_type(op, knobs.pack, knobs.unit) is not None:
             vectorize_widening(s)
         s.vectorize_linalg(function)
         if batch_dims or 1 in _register_extents(m, mc, mr):

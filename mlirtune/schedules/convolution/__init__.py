@@ -23,6 +23,7 @@ from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Constraint, Domains, Knob, KnobVariables, Step
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.convolution.flat_conv import flatten_conv_rows
+from mlirtune.schedules.convolution.knob_values import ConvolutionKnobs
 from mlirtune.schedules.convolution.nchw_flat import flat_channel_rows
 from mlirtune.schedules.convolution.nchw_rows import NCHW_OP, channel_rows
 from mlirtune.schedules.convolution.nchw_strided import strided_channels_first
@@ -123,7 +124,7 @@ def channel_rows_config(op: OpInfo, cpu: HostCPU, *, flat: bool) -> Config:
     }
 
 
-class Convolution(HostFamily):
+class Convolution(HostFamily[ConvolutionKnobs]):
     """A register tile of OW_TILE pixels x F_TILE channels (output pixels broadcast against
     filter rows), C_TILE input channels per filter-loop step."""
 
@@ -167,6 +168,7 @@ class Convolution(HostFamily):
         ),
         threads_knob(),
     )
+    values_type = ConvolutionKnobs
 
     def recognise(
         self, op: ir.Operation, loops: list[int], dtypes: tuple[str, ...]
@@ -180,11 +182,12 @@ class Convolution(HostFamily):
         return op.dims["C"] * op.dims["KH"] * op.dims["KW"]
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
+        knobs = self.knob_values(op, parameters)
         if op.attributes.get("nchw"):
-            return channels_first_schedule(op, parameters)
+            return channels_first_schedule(op, knobs)
         return convolution_schedule(
             loop_sizes=list(op.dims.values()),
-            parameters=parameters,
+            knobs=knobs,
             dtypes=op.dtypes,
             padded=bool(op.attributes.get("padded")),
         )
@@ -216,7 +219,7 @@ class Convolution(HostFamily):
             if not flat_rows_considered(op, cpu):
                 return rows
             flat = channel_rows_config(op, cpu, flat=True)
-            return flat if self.cost_on(op, cpu, flat) < self.cost_on(op, cpu, rows) else rows
+            return self._cheaper(op, cpu, flat, rows)
         ow_tile, f_tile = register_tile(cpu, dims["OW"], dims["F"], op.element_type)
         line_elements = 64 // element_bytes(op.element_type)
         c_tile = fit(dims["C"], min(4, line_elements), high=1.0)
@@ -230,10 +233,14 @@ class Convolution(HostFamily):
         }
         # The filter packed where it can be and the cost model finds it cheaper (nhwc.py).
         packed = config | {"PACK_FILTER": 1}
-        if not packs_filter(list(dims.values()), packed):
+        if not packs_filter(list(dims.values()), self.knob_values(op, packed)):
             return config
-        cheaper = self.cost_on(op, cpu, packed) < self.cost_on(op, cpu, config)
-        return packed if cheaper else config
+        return self._cheaper(op, cpu, packed, config)
+
+    def _cheaper(self, op: OpInfo, cpu: HostCPU, first: Config, second: Config) -> Config:
+        """`first` where the cost model finds it cheaper than `second`, else `second`."""
+        costs = [self.cost_on(op, cpu, self.knob_values(op, c)) for c in (first, second)]
+        return first if costs[0] < costs[1] else second
 
     def constraints_on(
         self, op: OpInfo, cpu: HostCPU, knobs: KnobVariables, domains: Domains
@@ -311,7 +318,7 @@ class Convolution(HostFamily):
             ),
         ]
 
-    def cost_on(self, op: OpInfo, cpu: HostCPU, config: Config) -> float:
+    def cost_on(self, op: OpInfo, cpu: HostCPU, knobs: ConvolutionKnobs) -> float:
         """Every register tile (partial ones at their own width; OH_TILE rows of tiles as
         one taller tile; a flat plane's tiles as one row per image) runs KH*KW*C
         outer-product steps with loop control shared by C_TILE channels, and loads and
@@ -322,15 +329,15 @@ class Convolution(HostFamily):
         d = op.dims
         size = element_bytes(op.element_type)
         lanes = cpu.lanes(op.element_type)
-        flat = bool(config.get("FLAT_ROWS"))
+        flat = bool(knobs.flat_rows)
         row = plane_row(op) if flat else d["OW"]  # a flat plane is one row per image
-        ow_tile, f_tile = min(config["OW_TILE"], row), min(config["F_TILE"], d["F"])
-        c_tile = min(config["C_TILE"], d["C"])
+        ow_tile, f_tile = min(knobs.ow_tile, row), min(knobs.f_tile, d["F"])
+        c_tile = min(knobs.c_tile, d["C"])
         cols = tile_extents(row, row, ow_tile)
         chans = tile_extents(d["F"], d["F"], f_tile)
         if not pixel_rows(op):  # rows of output channels, columns of pixels
             cols, chans = chans, cols
-        oh_tile = config.get("OH_TILE", 1)  # rows of a register tile, sharing broadcasts
+        oh_tile = knobs.oh_tile  # rows of a register tile, sharing broadcasts
         images = d["N"] if flat else d["N"] * d["OH"] // oh_tile
         steps = d["KH"] * d["KW"] * d["C"]
         tiles = [(r * oh_tile, c, rn * cn) for r, rn in cols.items() for c, cn in chans.items()]
@@ -346,7 +353,7 @@ class Convolution(HostFamily):
         if flat:  # the crop reads and writes the output once more
             output = d["F"] * d["OH"] * d["OW"] * size
             traffic.add(2 * output, output)
-        if packs_filter(list(d.values()), config):
+        if packs_filter(list(d.values()), knobs):
             # Each channel block's slice is copied once (from wherever the whole filter
             # stays) and re-read from its buffer by every pixel tile; the input is re-read
             # by every channel block, the whole image in between.
@@ -365,22 +372,23 @@ class Convolution(HostFamily):
 CONVOLUTION = Convolution()
 
 
-def channels_first_schedule(op: OpInfo, parameters: Config, name: str = "convolution") -> ir.Module:
+def channels_first_schedule(
+    op: OpInfo, knobs: ConvolutionKnobs, name: str = "convolution"
+) -> ir.Module:
     """Schedule a `linalg.conv_2d_nchw_fchw` (loops N, F, OH, OW, C, KH, KW). A padded input
     is materialised first (fill + row copies). With unit stride along W, channel x row tiles
     of broadcast filter values times contiguous input rows (nchw_rows.py); strided along W,
     vectors along F (nchw_strided.py)."""
-    p = parameters
     with ScheduleBuilder(name) as s:
         function = s.match(s.root, ["func.func"], step="match_function")
         if op.attributes.get("padded"):
             s.materialize_padding(function, 4, op.attributes["IW"], op.attributes["pad"])
-        if p.get("FLAT_ROWS"):
-            flat_channel_rows(s, op, function, p)
+        if knobs.flat_rows:
+            flat_channel_rows(s, op, function, knobs)
             return s.module
         conv = s.match(s.root, [NCHW_OP], step="match_conv")
         if not unit_taps(op):
-            strided_channels_first(s, op, conv, function, p)
+            strided_channels_first(s, op, conv, function, knobs)
             return s.module
-        channel_rows(s, op, conv, function, p)
+        channel_rows(s, op, conv, function, knobs)
     return s.module

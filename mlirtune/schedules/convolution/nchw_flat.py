@@ -13,9 +13,9 @@ from __future__ import annotations
 from mlir import ir
 
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.interfaces.schedule import Config
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.convolution.flat_conv import FLAT_CROP_ATTRIBUTE
+from mlirtune.schedules.convolution.knob_values import ConvolutionKnobs
 from mlirtune.schedules.convolution.nchw_rows import vectorize_tap_steps
 from mlirtune.schedules.convolution.nchw_tiles import plane_row
 
@@ -25,13 +25,15 @@ CROP_OPS = ["linalg.copy", "linalg.generic"]
 CROP_CHUNK = 64
 
 
-def flat_channel_rows(s: ScheduleBuilder, op: OpInfo, function: ir.Value, p: Config) -> None:
+def flat_channel_rows(
+    s: ScheduleBuilder, op: OpInfo, function: ir.Value, knobs: ConvolutionKnobs
+) -> None:
     """Schedule the flattened conv of `op` (padding already materialized) into `s`."""
     d = op.dims
     length = plane_row(op)
-    width, f_tile = min(p["OW_TILE"], length), min(p["F_TILE"], d["F"])
+    width, f_tile = min(knobs.ow_tile, length), min(knobs.f_tile, d["F"])
     conv = s.match_root(s.root, "conv2d", step="match_flat_conv")
-    channels, threads = d["F"], p.get("THREADS", 1)
+    channels, threads = d["F"], knobs.threads
     if threads > 1:  # each thread its share of the channels (F % THREADS == 0), whole planes
         channels //= threads
         s.fuse_with_loops(conv, [1, channels, 0, 0, 0, 0], step="parallel_channels", parallel=True)

@@ -16,21 +16,21 @@ from mlir import ir
 from mlir.dialects.transform import structured
 
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.interfaces.schedule import Config
 from mlirtune.schedules.builder import ScheduleBuilder
+from mlirtune.schedules.convolution.knob_values import ConvolutionKnobs
 
 NCHW_OP = "linalg.conv_2d_nchw_fchw"
 
 
 def channel_rows(
-    s: ScheduleBuilder, op: OpInfo, conv: ir.Value, function: ir.Value, parameters: Config
+    s: ScheduleBuilder, op: OpInfo, conv: ir.Value, function: ir.Value, knobs: ConvolutionKnobs
 ) -> None:
     """Schedule the `linalg.conv_2d_nchw_fchw` handle `conv` (padding already materialized)
     into `s`, as the module docstring says."""
-    d, p = op.dims, parameters
-    ow_tile, f_tile = min(p["OW_TILE"], d["OW"]), min(p["F_TILE"], d["F"])
-    oh_tile = p.get("OH_TILE", 1)
-    if p.get("THREADS", 1) > 1:
+    d = op.dims
+    ow_tile, f_tile = min(knobs.ow_tile, d["OW"]), min(knobs.f_tile, d["F"])
+    oh_tile = knobs.oh_tile
+    if knobs.threads > 1:
         rows = [1, 0, oh_tile, 0, 0, 0, 0]
         s.fuse_with_loops(conv, rows, step="parallel_rows", parallel=True)
         conv = s.match(s.root, [NCHW_OP], step="match_conv_rows")

@@ -22,8 +22,8 @@ from mlir.dialects.transform import structured
 from mlir.dialects.transform import tensor as ttensor
 
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.interfaces.schedule import Config
 from mlirtune.schedules.builder import ScheduleBuilder
+from mlirtune.schedules.convolution.knob_values import ConvolutionKnobs
 
 # Loops of the packed conv: N, F blocks, OH, OW, C, KH, KW, then the F_TILE channels.
 # Its taps and pixels one at a time, the pixel loop innermost (inside the taps'), so
@@ -33,14 +33,14 @@ PIXELS_INNERMOST = [0, 1, 2, 4, 5, 6, 3, 7]
 
 
 def strided_channels_first(
-    s: ScheduleBuilder, op: OpInfo, conv: ir.Value, function: ir.Value, parameters: Config
+    s: ScheduleBuilder, op: OpInfo, conv: ir.Value, function: ir.Value, knobs: ConvolutionKnobs
 ) -> None:
     """Schedule the `linalg.conv_2d_nchw_fchw` handle `conv` (padding already materialized)
     into `s`, as the module docstring says."""
-    d, p = op.dims, parameters
-    f_tile, ow_tile = min(p["F_TILE"], d["F"]), min(p["OW_TILE"], d["OW"])
+    d = op.dims
+    f_tile, ow_tile = min(knobs.f_tile, d["F"]), min(knobs.ow_tile, d["OW"])
     unpack = _packed_output(
-        s, conv, function, f_tile, parallel=p.get("THREADS", 1) > 1 and d["F"] % f_tile == 0
+        s, conv, function, f_tile, parallel=knobs.threads > 1 and d["F"] % f_tile == 0
     )
     convs = _pixel_tiles(s, op, unpack, function, f_tile, ow_tile)
     for tile_conv, pixels in convs:

@@ -29,8 +29,9 @@ from mlir.dialects.transform import structured
 
 from mlirtune.interfaces.dtype import dtype_named
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.interfaces.schedule import Config, Constraint, KnobVariables
+from mlirtune.interfaces.schedule import Constraint, KnobVariables
 from mlirtune.schedules.builder import ScheduleBuilder
+from mlirtune.schedules.convolution.knob_values import ConvolutionKnobs
 
 CONV_OP = "linalg.conv_2d_nhwc_hwcf"
 # Input channels each vectorised copy of the filter slice moves.
@@ -58,12 +59,12 @@ def whole_tiles_constraint(op: OpInfo, knobs: KnobVariables) -> Constraint:
     )
 
 
-def packs_filter(loop_sizes: Sequence[int], parameters: Config) -> bool:
+def packs_filter(loop_sizes: Sequence[int], knobs: ConvolutionKnobs) -> bool:
     """Whether the schedule packs the filter: PACK_FILTER=1 on whole tiles (clamped to the
     dims, as the schedule does)."""
     _, _, ow, f, _, _, _ = loop_sizes
-    ow_tile, f_tile = min(parameters["OW_TILE"], ow), min(parameters["F_TILE"], f)
-    return bool(parameters.get("PACK_FILTER")) and ow % ow_tile == 0 and f % f_tile == 0
+    ow_tile, f_tile = min(knobs.ow_tile, ow), min(knobs.f_tile, f)
+    return bool(knobs.pack_filter) and ow % ow_tile == 0 and f % f_tile == 0
 
 
 def channel_blocks(s: ScheduleBuilder, conv: ir.Value, f_tile: int, parallel: bool) -> ir.Value:
@@ -110,7 +111,7 @@ def pack_filter(
 def convolution_schedule(
     *,
     loop_sizes: Sequence[int],
-    parameters: dict[str, int],
+    knobs: ConvolutionKnobs,
     dtypes: Sequence[str],
     padded: bool = False,
     name: str = "convolution",
@@ -120,17 +121,16 @@ def convolution_schedule(
     are clamped to those sizes. A `padded` input (a tensor.pad) is materialised first, one
     pixel's channels at a time."""
     _, _, ow, f, _, _, c = loop_sizes
-    p = parameters
-    ow_tile, f_tile, c_tile = min(p["OW_TILE"], ow), min(p["F_TILE"], f), min(p["C_TILE"], c)
-    packed = packs_filter(loop_sizes, p)
+    ow_tile, f_tile, c_tile = min(knobs.ow_tile, ow), min(knobs.f_tile, f), min(knobs.c_tile, c)
+    packed = packs_filter(loop_sizes, knobs)
     with ScheduleBuilder(name) as s:
         if padded:
             function = s.match(s.root, ["func.func"], step="match_function_padded")
             s.materialize_padding(function, 4, c, 0)
         conv = s.match(s.root, [CONV_OP], step="match_conv")
         if packed:  # channel blocks outermost (over the threads), the pixel tiles inside
-            conv = channel_blocks(s, conv, f_tile, parallel=p.get("THREADS", 1) > 1)
-        elif p.get("THREADS", 1) > 1:
+            conv = channel_blocks(s, conv, f_tile, parallel=knobs.threads > 1)
+        elif knobs.threads > 1:
             # Output rows (N, OH) as one scf.forall spread over the threads, the fill fused.
             s.fuse_with_loops(conv, [1, 1, 0, 0, 0, 0, 0], step="parallel_rows", parallel=True)
             conv = s.match(s.root, [CONV_OP], step="match_conv_rows")

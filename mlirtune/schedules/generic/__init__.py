@@ -12,7 +12,13 @@ from mlir import ir
 
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.interfaces.schedule import Config, Constraint, Domains, Knob, KnobVariables
+from mlirtune.interfaces.schedule import (
+    Config,
+    Constraint,
+    Domains,
+    Knob,
+    KnobVariables,
+)
 from mlirtune.ir.roots import indexing_maps, is_windowed
 from mlirtune.schedules.cpu_model import (
     LOAD_PORTS,
@@ -23,6 +29,7 @@ from mlirtune.schedules.cpu_model import (
     seconds,
     vectors,
 )
+from mlirtune.schedules.generic.knob_values import GenericKnobs
 from mlirtune.schedules.generic.root import KIND, parallel_loops, recognise_generic
 from mlirtune.schedules.generic.transform import generic_schedule
 from mlirtune.schedules.knobs import divisors, threads_knob
@@ -41,7 +48,7 @@ def vector_tiles(op: OpInfo, lanes: int) -> list[int]:
     return sorted({d for d in fitting if d % lanes == 0 or d == size} | {max(fitting)})
 
 
-class Generic(HostFamily):
+class Generic(HostFamily[GenericKnobs]):
     """VECTOR x UNROLL x UNROLL2 register tiles of the output; every reduction loop a
     step."""
 
@@ -74,9 +81,10 @@ class Generic(HostFamily):
         Knob("UNROLL2", "outputs along the second reuse loop per tile", 1, divisors("U2", 16)),
         threads_knob(),
     )
+    values_type = GenericKnobs
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
-        return generic_schedule(op, parameters)
+        return generic_schedule(op, self.knob_values(op, parameters))
 
     def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
         """VECTOR: the candidate closest to two vectors, whole ones preferred; UNROLL x
@@ -119,16 +127,16 @@ class Generic(HostFamily):
             ),
         ]
 
-    def cost_on(self, op: OpInfo, cpu: HostCPU, config: Config) -> float:
+    def cost_on(self, op: OpInfo, cpu: HostCPU, knobs: GenericKnobs) -> float:
         """Per reduction step of a register tile: its FMAs against its loads (a row of
         vectors per UNROLL row, a broadcast per UNROLL2 column); plus the tile's set-up
         and its accumulators' loads and stores, against the bytes the output moves."""
         lanes = cpu.lanes(op.element_type)
-        row = ceil_div(config["VECTOR"], lanes)
-        unroll, unroll2 = config["UNROLL"], config["UNROLL2"]
+        row = ceil_div(knobs.vector, lanes)
+        unroll, unroll2 = knobs.unroll, knobs.unroll2
         iterations = math.prod(op.dims[f"L{i}"] for i in range(op.attributes["loops"]))
         outputs = math.prod(op.dims[f"L{i}"] for i in parallel_loops(op)) or 1
-        tile = config["VECTOR"] * unroll * unroll2
+        tile = knobs.vector * unroll * unroll2
         steps = iterations // outputs
         step = max(unroll * unroll2 * row / FMA_UNITS, (unroll * row + unroll2) / LOAD_PORTS)
         nbytes = outputs * element_bytes(op.element_type) * 3

@@ -17,16 +17,16 @@ from mlir.dialects import transform
 from mlir.dialects.transform import structured
 
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.interfaces.schedule import Config
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.convolution.nchw_rows import vectorize_tap_steps
+from mlirtune.schedules.generic.knob_values import GenericKnobs
 from mlirtune.schedules.generic.root import KIND, output_loops, parallel_loops
 
 
-def generic_schedule(op: OpInfo, parameters: Config) -> ir.Module:
-    sizes = output_loops(op, parameters["VECTOR"], parameters["UNROLL"], parameters["UNROLL2"])
+def generic_schedule(op: OpInfo, knobs: GenericKnobs) -> ir.Module:
+    sizes = output_loops(op, knobs.vector, knobs.unroll, knobs.unroll2)
     reductions = [1 if size == 0 else 0 for size in sizes]
-    parallel = parameters["THREADS"] > 1
+    parallel = knobs.threads > 1
     attrs = op.attributes
     with ScheduleBuilder(KIND) as s:
         if "pad_rank" in attrs:

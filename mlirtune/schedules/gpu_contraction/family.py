@@ -39,10 +39,12 @@ from mlirtune.schedules.gpu_contraction.steps.stages import pipeline_shared_copi
 from mlirtune.schedules.gpu_contraction.steps.warp_mma import lower_warp_mma
 from mlirtune.schedules.gpu_contraction.steps.workgroup import share_workgroup_tiles
 from mlirtune.schedules.gpu_contraction.tiles import (
+    GpuTiles,
     block_dims,
     copy_lanes,
     largest_divisor,
     shared_bytes,
+    thread_dims,
     whole_tiles,
 )
 from mlirtune.schedules.gpu_contraction.transform import gpu_schedule
@@ -57,7 +59,8 @@ from mlirtune.targets.nvidia_gpu import SHARED_OPT_IN_BYTES, NvidiaGPU
 # 128x64/8x4 22.0 with 32 and 13.4 with 64.
 BLOCK_CAP = 64
 THREAD_CAP = 4
-LARGE_TILES = {"block_m": 128, "block_n": 64, "thread_m": 8, "thread_n": 4}
+LARGE_M, LARGE_N = 128, 64
+LARGE_TILES = {"block_m": LARGE_M, "block_n": LARGE_N, "thread_m": 8, "thread_n": 4}
 BLOCKS_PER_SM = 2  # the fewest blocks of large tiles per SM
 STEPS = (64, 32, 16, 8)  # the selector's block_k, largest first
 # The fewest K per step for two stages: the step-pipelining wraps the loop over the step's
@@ -111,7 +114,7 @@ def _block_tiles(dim: str) -> Derivation:
     return lambda op, lanes: [*whole(op, lanes), *powers(op, lanes)]
 
 
-class GpuContraction(LibraryFamily):
+class GpuContraction(LibraryFamily[GpuTiles]):
     """block_m x block_n output tiles per thread block, thread_m x thread_n per thread."""
 
     name = "gpu_contraction"
@@ -166,6 +169,7 @@ class GpuContraction(LibraryFamily):
             "warp_n", "columns of C per warp (mma = 1; a multiple of 8)", 64, choices(8, 16, 32, 64)
         ),
     )
+    values_type = GpuTiles
 
     # --- parameters and the transform ------------------------------------------------------
 
@@ -173,27 +177,27 @@ class GpuContraction(LibraryFamily):
         """Defaults overlaid with `values` (checked as every family checks them), refused
         up front (before any IR is touched) where a block would exceed the CUDA limit of
         threads, or its shared tiles the static shared memory."""
-        tiles = super().parameters(op, values)
+        config = super().parameters(op, values)
+        tiles = GpuTiles.from_config(config)
         x, y, _ = block_dims(tiles)
         if x * y > NvidiaGPU.max_threads_per_block:
             raise UsageError(
                 f"{x}x{y} threads per block exceeds {NvidiaGPU.max_threads_per_block}",
                 stage="schedule",
             )
-        if not 0 < tiles["block_k"] < op.dims["K"] and tiles["block_k"]:
+        if not 0 < tiles.block_k < op.dims["K"] and tiles.block_k:
             raise UsageError(
-                f"block_k={tiles['block_k']} needs K > block_k (constraint k_steps: the "
+                f"block_k={tiles.block_k} needs K > block_k (constraint k_steps: the "
                 "shared tiles are staged per step of a K loop); use block_k=0",
                 stage="schedule",
             )
-        if tiles["mma"]:
+        if tiles.mma:
             problem = mma_unsupported(op) or mma_tile_problem(op, tiles)
             if problem:
                 raise UsageError(f"mma=1: {problem}", stage="schedule")
-        if tiles["stages"] > 1 and not (tiles["mma"] and tiles["block_k"] >= STAGED_K):
+        if tiles.stages > 1 and not (tiles.mma and tiles.block_k >= STAGED_K):
             raise UsageError(
-                f"stages={tiles['stages']} needs mma=1 and block_k >= {STAGED_K} "
-                "(constraint stages)",
+                f"stages={tiles.stages} needs mma=1 and block_k >= {STAGED_K} (constraint stages)",
                 stage="schedule",
             )
         if shared_bytes(op, tiles) > SHARED_BYTES:
@@ -203,10 +207,10 @@ class GpuContraction(LibraryFamily):
                 "* stages, rows padded with mma = 1)",
                 stage="schedule",
             )
-        return tiles
+        return config
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
-        tiles = self.parameters(op, parameters)
+        tiles = self.knob_values(op, self.parameters(op, parameters))
         return gpu_schedule(tiles, whole_tiles(op, tiles), copy_lanes(op, tiles))
 
     # --- selector, constraints and cost model (NVIDIA GPUs) --------------------------------
@@ -237,33 +241,34 @@ class GpuContraction(LibraryFamily):
         busy = [c for c in fits if self._blocks(op, c) >= gpu.facts.sms]
         return busy[0] if busy else max(fits, key=lambda c: self._blocks(op, c))
 
-    @staticmethod
-    def _blocks(op: OpInfo, tiles: Config) -> int:
-        return (op.dims["M"] // tiles["block_m"]) * (op.dims["N"] // tiles["block_n"])
+    def _blocks(self, op: OpInfo, config: Config) -> int:
+        tiles = self.knob_values(op, config)
+        return (op.dims["M"] // tiles.block_m) * (op.dims["N"] // tiles.block_n)
 
     def _fma_tiles(self, op: OpInfo, gpu: NvidiaGPU) -> Config:
-        caps = self.defaults(op)
+        caps = self.knob_values(op, {})
         m, n = op.dims["M"], op.dims["N"]
-        block_k = next((bk for bk in STEPS if bk <= caps["block_k"] and bk < op.dims["K"]), 0)
-        large_m, large_n = LARGE_TILES["block_m"], LARGE_TILES["block_n"]
-        whole = m % large_m == 0 and n % large_n == 0
-        mma = {"mma": 0, "stages": 1, "warp_m": caps["warp_m"], "warp_n": caps["warp_n"]}
-        if whole and (m // large_m) * (n // large_n) >= BLOCKS_PER_SM * gpu.facts.sms:
+        block_k = next((bk for bk in STEPS if bk <= caps.block_k and bk < op.dims["K"]), 0)
+        whole = m % LARGE_M == 0 and n % LARGE_N == 0
+        mma = {"mma": 0, "stages": 1, "warp_m": caps.warp_m, "warp_n": caps.warp_n}
+        if whole and (m // LARGE_M) * (n // LARGE_N) >= BLOCKS_PER_SM * gpu.facts.sms:
             return {**LARGE_TILES, "block_k": block_k, **mma}
-        block_m = largest_divisor(m, caps["block_m"])
-        block_n = largest_divisor(n, caps["block_n"])
-        tiles = {
+        block_m = largest_divisor(m, caps.block_m)
+        block_n = largest_divisor(n, caps.block_n)
+        thread_m = largest_divisor(block_m, caps.thread_m)
+        thread_n = largest_divisor(block_n, caps.thread_n)
+        x, y, _ = thread_dims(block_m, block_n, thread_m, thread_n)
+        if x * y > NvidiaGPU.max_threads_per_block:
+            block_m, block_n = caps.block_m, caps.block_n
+            thread_m, thread_n = caps.thread_m, caps.thread_n
+        return {
             "block_m": block_m,
             "block_n": block_n,
-            "thread_m": largest_divisor(block_m, caps["thread_m"]),
-            "thread_n": largest_divisor(block_n, caps["thread_n"]),
+            "thread_m": thread_m,
+            "thread_n": thread_n,
             "block_k": block_k,
             **mma,
         }
-        x, y, _ = block_dims(tiles)
-        if x * y > NvidiaGPU.max_threads_per_block:
-            tiles.update({k: caps[k] for k in ("block_m", "block_n", "thread_m", "thread_n")})
-        return tiles
 
     def lanes(self, op: OpInfo, target: Target) -> int:
         """One element per thread: the kernel is scalar code, one output tile per thread."""
@@ -342,12 +347,13 @@ class GpuContraction(LibraryFamily):
         LATENCY_WARPS resident warps is slowed in proportion; A and B are read once from
         DRAM; C is written once. Tensor cores (mma = 1) issue as mma_compute_seconds says."""
         facts = self.gpu(target, "space").facts
+        tiles = self.knob_values(op, config)
         m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
-        bm, bn = min(config["block_m"], m), min(config["block_n"], n)
-        tm, tn = min(config["thread_m"], bm), min(config["thread_n"], bn)
-        bk = config["block_k"]
+        bm, bn = min(tiles.block_m, m), min(tiles.block_n, n)
+        tm, tn = min(tiles.thread_m, bm), min(tiles.thread_n, bn)
+        bk = tiles.block_k
         grid = math.ceil(m / bm) * math.ceil(n / bn)
-        x, y, _ = block_dims({"block_m": bm, "block_n": bn, "thread_m": tm, "thread_n": tn})
+        x, y, _ = thread_dims(bm, bn, tm, tn)
         warps = math.ceil(x * y / NvidiaGPU.warp_size)
         size_in, size_out = element_bytes(op.element_type), element_bytes(op.dtypes[-1])
         fma = tm * tn / facts.fma_warps_per_cycle
@@ -375,8 +381,8 @@ class GpuContraction(LibraryFamily):
         )
         stretch = max(1.0, LATENCY_WARPS / (resident * warps))
         compute = blocks_per_sm * warps * k * per_step * stretch / (facts.ghz * 1e9)
-        if config["mma"]:  # tensor cores: whole shared tiles, no thread tiles
-            compute = mma_compute_seconds(op, facts, config)
+        if tiles.mma:  # tensor cores: whole shared tiles, no thread tiles
+            compute = mma_compute_seconds(op, facts, tiles)
         dram = ((m + n) * k * size_in + m * n * size_out) / facts.dram_bytes_per_s
         l2 = l2_elements * size_in / facts.l2_bytes_per_s
         return max(compute, dram, l2) + LAUNCH_S

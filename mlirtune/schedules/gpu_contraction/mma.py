@@ -21,9 +21,10 @@ from mlir.dialects.transform import structured
 from mlir.dialects.transform import vector as tvector
 
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.interfaces.schedule import Config, Constraint, KnobVariables
+from mlirtune.interfaces.schedule import Constraint, KnobVariables
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.gpu_contraction.accumulators import hoist_accumulators
+from mlirtune.schedules.gpu_contraction.tiles import GpuTiles
 from mlirtune.targets.nvidia_gpu import GpuFacts, NvidiaGPU
 
 # The mma.sync shape for 2-byte inputs: rows, columns and K of one instruction.
@@ -57,28 +58,29 @@ def mma_unsupported(op: OpInfo) -> str | None:
     return None
 
 
-def mma_tile_problem(op: OpInfo, tiles: Config) -> str | None:
+def mma_tile_problem(op: OpInfo, tiles: GpuTiles) -> str | None:
     """The first tile rule of the tensor-core path that `tiles` break, or None."""
     m, n, k = MMA_SHAPE
-    warp_m, warp_n, block_k = tiles["warp_m"], tiles["warp_n"], tiles["block_k"]
+    warp_m, warp_n, block_k = tiles.warp_m, tiles.warp_n, tiles.block_k
+    blocks = {"M": tiles.block_m, "N": tiles.block_n, "K": block_k}
     rules = (
         (
-            warp_m % m == warp_n % n == tiles["block_m"] % warp_m == tiles["block_n"] % warp_n == 0
+            warp_m % m == warp_n % n == tiles.block_m % warp_m == tiles.block_n % warp_n == 0
             and block_k > 0
             and block_k % k == 0,
             f"constraint mma_tiles: {TILE_RULE}",
         ),
         (
-            all(op.dims[d] % tiles[f"block_{d.lower()}"] == 0 for d in "MNK"),
+            all(op.dims[d] % blocks[d] == 0 for d in "MNK"),
             f"constraint mma_whole_blocks: {WHOLE_RULE}",
         ),
     )
     return next((rule for ok, rule in rules if not ok), None)
 
 
-def warp_grid(tiles: Config) -> tuple[int, int]:
+def warp_grid(tiles: GpuTiles) -> tuple[int, int]:
     """Warps per block along N (x) and M (y)."""
-    return tiles["block_n"] // tiles["warp_n"], tiles["block_m"] // tiles["warp_m"]
+    return tiles.block_n // tiles.warp_n, tiles.block_m // tiles.warp_m
 
 
 def mma_constraints(op: OpInfo, gpu: NvidiaGPU, knobs: KnobVariables) -> list[Constraint]:
@@ -115,7 +117,7 @@ def mma_constraints(op: OpInfo, gpu: NvidiaGPU, knobs: KnobVariables) -> list[Co
     ]
 
 
-def mma_compute_seconds(op: OpInfo, facts: GpuFacts, tiles: Config) -> float:
+def mma_compute_seconds(op: OpInfo, facts: GpuFacts, tiles: GpuTiles) -> float:
     """Seconds the SMs take to issue the tensor-core path's work (mma = 1).
 
     Assumptions: each warp issues (warp_m/16)(warp_n/8) mma.sync per 16 of K, at
@@ -124,11 +126,11 @@ def mma_compute_seconds(op: OpInfo, facts: GpuFacts, tiles: Config) -> float:
     bounds a step. Each K step also waits out its copies' round trip to memory
     (MMA_STEP_CYCLES), which the other blocks resident on the SM fill, and with two stages
     the block's own math half hides. Blocks are spread evenly over the SMs."""
-    bm, bn, bk = tiles["block_m"], tiles["block_n"], tiles["block_k"]
-    warps = (bm // tiles["warp_m"]) * (bn // tiles["warp_n"])
+    bm, bn, bk = tiles.block_m, tiles.block_n, tiles.block_k
+    warps = (bm // tiles.warp_m) * (bn // tiles.warp_n)
     m, n, k = MMA_SHAPE
-    mmas = (tiles["warp_m"] // m) * (tiles["warp_n"] // n)
-    loads = tiles["warp_m"] // m + tiles["warp_n"] // (2 * n)
+    mmas = (tiles.warp_m // m) * (tiles.warp_n // n)
+    loads = tiles.warp_m // m + tiles.warp_n // (2 * n)
     issue = warps * max(mmas / facts.mma_per_cycle, loads * 512 / SHARED_BYTES_PER_CYCLE)
     grid = math.ceil(op.dims["M"] / bm) * math.ceil(op.dims["N"] / bn)
     blocks_per_sm = math.ceil(grid / facts.sms)
@@ -137,12 +139,12 @@ def mma_compute_seconds(op: OpInfo, facts: GpuFacts, tiles: Config) -> float:
         facts.blocks_per_sm,
         max(1, facts.threads_per_sm // (NvidiaGPU.warp_size * warps)),
     )
-    wait = math.ceil(op.dims["K"] / bk) * MMA_STEP_CYCLES / resident / tiles["stages"]
+    wait = math.ceil(op.dims["K"] / bk) * MMA_STEP_CYCLES / resident / tiles.stages
     cycles = blocks_per_sm * (issue * math.ceil(op.dims["K"] / k) + wait)
     return cycles / (facts.ghz * 1e9)
 
 
-def tile_warps(s: ScheduleBuilder, ops: list[tuple[str, ir.Value]], tiles: Config) -> None:
+def tile_warps(s: ScheduleBuilder, ops: list[tuple[str, ir.Value]], tiles: GpuTiles) -> None:
     """Split the block's fill, matmul and epilogue among its warps alike, then tile each
     warp's part into native mma tiles, vectorized: the matmul's under a K loop (outermost,
     so that the accumulators' transfers hoist out of it), the others' 16 x 8 at a time."""
@@ -160,7 +162,7 @@ def tile_warps(s: ScheduleBuilder, ops: list[tuple[str, ir.Value]], tiles: Confi
         with s.at(f"vectorize_mma_{name}"):  # a contract with the matmul's maps
             vectorize = structured.VectorizeOp(native)
             vectorize.operation.attributes["create_named_contraction"] = ir.UnitAttr.get()
-        trips = (tiles["warp_m"] // m, tiles["warp_n"] // n)
+        trips = (tiles.warp_m // m, tiles.warp_n // n)
         for handle, trip in reversed(list(zip(loops, trips, strict=True))):  # inner first
             if trip > 1:
                 s.unroll(handle, trip, f"unroll_mma_{name}")

@@ -11,17 +11,16 @@ from mlir.dialects.transform import gpu as tgpu
 from mlir.dialects.transform import structured
 from mlir.dialects.transform import vector as tvector
 
-from mlirtune.interfaces.schedule import Config
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.gpu_contraction.accumulators import hoist_accumulators
 from mlirtune.schedules.gpu_contraction.mma import accumulate_in_fragments, tile_warps
 from mlirtune.schedules.gpu_contraction.steps.stages import STAGES_ATTRIBUTE
 from mlirtune.schedules.gpu_contraction.steps.workgroup import LANES_ATTRIBUTE
-from mlirtune.schedules.gpu_contraction.tiles import block_dims
+from mlirtune.schedules.gpu_contraction.tiles import GpuTiles, block_dims
 from mlirtune.targets.nvidia_gpu import NvidiaGPU
 
 
-def gpu_schedule(tiles: Config, whole_tiles: bool, copy_lanes: int) -> ir.Module:
+def gpu_schedule(tiles: GpuTiles, whole_tiles: bool, copy_lanes: int) -> ir.Module:
     """Tile the last op (the matmul, or its epilogue) into blocks, fusing its producers;
     step the block's matmul through K and stage its tiles in shared memory (block_k > 0);
     bufferize, make the block forall a gpu.launch, and split the fill, matmul and epilogue
@@ -46,17 +45,17 @@ def gpu_schedule(tiles: Config, whole_tiles: bool, copy_lanes: int) -> ir.Module
             launch = tgpu.MapForallToBlocks(function, generate_gpu_launch=True).result
         matmul = _shared_tiles(s, launch, tiles, copy_lanes)
         launch = _threads(s, launch, matmul, tiles)
-        if tiles["mma"]:
+        if tiles.mma:
             accumulate_in_fragments(s, bufferized)
             return s.module
         # A one-row thread tile keeps the scalar path: lowering its vectors with a unit
         # dimension does not settle (the pattern driver ran out of memory).
-        if tiles["block_k"] and whole_tiles and tiles["thread_m"] > 1:
+        if tiles.block_k and whole_tiles and tiles.thread_m > 1:
             _accumulate_in_registers(s, bufferized, launch)
     return s.module
 
 
-def _blocks(s: ScheduleBuilder, tiles: Config) -> None:
+def _blocks(s: ScheduleBuilder, tiles: GpuTiles) -> None:
     """The last op tiled into an scf.forall of blocks, its producers fused consumer-first;
     with block_k, the block's matmul stepped through K (its loop marked for multi-stage
     copies where stages > 1)."""
@@ -74,26 +73,28 @@ def _blocks(s: ScheduleBuilder, tiles: Config) -> None:
         blocks = structured.TileUsingForallOp(
             anchor,
             mapping=_mapping("block"),
-            tile_sizes=[tiles["block_m"], tiles["block_n"]],
+            tile_sizes=[tiles.block_m, tiles.block_n],
         ).forall_op
     for producer in producers:
         s.fuse_into(producer, blocks, "fuse_blocks")
-    if tiles["block_k"]:
+    if tiles.block_k:
         block_matmul = s.match_root(blocks, "matmul", "match_block_matmul")
-        _, (k_loop,) = s.tile(block_matmul, [0, 0, tiles["block_k"]], "tile_k")
-        if tiles["stages"] > 1:  # the step pipeline-shared-copies builds the buffers
+        _, (k_loop,) = s.tile(block_matmul, [0, 0, tiles.block_k], "tile_k")
+        if tiles.stages > 1:  # the step pipeline-shared-copies builds the buffers
             with s.at("annotate_stages"):
-                stages = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), tiles["stages"])
+                stages = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), tiles.stages)
                 param = tr.ParamConstantOp(tr.AnyParamType.get(), stages).param
                 tr.AnnotateOp(k_loop, STAGES_ATTRIBUTE, param=param)
 
 
-def _shared_tiles(s: ScheduleBuilder, launch: ir.Value, tiles: Config, copy_lanes: int) -> ir.Value:
+def _shared_tiles(
+    s: ScheduleBuilder, launch: ir.Value, tiles: GpuTiles, copy_lanes: int
+) -> ir.Value:
     """With block_k, the launch's matmul with its A and B tiles promoted to shared memory
     (the step share-workgroup-tiles completes it), their copies marked for vector copies
     where their rows are 16-byte aligned (`copy_lanes` > 1). Returns the matmul's handle."""
     matmul = s.match_root(launch, "matmul", "match_launch_matmul")
-    if not tiles["block_k"]:
+    if not tiles.block_k:
         return matmul
     with s.at("promote_to_shared"):
         matmul = structured.PromoteOp(
@@ -111,7 +112,7 @@ def _shared_tiles(s: ScheduleBuilder, launch: ir.Value, tiles: Config, copy_lane
     return matmul
 
 
-def _threads(s: ScheduleBuilder, launch: ir.Value, matmul: ir.Value, tiles: Config) -> ir.Value:
+def _threads(s: ScheduleBuilder, launch: ir.Value, matmul: ir.Value, tiles: GpuTiles) -> ir.Value:
     """The fill, the matmul and the epilogue split among the block's threads alike, so each
     thread owns the same outputs in each (with tensor cores, the warps own the matmul's, so
     barriers order the three); then the foralls mapped to threads. Returns the launch."""
@@ -121,7 +122,7 @@ def _threads(s: ScheduleBuilder, launch: ir.Value, matmul: ir.Value, tiles: Conf
         ("matmul", matmul),
         ("epilogue", s.match(launch, ["linalg.generic"], "match_launch_epilogue")),
     ]
-    if tiles["mma"]:
+    if tiles.mma:
         tile_warps(s, thread_ops, tiles)
     else:
         for name, op in thread_ops:
@@ -134,7 +135,7 @@ def _threads(s: ScheduleBuilder, launch: ir.Value, matmul: ir.Value, tiles: Conf
             launch,
             block_dims=block_dims(tiles),
             warp_size=NvidiaGPU.warp_size,
-            sync_after_distribute=bool(tiles["mma"]),
+            sync_after_distribute=bool(tiles.mma),
         ).result
 
 

@@ -28,7 +28,6 @@ from mlir.dialects.transform import vector as tvector
 
 from mlirtune.interfaces.dtype import dtype_named
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.interfaces.schedule import Config
 from mlirtune.ir.roots import ROOT_ATTRIBUTE, element_types, loop_sizes
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.contraction.knob_values import PACK_NONE, UNIT_DOT, UNIT_FMA
@@ -48,20 +47,18 @@ WIDENING_GROUP = 8
 WIDENED_TYPES = {("bf16", "bf16"): "f32", ("i8", "i8"): "i32"}
 
 
-def widened_type(op: OpInfo, parameters: Config) -> str | None:
-    """The element type `parameters` take `op`'s operands widened to before the nest, or
-    None. On the FMA path (UNIT = 0), a bf16 or i8 matmul (operands stored transposed or
-    not) is widened to its result's type: on the packed path always, on the unpacked one
-    where the widening copies tile into whole blocks (on an AVX2 AMD Zen 3, bf16 256^3
-    32 -> 63 GFLOP/s and 64^3 30 -> 51, but 100x99x101, whose partial blocks take masked
+def widened_type(op: OpInfo, pack: int, unit: int) -> str | None:
+    """The element type the knobs PACK = `pack` and UNIT = `unit` take `op`'s operands widened
+    to before the nest, or None. On the FMA path (UNIT = 0), a bf16 or i8 matmul (operands
+    stored transposed or not) is widened to its result's type: on the packed path always, on the
+    unpacked one where the widening copies tile into whole blocks (on an AVX2 AMD Zen 3, bf16
+    256^3 32 -> 63 GFLOP/s and 64^3 30 -> 51, but 100x99x101, whose partial blocks take masked
     copies, 29 -> 12-16). On the pair path (UNIT_DOT), an i8 matmul is widened to i16, the
-    operands of vpmaddwd, whatever its shape. On the FMA path, skinny products
-    (M <= SKINNY_ROWS) are memory-bound and read each operand value about once: they
-    convert where they read (AVX2 Zen 3, 8x4096x4096: bf16 22.3 ms widened, 15.5 not;
-    int8 34.9 and 12.5)."""
+    operands of vpmaddwd, whatever its shape. On the FMA path, skinny products (M <=
+    SKINNY_ROWS) are memory-bound and read each operand value about once: they convert where
+    they read (AVX2 Zen 3, 8x4096x4096: bf16 22.3 ms widened, 15.5 not; int8 34.9 and 12.5)."""
     if op.kind != "matmul" or op.op_name != "linalg.matmul":
         return None
-    unit = parameters.get("UNIT", UNIT_FMA)
     if unit == UNIT_DOT and op.dtypes == ("i8", "i8", "i32"):
         return "i16"
     if op.dims["M"] <= SKINNY_ROWS:
@@ -69,7 +66,7 @@ def widened_type(op: OpInfo, parameters: Config) -> str | None:
     wide = WIDENED_TYPES.get(op.dtypes[:2])
     if unit != UNIT_FMA or wide != op.dtypes[-1]:
         return None
-    packed = parameters.get("PACK", PACK_NONE) != PACK_NONE
+    packed = pack != PACK_NONE
     return wide if packed or all(map(_whole_widening_tiles, _operand_shapes(op))) else None
 
 
@@ -111,14 +108,13 @@ def vectorize_widening(s: ScheduleBuilder) -> None:
 def widen_narrow_operands(module: ir.Module, pack: int = PACK_NONE, unit: int = UNIT_FMA) -> None:
     """The descriptor step: rewrite every root matmul of `module` whose operands the
     contraction family's knobs `pack` and `unit` take widened (`widened_type`)."""
-    parameters = {"PACK": pack, "UNIT": unit}
     roots: list[ir.Operation] = []
 
     def visit(op: ir.Operation) -> ir.WalkResult:
         if ROOT_ATTRIBUTE in op.attributes:
             loops = loop_sizes(op)
             info = recognise_contraction(op, loops, element_types(op)) if loops else None
-            wide = None if info is None else widened_type(info, parameters)
+            wide = None if info is None else widened_type(info, pack, unit)
             if wide is not None:
                 roots.append((op, wide))
         return ir.WalkResult.ADVANCE
