@@ -19,7 +19,7 @@ from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Knob
 from mlirtune.ir.prefetch import PREFETCH_ATTRIBUTE
-from mlirtune.ir.roots import has_reduction, is_windowed, rows_cols
+from mlirtune.ir.roots import has_reduction, is_windowed, reduction_loops, rows_cols
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.knobs import choices, powers_of_two, threads_knob, vector_columns
 from mlirtune.schedules.vector_tiles import TileT, VectorTileFamily, VectorTileKnobs
@@ -67,6 +67,8 @@ class Rowwise(RowTiles[RowwiseKnobs]):
         """A reduction along rows (after the axis reductions have had their say): rows of
         COLS elements, and how many transcendentals the function holds (a softmax's exp)."""
         if not has_reduction(op) or is_windowed(op):  # a window is no row
+            return None
+        if reduction_loops(op) != [len(loops) - 1]:  # rows of rows (a global pool): generic
             return None
         transcendentals = _transcendentals(op)
         attrs = {"transcendentals": transcendentals} if transcendentals else {}
