@@ -202,6 +202,12 @@ def _run_stage(
     else:
         schedule = schedule or _schedule_module(resolved, lowering.roots)
         apply_schedule(module, schedule, resolved.label)
+        if (elements := largest_vector(module)) > LARGEST_VECTOR:
+            raise MlirtuneError(
+                f"{resolved.label}: the schedule left an op untiled (a vector of {elements} "
+                "elements, which would unroll past any compile time)",
+                stage="schedule",
+            )
         if observer:
             observer(f"schedule {resolved.name}", module)
 
