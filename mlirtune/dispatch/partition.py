@@ -1,12 +1,12 @@
 """Grouping a payload's ops into dispatches and outlining each into a function.
 
 Ops are taken in program order. A contraction or convolution opens a dispatch; a matmul's
-also takes the element-wise ops that consume its result alone (bias, activation, residual
-add), and a convolution's the zero padding it reads. A row reduction opens one that takes
-the reductions and element-wise ops that follow it on its values (a softmax, a layer
-norm). Other ops gather in element-wise dispatches. An op only joins the dispatch opened
-last, so dispatches stay in program order, and one whose values are read outside it at
-more than one point is split, so each has one output.
+(and a generic root's) also takes the element-wise ops that consume its result alone
+(bias, activation, residual add), and a convolution's the zero padding it reads. A row
+reduction opens one that takes the reductions and element-wise ops that follow it on its
+values (a softmax, a layer norm). Other ops gather in element-wise dispatches. An op only
+joins the dispatch opened last, so dispatches stay in program order, and one whose values
+are read outside it at more than one point is split, so each has one output.
 
 Constants, empty tensors, fills of them and reshapes of inputs are not dispatched: each
 dispatch that reads one gets its own copy, so a matmul dispatch keeps its zero fill.
@@ -28,7 +28,9 @@ from mlirtune.schedules.roots import describe
 
 # Root kinds whose schedules fuse element-wise consumers into their output tiles (the
 # convolution family tiles its root alone: a consumer would be vectorized whole).
-TAKES_CONSUMERS = ("matmul", "batch_matmul")
+TAKES_CONSUMERS = ("matmul", "batch_matmul", "generic")
+# Root kinds whose schedules materialise the zero padding they read, once.
+TAKES_PADDING = ("conv2d", "depthwise", "generic")
 VIEWS = ("tensor.expand_shape", "tensor.collapse_shape")
 # Rewrites a kind's schedule needs: reductions without their kept unit dims (a softmax's
 # [rows, 1] maxima), element-wise runs with transposes as generics.
@@ -105,7 +107,7 @@ def _takes_padding(group: Group, op: ir.Operation, kind: str | None) -> bool:
     """Whether convolution `op` reads the zero padding that `group` holds alone."""
     (pad,) = group.ops if len(group.ops) == 1 else (None,)
     return (
-        kind == "conv2d"
+        kind in TAKES_PADDING
         and pad is not None
         and pad.name == "tensor.pad"
         and len(list(pad.results[0].uses)) == 1

@@ -70,10 +70,13 @@ def indexing_maps(op: ir.Operation) -> list[ir.AffineMap]:
 
 def is_windowed(op: ir.Operation) -> bool:
     """Whether an operand of the linalg op `op` is read through a window (`oh + kh`,
-    `2 * ow`): an index that is not one loop's, as in convolutions and pooling."""
+    `2 * ow`): an index that is neither one loop's nor a constant, as in convolutions and
+    pooling."""
     maps = linalg.get_indexing_maps(op)
-    return maps is not None and not all(
-        ir.AffineMapAttr(a).value.is_projected_permutation for a in maps
+    return maps is not None and any(
+        not isinstance(expr, ir.AffineDimExpr | ir.AffineConstantExpr)
+        for amap in maps
+        for expr in ir.AffineMapAttr(amap).value.results
     )
 
 

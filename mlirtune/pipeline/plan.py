@@ -121,10 +121,11 @@ def plan_dispatches(
     for dispatch in dispatches:
         standalone = standalone_module(module, dispatch.function)
         roots = [info for _, info in find_roots(standalone)]
+        # The dispatch's own root names its pipeline: outlined, an op may read as another
+        # kind than it did in the whole payload (a batched product's views are gone).
+        kinds = [roots[0].kind] if len(roots) == 1 else [dispatch.kind]
         try:
-            planned = plan_lowering(
-                standalone, roots, descriptor_for([dispatch.kind]), target, specs
-            )
+            planned = plan_lowering(standalone, roots, descriptor_for(kinds), target, specs)
         except MlirtuneError:  # no root op of the family the kind's pipeline names
             planned = plan_lowering(standalone, roots, descriptor_for([]), target, specs)
             planned.notes.append("no schedule family takes its ops: lowered as it is")

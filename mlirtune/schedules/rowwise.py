@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import transform
+from mlir.dialects import linalg, transform
 from mlir.dialects.transform import structured
 
 from mlirtune.interfaces.dtype import element_bytes
@@ -69,6 +69,8 @@ class Rowwise(RowTiles[RowwiseKnobs]):
         if not has_reduction(op) or is_windowed(op):  # a window is no row
             return None
         if reduction_loops(op) != [len(loops) - 1]:  # rows of rows (a global pool): generic
+            return None
+        if linalg.infer_contraction_dimensions(op) is not None:  # a product, not a row sum
             return None
         transcendentals = _transcendentals(op)
         attrs = {"transcendentals": transcendentals} if transcendentals else {}

@@ -56,3 +56,49 @@ def test_reduction_roots_count_the_transcendentals_around_them():
     # The row max is softmax's root; the exp beside it is what bounds its tile.
     assert Softmax(M=8, N=32).root.attributes == {"transcendentals": 1}
     assert Softmax(M=8, N=32, log=True).root.attributes == {"transcendentals": 2}
+
+
+CONV_3D = """
+func.func @payload(%x: tensor<1x4x6x8x18xf32>, %w: tensor<8x4x3x3x3xf32>,
+                   %y: tensor<1x8x4x6x16xf32>) -> tensor<1x8x4x6x16xf32> {
+  %0 = linalg.conv_3d_ncdhw_fcdhw {dilations = dense<1> : vector<3xi64>,
+                                   strides = dense<1> : vector<3xi64>}
+       ins(%x, %w : tensor<1x4x6x8x18xf32>, tensor<8x4x3x3x3xf32>)
+       outs(%y : tensor<1x8x4x6x16xf32>) -> tensor<1x8x4x6x16xf32>
+  return %0 : tensor<1x8x4x6x16xf32>
+}
+"""
+
+GLOBAL_POOL = """
+#in = affine_map<(n, c, h, w) -> (n, c, h, w)>
+#out = affine_map<(n, c, h, w) -> (n, c, 0, 0)>
+func.func @payload(%x: tensor<2x8x7x7xf32>, %y: tensor<2x8x1x1xf32>) -> tensor<2x8x1x1xf32> {
+  %0 = linalg.generic {indexing_maps = [#in, #out],
+                       iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
+       ins(%x : tensor<2x8x7x7xf32>) outs(%y : tensor<2x8x1x1xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<2x8x1x1xf32>
+  return %0 : tensor<2x8x1x1xf32>
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("payload", "attributes"),
+    [
+        # Output row w (loop 4) the vector loop; output rows h (3, which the filter does not
+        # read) and filters f (1, which the input does not read) the outer product.
+        (CONV_3D, {"vector_loop": 4, "reuse_loop": 3, "reuse2_loop": 1, "windowed": 1}),
+        # Two reduced loops are no row: channels the vector loop, images the reuse loop.
+        (GLOBAL_POOL, {"vector_loop": 1, "reuse_loop": 0, "reuse2_loop": -1, "windowed": 0}),
+    ],
+)
+def test_ops_no_other_family_schedules_are_generic_roots(payload, attributes):
+    """A 3-D conv's loops are no matmul's (it was taken for one, spatial loops unnamed),
+    and a reduction over two loops no row reduction (it aborted in tile-and-fuse)."""
+    with ir.Context(), ir.Location.unknown():
+        ((_, info),) = find_roots(ir.Module.parse(payload))
+    assert info.kind == "generic"
+    assert {k: info.attributes[k] for k in attributes} == attributes

@@ -90,3 +90,81 @@ def test_a_3d_convolution_is_register_tiled_for_each_cpu_class(tmp_path, cpu_cla
     with ir.Context(), ir.Location.unknown():
         lowered = engine.lower_payload(workload)
         assert largest_vector(lowered) >= lanes
+
+
+ATTENTION = """
+import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, q, k, v):
+        scores = torch.matmul(q, k.transpose(-2, -1)) * 0.125
+        return torch.matmul(torch.softmax(scores, dim=-1), v)
+
+
+batch_size = 1
+
+
+def get_inputs():
+    return [torch.randn(batch_size, 2, 32, 16) for _ in range(3)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_product_over_batch_and_head_dims_is_register_tiled(tmp_path):
+    """[batch, heads, rows, k] x [batch, heads, k, cols] is no matmul the contraction
+    family takes, and no row reduction: the generic family's outer products schedule it
+    (it was a row reduction of 5 loops, scalar along its rows, before)."""
+    path = tmp_path / "attention.py"
+    path.write_text(textwrap.dedent(ATTENTION).lstrip())
+    result = engine_for(HostCPU(), use_specs=False).execute(workload_from_factory(str(path)))
+    assert result.verification.ok, result.verification
+    products = [d for d in result.extra["dispatches"] if "batch_matmul" in d["function"]]
+    assert products and all(d["scheduled"] for d in products), products
+    assert any(d["pipeline"] == "generic" for d in products), products
+
+
+CONV_RELU = """
+import torch
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(16, 16, 1)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
+
+
+batch_size = 1
+
+
+def get_inputs():
+    return [torch.randn(batch_size, 16, 28, 28)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_schedule_that_leaves_an_op_untiled_splits_the_payload(tmp_path):
+    """The NCHW conv schedule tiles its root alone; its ReLU, vectorized whole, was one
+    vector of 12,544 elements that took LLVM most of a minute. Such a schedule counts as
+    failed: the payload splits into dispatches, and no vector passes a register block."""
+    from mlirtune.pipeline.driver import LARGEST_VECTOR
+
+    path = tmp_path / "conv_relu.py"
+    path.write_text(textwrap.dedent(CONV_RELU).lstrip())
+    workload = workload_from_factory(str(path))
+    engine = engine_for(HostCPU(), use_specs=False)
+    result = engine.execute(workload)
+    assert result.verification.ok
+    assert any("left an op untiled" in n for n in result.extra["notes"]), result.extra["notes"]
+    assert all(d["scheduled"] for d in result.extra["dispatches"])
+    with ir.Context(), ir.Location.unknown():
+        assert largest_vector(engine.lower_payload(workload)) <= LARGEST_VECTOR

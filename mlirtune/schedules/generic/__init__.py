@@ -30,7 +30,7 @@ from mlirtune.schedules.cpu_model import (
     vectors,
 )
 from mlirtune.schedules.generic.knob_values import GenericKnobs
-from mlirtune.schedules.generic.root import KIND, parallel_loops, recognise_generic
+from mlirtune.schedules.generic.root import KIND, loops_read, parallel_loops, recognise_generic
 from mlirtune.schedules.generic.transform import generic_schedule
 from mlirtune.schedules.knobs import divisors, threads_knob
 from mlirtune.targets.host_cpu import FMA_UNITS, HostCPU
@@ -62,7 +62,8 @@ class Generic(HostFamily[GenericKnobs]):
     ) -> OpInfo | None:
         """Ops with a windowed operand or a reduction (the families asked before this one
         take the ones they schedule); element-wise ops stay the element-wise chains'."""
-        if not (is_windowed(op) or len(loops) > len(indexing_maps(op)[-1].results)):
+        reduces = len(loops_read(indexing_maps(op)[-1])) < len(loops)  # a loop C never reads
+        if not (is_windowed(op) or reduces):
             return None
         return recognise_generic(op, loops, dtypes)
 
