@@ -18,6 +18,8 @@ from mlirtune.ir.inspect import defining_op, ops_named
 from mlirtune.ir.maps import projection_map
 from mlirtune.ir.roots import product
 
+RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
+
 
 def collapse_row_dims(function: ir.Operation) -> int:
     """Rebuild each f32 contraction `C[m..., n] += A[m..., k] * B` (B as [N, K] or [K, N])
@@ -97,33 +99,39 @@ def _collapse_epilogues(function: ir.Operation) -> int:
     while (found := _next_epilogue(function)) is not None:
         _collapse_generic(*found)
         rebuilt += 1
-    _store_collapsed(function)
+    store_through_views(function)
     return rebuilt
 
 
-def _store_collapsed(function: ir.Operation) -> None:
-    """An expanded result written to an output buffer is written, 2-D, to a collapsed view
-    of that buffer: the schedules tile the op whose result the payload stores."""
+def store_through_views(function: ir.Operation) -> int:
+    """A reshaped result written to an output buffer is written as it was computed, to a
+    reshaped view of that buffer: schedules tile the op whose result the payload stores,
+    and a reshape has no tiles (a softmax on [batch, heads] rows kept 4-D between two
+    batch matmuls on [batch * heads] failed so). Returns how many stores moved."""
     stores = []
     for store in ops_named(function, "bufferization.materialize_in_destination"):
         owner = defining_op(store.operands[0])
-        expanded = owner is not None and owner.name == "tensor.expand_shape"
-        if expanded and _merges_rows(owner) and isinstance(store.operands[1].type, ir.MemRefType):
+        reshape = owner is not None and owner.name in RESHAPES
+        if reshape and isinstance(store.operands[1].type, ir.MemRefType):
             stores.append(store)
     for store in stores:
-        expand = store.operands[0].owner
-        flat = expand.operands[0]
-        destination = store.operands[1]
-        shape = ir.ShapedType(flat.type).shape
+        reshape = store.operands[0].owner
+        computed, destination = reshape.operands[0], store.operands[1]
+        shape = ir.ShapedType(computed.type).shape
+        groups = reshape.attributes["reassociation"]
         with ir.InsertionPoint(store), store.location:
-            view_type = ir.MemRefType.get(shape, ir.ShapedType(flat.type).element_type)
-            view = memref.CollapseShapeOp(
-                view_type, destination, expand.attributes["reassociation"]
-            ).result
-            bufferization.materialize_in_destination(None, flat, view, restrict=True, writable=True)
+            view_type = ir.MemRefType.get(shape, ir.ShapedType(computed.type).element_type)
+            if reshape.name == "tensor.expand_shape":
+                view = memref.CollapseShapeOp(view_type, destination, groups).result
+            else:
+                view = memref.ExpandShapeOp(view_type, destination, groups, [], shape).result
+            bufferization.materialize_in_destination(
+                None, computed, view, restrict=True, writable=True
+            )
         store.erase()
-        if not list(expand.results[0].uses):
-            expand.erase()
+        if not list(reshape.results[0].uses):
+            reshape.erase()
+    return len(stores)
 
 
 def _next_epilogue(function: ir.Operation) -> tuple[ir.Operation, ir.Operation] | None:

@@ -20,6 +20,7 @@ from mlir import ir
 from mlir.dialects import bufferization, func, memref
 from mlir.passmanager import PassManager
 
+from mlirtune.dispatch.collapse import store_through_views
 from mlirtune.dispatch.prepare import collapse_row_dims, prepare_for_dispatch
 from mlirtune.ir.context import run_passes
 from mlirtune.ir.inspect import defining_op, find_function
@@ -344,7 +345,8 @@ def split_into_dispatches(module: ir.Module, entry: str) -> tuple[list[Dispatch]
     )
     for dispatch in dispatches:
         function = find_function(module, dispatch.function).operation
-        if collapse_row_dims(function):  # fusion moved a Linear's reshapes into it
+        collapsed = collapse_row_dims(function)  # fusion moved a Linear's reshapes into it
+        if store_through_views(function) or collapsed:
             PassManager.parse("func.func(canonicalize, cse)").run(function)
         if dispatch.kind in PER_KIND_PASSES:
             PassManager.parse(PER_KIND_PASSES[dispatch.kind]).run(function)

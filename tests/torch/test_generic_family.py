@@ -102,7 +102,7 @@ class Model(torch.nn.Module):
         return torch.matmul(torch.softmax(scores, dim=-1), v)
 
 
-batch_size = 1
+batch_size = 2
 
 
 def get_inputs():
@@ -117,7 +117,9 @@ def get_init_inputs():
 def test_a_product_over_batch_and_head_dims_is_register_tiled(tmp_path):
     """[batch, heads, rows, k] x [batch, heads, k, cols] is no matmul the contraction
     family takes, and no row reduction: the generic family's outer products schedule it
-    (it was a row reduction of 5 loops, scalar along its rows, before)."""
+    (it was a row reduction of 5 loops, scalar along its rows, before). The softmax
+    between them, on rows kept 4-D and stored through a [batch * heads] view, is the
+    row-wise family's."""
     path = tmp_path / "attention.py"
     path.write_text(textwrap.dedent(ATTENTION).lstrip())
     result = engine_for(HostCPU(), use_specs=False).execute(workload_from_factory(str(path)))
@@ -125,6 +127,8 @@ def test_a_product_over_batch_and_head_dims_is_register_tiled(tmp_path):
     products = [d for d in result.extra["dispatches"] if "batch_matmul" in d["function"]]
     assert products and all(d["scheduled"] for d in products), products
     assert any(d["pipeline"] == "generic" for d in products), products
+    softmax = [d for d in result.extra["dispatches"] if d["kind"] == "reduction"]
+    assert softmax and all(d["scheduled"] for d in softmax), softmax
 
 
 CONV_RELU = """
