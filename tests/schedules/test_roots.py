@@ -91,8 +91,9 @@ func.func @payload(%x: tensor<2x8x7x7xf32>, %y: tensor<2x8x1x1xf32>) -> tensor<2
         # Output row w (loop 4) the vector loop; output rows h (3, which the filter does not
         # read) and filters f (1, which the input does not read) the outer product.
         (CONV_3D, {"vector_loop": 4, "reuse_loop": 3, "reuse2_loop": 1, "windowed": 1}),
-        # Two reduced loops are no row: channels the vector loop, images the reuse loop.
-        (GLOBAL_POOL, {"vector_loop": 1, "reuse_loop": 0, "reuse2_loop": -1, "windowed": 0}),
+        # Two reduced loops are no row reduction's; the input's rows (w, loop 3) are
+        # summed a vector a step, channels and images the register tile's reuse loops.
+        (GLOBAL_POOL, {"vector_loop": 3, "reuse_loop": 1, "reuse2_loop": 0, "windowed": 0}),
     ],
 )
 def test_ops_no_other_family_schedules_are_generic_roots(payload, attributes):

@@ -46,7 +46,8 @@ def recognise_generic(op: ir.Operation, loops: list[int], dtypes: tuple[str, ...
     (that input's values then serve a row of the register tile each), and the innermost
     one left that an input reading the first does not read (a conv's output rows and its
     filters: one loaded input row and one broadcast filter tap feed the tile's FMAs); -1
-    where there is none."""
+    where there is none. Where a row is summed along instead (`_row_loop`), that
+    reduction loop is the vector loop, and the two first found the reuse loops."""
     maps = indexing_maps(op)
     inputs, output = maps[: len(maps) - len(op.results)], maps[-1]
     parallel = plain_loops(output)
@@ -60,6 +61,9 @@ def recognise_generic(op: ir.Operation, loops: list[int], dtypes: tuple[str, ...
     readers = [r for r in reads if reuse in r]
     second = [loop for loop in unread if loop != reuse and any(loop not in r for r in readers)]
     reuse2 = second[-1] if second else -1
+    row = _row_loop(inputs, parallel, strided, vector)
+    if row >= 0:  # vectors along the rows summed; the output's loops make the tile
+        vector, reuse, reuse2 = row, vector, reuse
     dims = {f"L{i}": size for i, size in enumerate(loops)}
     dims["V"] = loops[vector] if vector >= 0 else 1
     dims["U"] = loops[reuse] if reuse >= 0 else 1
@@ -78,6 +82,26 @@ def recognise_generic(op: ir.Operation, loops: list[int], dtypes: tuple[str, ...
     return OpInfo(KIND, dims, dtypes, op.name, attrs)
 
 
+def _row_loop(
+    inputs: list[ir.AffineMap], parallel: list[int], strided: set[int], vector: int
+) -> int:
+    """Where no input holds the vector loop in its innermost index but one holds a
+    reduction loop there, with a unit stride, that loop: a sum over rows (a global
+    pool, a mean over the last dims) then vectorizes along the rows it reads, rather
+    than gathering one element of each row per lane. -1 otherwise."""
+    innermost = [m.get_minor_submap(1) for m in inputs if len(m.results)]
+    if vector < 0 or any(vector in loops_read(m) for m in innermost):
+        return -1
+    rows = [
+        expr.position
+        for m in innermost
+        if isinstance(expr := m.results[0], ir.AffineDimExpr)
+        and expr.position not in parallel
+        and expr.position not in strided
+    ]
+    return rows[0] if rows else -1
+
+
 def parallel_loops(op: OpInfo) -> list[int]:
     """The positions of the op's parallel loops."""
     mask = op.attributes["parallel"]
@@ -86,13 +110,13 @@ def parallel_loops(op: OpInfo) -> list[int]:
 
 def output_loops(op: OpInfo, vector: int, unroll: int, unroll2: int) -> list[int]:
     """Tile sizes of the op's loops for one register tile of the output: `vector` along
-    the vector loop, `unroll` and `unroll2` along the reuse loops, one along every other
-    parallel loop, none (0) along the reductions."""
+    the vector loop (where it is parallel), `unroll` and `unroll2` along the reuse loops,
+    one along every other parallel loop, none (0) along the reductions."""
     sizes = [0] * op.attributes["loops"]
     for loop in parallel_loops(op):
         sizes[loop] = 1
     for name, size in (("vector_loop", vector), ("reuse_loop", unroll), ("reuse2_loop", unroll2)):
-        if op.attributes[name] >= 0:
+        if op.attributes[name] >= 0 and sizes[op.attributes[name]]:  # parallel ones
             sizes[op.attributes[name]] = size
     return sizes
 

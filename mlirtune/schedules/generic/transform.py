@@ -26,6 +26,8 @@ from mlirtune.schedules.generic.root import KIND, output_loops, parallel_loops
 def generic_schedule(op: OpInfo, knobs: GenericKnobs) -> ir.Module:
     sizes = output_loops(op, knobs.vector, knobs.unroll, knobs.unroll2)
     reductions = [1 if size == 0 else 0 for size in sizes]
+    if op.attributes["vector_loop"] >= 0 and reductions[op.attributes["vector_loop"]]:
+        reductions[op.attributes["vector_loop"]] = knobs.vector  # a row summed a vector a step
     parallel = knobs.threads > 1
     attrs = op.attributes
     with ScheduleBuilder(KIND) as s:
