@@ -68,10 +68,13 @@ class Rowwise(RowTiles[RowwiseKnobs]):
         COLS elements, and how many transcendentals the function holds (a softmax's exp)."""
         if not has_reduction(op) or is_windowed(op):  # a window is no row
             return None
-        if reduction_loops(op) != [len(loops) - 1]:  # rows of rows (a global pool): generic
-            return None
-        if linalg.infer_contraction_dimensions(op) is not None:  # a product, not a row sum
-            return None
+        reduced = reduction_loops(op)
+        if reduced != [len(loops) - 1] and len(reduced) < len(loops):  # a global pool's
+            return None  # two reduced loops are no row: the generic family's (a loss's
+            # full reduction stays a row reduction, which its own pipeline schedules)
+        product = linalg.infer_contraction_dimensions(op)
+        if product is not None and len(product.m) and len(product.n):  # no row sum: a
+            return None  # product over several batch dims (attention's), the generic's
         transcendentals = _transcendentals(op)
         attrs = {"transcendentals": transcendentals} if transcendentals else {}
         if len(loops) > 2:  # rows of rows (attention scores per head): the inner row loop

@@ -23,6 +23,11 @@ def loops_read(amap: ir.AffineMap, *, strided: bool = False) -> set[int]:
     """The loops an indexing map reads, in any of its expressions (`oh + kh` reads both);
     with `strided`, only those it reads with a stride (`2 * ow`): no vector runs along
     them, as the vectorizer takes unit strides only."""
+    return set().union(*(expression_loops(e, strided=strided) for e in amap.results))
+
+
+def expression_loops(expr: ir.AffineExpr, *, strided: bool = False) -> set[int]:
+    """The loops one index expression reads (all, or with `strided` the scaled ones)."""
     found: set[int] = set()
 
     def visit(expr: ir.AffineExpr, scaled: bool) -> None:
@@ -33,8 +38,7 @@ def loops_read(amap: ir.AffineMap, *, strided: bool = False) -> set[int]:
             visit(expr.lhs, scaled)
             visit(expr.rhs, scaled)
 
-    for expr in amap.results:
-        visit(expr, False)
+    visit(expr, False)
     return found
 
 
@@ -89,15 +93,15 @@ def _row_loop(
     reduction loop there, with a unit stride, that loop: a sum over rows (a global
     pool, a mean over the last dims) then vectorizes along the rows it reads, rather
     than gathering one element of each row per lane. -1 otherwise."""
-    innermost = [m.get_minor_submap(1) for m in inputs if len(m.results)]
-    if vector < 0 or any(vector in loops_read(m) for m in innermost):
+    innermost = [m.results[-1] for m in inputs if len(m.results)]
+    if vector < 0 or any(vector in expression_loops(e) for e in innermost):
         return -1
     rows = [
-        expr.position
-        for m in innermost
-        if isinstance(expr := m.results[0], ir.AffineDimExpr)
-        and expr.position not in parallel
-        and expr.position not in strided
+        e.position
+        for e in innermost
+        if isinstance(e, ir.AffineDimExpr)
+        and e.position not in parallel
+        and e.position not in strided
     ]
     return rows[0] if rows else -1
 
