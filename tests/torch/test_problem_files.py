@@ -308,3 +308,42 @@ def test_a_linear_on_tokens_is_one_matmul_with_its_epilogue_in_one_pass(tmp_path
 
         lowered.operation.walk(visit)
     assert [32, 64] not in shapes and [4, 8, 64] not in shapes, shapes
+
+
+EMBEDDING_PROBLEM = """
+import torch
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embedding = torch.nn.Embedding(64, 16)
+        self.linear = torch.nn.Linear(16, 32)
+
+    def forward(self, ids):
+        return torch.relu(self.linear(self.embedding(ids)))
+
+
+batch_size = 2
+
+
+def get_inputs():
+    return [torch.randint(0, 64, (batch_size, 8), dtype=torch.int64)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_an_embedding_stays_apart_from_the_linear_that_reads_it(tmp_path):
+    """Fused into the contraction, the lookup made its operand a per-element gather that no
+    family takes (0.03x eager): the lookup is an element-wise dispatch of its own, and the
+    Linear a scheduled matmul."""
+    from mlirtune.torch.factory import workload_from_factory
+
+    workload = workload_from_factory(str(write(tmp_path, "embedding.py", EMBEDDING_PROBLEM)))
+    result = engine_for(HostCPU(), use_specs=False).execute(workload)
+    assert result.verification.ok
+    kinds = {d["kind"]: d["scheduled"] for d in result.extra["dispatches"]}
+    assert kinds.get("matmul") is True, result.extra["dispatches"]
