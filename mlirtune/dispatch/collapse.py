@@ -107,7 +107,17 @@ def store_through_views(function: ir.Operation) -> int:
     """A reshaped result written to an output buffer is written as it was computed, to a
     reshaped view of that buffer: schedules tile the op whose result the payload stores,
     and a reshape has no tiles (a softmax on [batch, heads] rows kept 4-D between two
-    batch matmuls on [batch * heads] failed so). Returns how many stores moved."""
+    batch matmuls on [batch * heads] failed so). Reshapes of reshapes are undone one at a
+    time. Returns how many reshapes the stores moved past."""
+    moved = 0
+    while step := _store_past_reshapes(function):
+        moved += step
+    return moved
+
+
+def _store_past_reshapes(function: ir.Operation) -> int:
+    """One step of `store_through_views`: each store of a reshape's result moved to the
+    reshape's source, written to a view of the destination; returns how many moved."""
     stores = []
     for store in ops_named(function, "bufferization.materialize_in_destination"):
         owner = defining_op(store.operands[0])

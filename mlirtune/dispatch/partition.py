@@ -346,8 +346,9 @@ def split_into_dispatches(module: ir.Module, entry: str) -> tuple[list[Dispatch]
     for dispatch in dispatches:
         function = find_function(module, dispatch.function).operation
         collapsed = collapse_row_dims(function)  # fusion moved a Linear's reshapes into it
-        if store_through_views(function) or collapsed:
-            PassManager.parse("func.func(canonicalize, cse)").run(function)
         if dispatch.kind in PER_KIND_PASSES:
             PassManager.parse(PER_KIND_PASSES[dispatch.kind]).run(function)
+        # After the kind's passes, which may reshape the stored result (unit dims folded).
+        if store_through_views(function) or collapsed:
+            PassManager.parse("func.func(canonicalize, cse)").run(function)
     return dispatches, notes

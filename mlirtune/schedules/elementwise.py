@@ -42,9 +42,8 @@ class Elementwise(VectorTileFamily[ElementwiseKnobs]):
     values_type = ElementwiseKnobs
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
-        rank = op.attributes.get("rank", 2)
-        rows = [op.attributes.get("inner_rows", op.dims["ROWS"])] if rank > 1 else []
-        shape = [1] * (rank - 2) + [*rows, op.dims["COLS"]]  # leading loops: tiles of one
+        rows = [op.dims["ROWS"]] if op.attributes.get("rank", 2) > 1 else []
+        shape = [*rows, op.dims["COLS"]]
         knobs = self.knob_values(op, parameters)
         return elementwise_schedule(anchor_op="linalg.generic", shape=shape, knobs=knobs)
 
@@ -97,11 +96,6 @@ def elementwise_schedule(
 
 def chain_root(op: ir.Operation) -> OpInfo:
     """The root of a purely element-wise payload: its last linalg op, `op`, which stands for
-    the whole chain. The rank tells the schedule how many loops to tile (1-D has no rows),
-    and past rank 2 the rows of the innermost two loops (the leading ones take tiles of
-    one)."""
+    the whole chain. The rank tells the schedule how many loops to tile (1-D has no rows)."""
     loops = loop_sizes(op)
-    attrs = {"rank": len(loops)}
-    if len(loops) > 2:
-        attrs["inner_rows"] = loops[-2]
-    return OpInfo("elementwise", rows_cols(loops), element_types(op), op.name, attrs)
+    return OpInfo("elementwise", rows_cols(loops), element_types(op), op.name, {"rank": len(loops)})

@@ -1,7 +1,8 @@
 """The `generic` family: any static linalg op that no other family schedules (3-D and
-transposed convolutions, 3-D pooling, stencils), as register tiles of its output whose
-reductions are stepped one iteration at a time (see transform.py). Never scalar loops: the
-vector loop is the output's innermost parallel loop, whatever the op."""
+transposed convolutions, 3-D pooling, reductions over several loops, products over several
+batch dims), as register tiles of its output whose reductions are stepped one iteration at
+a time (see transform.py). Never scalar loops where a loop is read with a unit stride: the
+vectors run along the output's innermost such loop, or along a row the op sums (root.py)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,7 @@ from mlir import ir
 
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.interfaces.schedule import (
-    Config,
-    Constraint,
-    Domains,
-    Knob,
-    KnobVariables,
-)
+from mlirtune.interfaces.schedule import Config, Constraint, Domains, Knob, KnobVariables
 from mlirtune.ir.roots import indexing_maps, is_windowed
 from mlirtune.schedules.cpu_model import (
     LOAD_PORTS,
@@ -68,13 +63,12 @@ class Generic(HostFamily[GenericKnobs]):
         return recognise_generic(op, loops, dtypes)
 
     def root_flops(self, op: OpInfo) -> int:
-        """2 per multiply-add of every loop iteration."""
-        return 2 * math.prod(op.dims[f"L{i}"] for i in range(op.attributes["loops"]))
+        """2 per loop iteration, each counted as a multiply-add."""
+        return 2 * _iterations(op)
 
     def summed_terms(self, op: OpInfo) -> int:
-        return math.prod(op.dims[f"L{i}"] for i in range(op.attributes["loops"])) // max(
-            1, op.dims["V"] * op.dims["U"]
-        )
+        """The iterations of the reduction loops: the terms each output sums."""
+        return _iterations(op) // _outputs(op)
 
     knobs = (
         Knob("VECTOR", "outputs along the vector loop per register tile", 1, vector_tiles),
@@ -135,16 +129,23 @@ class Generic(HostFamily[GenericKnobs]):
         lanes = cpu.lanes(op.element_type)
         row = ceil_div(knobs.vector, lanes)
         unroll, unroll2 = knobs.unroll, knobs.unroll2
-        iterations = math.prod(op.dims[f"L{i}"] for i in range(op.attributes["loops"]))
-        outputs = math.prod(op.dims[f"L{i}"] for i in parallel_loops(op)) or 1
-        tile = knobs.vector * unroll * unroll2
-        steps = iterations // outputs
+        along_output = op.attributes["vector_loop"] in parallel_loops(op)
+        tile = unroll * unroll2 * (knobs.vector if along_output else 1)
+        steps = _iterations(op) // _outputs(op) // (1 if along_output else knobs.vector)
         step = max(unroll * unroll2 * row / FMA_UNITS, (unroll * row + unroll2) / LOAD_PORTS)
-        nbytes = outputs * element_bytes(op.element_type) * 3
+        nbytes = _outputs(op) * element_bytes(op.element_type) * 3
         traffic = Traffic(cpu)
         traffic.add(nbytes, nbytes)
-        compute = outputs / tile * (steps * step + TILE_CYCLES + 2 * unroll * unroll2 * row)
+        compute = _outputs(op) / tile * (steps * step + TILE_CYCLES + 2 * unroll * unroll2 * row)
         return seconds(max(compute, traffic.cycles()), cpu)
+
+
+def _iterations(op: OpInfo) -> int:
+    return math.prod(op.dims[f"L{i}"] for i in range(op.attributes["loops"]))
+
+
+def _outputs(op: OpInfo) -> int:
+    return math.prod(op.dims[f"L{i}"] for i in parallel_loops(op))
 
 
 GENERIC = Generic()
