@@ -169,6 +169,7 @@ def test_a_schedule_that_leaves_an_op_untiled_splits_the_payload(tmp_path):
     result = engine.execute(workload)
     assert result.verification.ok
     assert any("left an op untiled" in n for n in result.extra["notes"]), result.extra["notes"]
-    assert all(d["scheduled"] for d in result.extra["dispatches"])
+    convs = [d for d in result.extra["dispatches"] if d["kind"] == "conv2d"]
+    assert convs and all(d["scheduled"] for d in convs), result.extra["dispatches"]
     with ir.Context(), ir.Location.unknown():
         assert largest_vector(engine.lower_payload(workload)) <= LARGEST_VECTOR
