@@ -16,8 +16,8 @@ from mlirtune.interfaces.op import OpInfo
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.convolution.flat_conv import FLAT_CROP_ATTRIBUTE
 from mlirtune.schedules.convolution.knob_values import ConvolutionKnobs
-from mlirtune.schedules.convolution.nchw_rows import vectorize_tap_steps
 from mlirtune.schedules.convolution.nchw_tiles import plane_row
+from mlirtune.schedules.unit_steps import vectorize_unit_steps
 
 # The crop: a copy, or an add into a conv's init that is not a fill (its producer fused).
 CROP_OPS = ["linalg.copy", "linalg.generic"]
@@ -57,4 +57,4 @@ def flat_channel_rows(
     s.tile(conv, [0, 0, 0, 1, 1, 1], step="filter_tile")  # one channel and tap a step
     function = s.match(s.root, ["func.func"], step="match_function_again")
     s.canonicalize(function, step="static_channel_tiles")
-    vectorize_tap_steps(s, function)
+    vectorize_unit_steps(s, function)

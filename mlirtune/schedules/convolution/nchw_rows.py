@@ -18,6 +18,7 @@ from mlir.dialects.transform import structured
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.convolution.knob_values import ConvolutionKnobs
+from mlirtune.schedules.unit_steps import vectorize_unit_steps
 
 NCHW_OP = "linalg.conv_2d_nchw_fchw"
 
@@ -56,24 +57,7 @@ def channel_rows(
     conv = s.match(s.root, [NCHW_OP], step="match_conv_steps")
     with s.at("generalize"):
         structured.GeneralizeOp(conv)
-    vectorize_tap_steps(s, function)
-
-
-def vectorize_tap_steps(s: ScheduleBuilder, function: ir.Value) -> None:
-    """Vectorize the generic filter steps of `function`, out[f, p] += K[f] * I[p] once their
-    unit loops are folded, into broadcast x row FMAs whose accumulators stay in registers
-    across the filter loops."""
-    s.apply_patterns(
-        function,
-        "drop_unit_loops",
-        structured.apply_patterns_linalg_fold_unit_extent_dims_via_slices,
-    )
-    s.vectorize_linalg(function, reductions_to_contract=False, minor_transfers=False)
-    s.drop_leading_unit_dims(function)
-    s.hoist_invariant_subsets(function)
-    s.allow_fma(function)
-    # Canonicalizing here as well crashes the pattern driver (see lower_vectors).
-    s.lower_vectors(function, canonicalize=False)
+    vectorize_unit_steps(s, function)
 
 
 def row_pieces(

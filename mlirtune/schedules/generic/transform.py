@@ -18,9 +18,9 @@ from mlir.dialects.transform import structured
 
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.schedules.builder import ScheduleBuilder
-from mlirtune.schedules.convolution.nchw_rows import vectorize_tap_steps
 from mlirtune.schedules.generic.knob_values import GenericKnobs
 from mlirtune.schedules.generic.root import KIND, output_loops, parallel_loops
+from mlirtune.schedules.unit_steps import vectorize_unit_steps
 
 
 def generic_schedule(op: OpInfo, knobs: GenericKnobs) -> ir.Module:
@@ -50,5 +50,5 @@ def generic_schedule(op: OpInfo, knobs: GenericKnobs) -> ir.Module:
         ).result
         with s.at("generalize"):
             structured.GeneralizeOp(ops)
-        vectorize_tap_steps(s, function)
+        vectorize_unit_steps(s, function)
     return s.module
