@@ -21,7 +21,7 @@ from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.workload import ArgSpec, Complexity
 from mlirtune.ir.context import run_passes
 from mlirtune.ir.dtypes import dtype_of_mlir
-from mlirtune.ir.inspect import find_function
+from mlirtune.ir.inspect import find_function, ops_named
 from mlirtune.schedules.roots import find_roots, root_flops, summed_terms
 from mlirtune.torch.importer import ENTRY, ImportedModule
 from mlirtune.torch.masks import store_masks_as_bytes
@@ -198,13 +198,5 @@ def _stored(array: np.ndarray) -> np.ndarray:
 def _gathers(module: ir.Module) -> bool:
     """Whether a linalg op of `module` reads a tensor at computed indices (tensor.extract
     in its body: an embedding's lookup)."""
-    found = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "tensor.extract" and op.parent.name == "linalg.generic":
-            found.append(op)
-            return ir.WalkResult.INTERRUPT
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return bool(found)
+    extracts = ops_named(module.operation, "tensor.extract")
+    return any(op.parent.name == "linalg.generic" for op in extracts)

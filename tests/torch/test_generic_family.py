@@ -4,7 +4,6 @@ and are vectorized rather than left as scalar loops. Skipped without the torch e
 
 from __future__ import annotations
 
-import importlib.util
 import textwrap
 
 import pytest
@@ -15,13 +14,11 @@ from mlirtune.ir.inspect import largest_vector
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.torch.factory import workload_from_factory
 from tests.cpu_classes import cpu
+from tests.torch import needs_torch
 
 pytestmark = [
     pytest.mark.jit,
-    pytest.mark.skipif(
-        importlib.util.find_spec("torch_mlir") is None or importlib.util.find_spec("torch") is None,
-        reason="the torch extra is not installed (pip install -e '.[torch]')",
-    ),
+    needs_torch,
 ]
 
 PROBLEM = """

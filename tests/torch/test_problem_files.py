@@ -4,7 +4,6 @@ suite, and schedules that fail on what they were given. Skipped without the torc
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import textwrap
 
@@ -16,13 +15,11 @@ from mlirtune.cli import main
 from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads import Matmul
+from tests.torch import needs_torch
 
 pytestmark = [
     pytest.mark.jit,
-    pytest.mark.skipif(
-        importlib.util.find_spec("torch_mlir") is None or importlib.util.find_spec("torch") is None,
-        reason="the torch extra is not installed (pip install -e '.[torch]')",
-    ),
+    needs_torch,
 ]
 
 GEMM_PROBLEM = """

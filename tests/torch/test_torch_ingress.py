@@ -14,13 +14,11 @@ from mlirtune.api import engine_for
 from mlirtune.cli import main
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.targets.host_cpu import HostCPU
+from tests.torch import needs_torch
 
 pytestmark = [
     pytest.mark.jit,
-    pytest.mark.skipif(
-        importlib.util.find_spec("torch_mlir") is None or importlib.util.find_spec("torch") is None,
-        reason="the torch extra is not installed (pip install -e '.[torch]')",
-    ),
+    needs_torch,
 ]
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "torch"
 
