@@ -1,7 +1,7 @@
 """The `elementwise` family: element-wise chains, tiled over rows and columns, vectorized.
 
 The last op is tiled over its two innermost parallel dims with its producers fused, then
-vectorized. Leading dims are tiled by 1; partial tiles are peeled off.
+vectorized. Leading dims are tiled by 1 (unit dims not at all); partial tiles are peeled off.
 """
 
 from __future__ import annotations
@@ -42,10 +42,8 @@ class Elementwise(VectorTileFamily[ElementwiseKnobs]):
     values_type = ElementwiseKnobs
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
-        rows = [op.dims["ROWS"]] if op.attributes.get("rank", 2) > 1 else []
-        shape = [*rows, op.dims["COLS"]]
         knobs = self.knob_values(op, parameters)
-        return elementwise_schedule(anchor_op="linalg.generic", shape=shape, knobs=knobs)
+        return elementwise_schedule(shape=chain_loops(op), knobs=knobs)
 
     def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
         # One row per tile: every row of a tile becomes its own unrolled run of vector ops,
@@ -59,26 +57,28 @@ ELEMENTWISE = Elementwise()
 
 
 def elementwise_schedule(
-    *, anchor_op: str, shape: Sequence[int], knobs: ElementwiseKnobs, name: str = "elementwise"
+    *, shape: Sequence[int], knobs: ElementwiseKnobs, name: str = "elementwise"
 ) -> ir.Module:
-    """Tile the last op (`anchor_op`) over its two innermost parallel dims, fuse producers,
-    then vectorize. Leading dims are tiled by 1. Partial tiles are peeled off, so the main
-    tiles have static shapes and vectorize even when the sizes do not divide the shape."""
-    rows, cols = knobs.rows, knobs.cols
-    sizes = [1] * max(0, len(shape) - 2) + [min(rows, d) for d in shape[-2:-1]]
-    sizes += [min(cols, shape[-1])]
-    sizes = sizes[-len(shape) :]
+    """Tile the chain's last op (its root, of loop sizes `shape`; not any other generic,
+    such as a broadcast of another rank feeding it) over its two innermost parallel dims,
+    fuse producers, then vectorize. Leading dims are tiled by 1; a dim its tile covers
+    whole gets no loop (a unit dim's loop of one iteration would be folded away under
+    tile-and-fuse, which then aborts on the missing loop). Partial tiles are peeled off, so
+    the main tiles have static shapes and vectorize even when the sizes do not divide the
+    shape."""
+    tiles = [1] * max(0, len(shape) - 2) + [knobs.rows] * (len(shape) > 1) + [knobs.cols]
+    sizes = [size if size < dim else 0 for dim, size in zip(shape, tiles, strict=True)]
     # With THREADS > 1 and whole tiles in the outer dims, those are one scf.forall spread
     # over the threads, and the columns are tiled (and peeled) inside it.
-    outer = list(zip(shape[:-1], sizes[:-1], strict=True))
+    outer = [(dim, size) for dim, size in zip(shape[:-1], sizes[:-1], strict=True) if size]
     parallel = knobs.threads > 1 and bool(outer)
     parallel = parallel and all(dim % size == 0 for dim, size in outer)
     with ScheduleBuilder(name) as s:
-        anchor = s.match(s.root, [anchor_op], step="match_anchor")
+        anchor = s.match_root(s.root, "elementwise", step="match_anchor")
         if parallel:
             outer_sizes = [*sizes[:-1], 0]
             s.fuse_with_loops(anchor, outer_sizes, step="parallel_rows", parallel=True)
-            anchor = s.match(s.root, [anchor_op], step="match_anchor_rows")
+            anchor = s.match_root(s.root, "elementwise", step="match_anchor_rows")
             sizes = [0] * (len(shape) - 1) + sizes[-1:]
         _, loops = s.fuse_with_loops(anchor, sizes, step="tile_and_fuse")
         tiled = [(dim, size) for dim, size in zip(shape, sizes, strict=True) if size]
@@ -96,6 +96,18 @@ def elementwise_schedule(
 
 def chain_root(op: ir.Operation) -> OpInfo:
     """The root of a purely element-wise payload: its last linalg op, `op`, which stands for
-    the whole chain. The rank tells the schedule how many loops to tile (1-D has no rows)."""
+    the whole chain. ROWS x COLS are its tuned extents; past rank 2 the dims also hold every
+    loop's size (L0, L1, ...), whose leading ones the schedule tiles by one."""
     loops = loop_sizes(op)
-    return OpInfo("elementwise", rows_cols(loops), element_types(op), op.name, {"rank": len(loops)})
+    dims = rows_cols(loops)
+    if len(loops) > 2:
+        dims |= {f"L{i}": size for i, size in enumerate(loops)}
+    return OpInfo("elementwise", dims, element_types(op), op.name, {"rank": len(loops)})
+
+
+def chain_loops(op: OpInfo) -> list[int]:
+    """The loop sizes of a chain's last op (see chain_root)."""
+    rank = op.attributes.get("rank", 2)
+    if rank > 2:
+        return [op.dims[f"L{i}"] for i in range(rank)]
+    return [op.dims["ROWS"], op.dims["COLS"]][-rank:]
