@@ -81,8 +81,11 @@ def recognise_generic(op: ir.Operation, loops: list[int], dtypes: tuple[str, ...
         "windowed": int(is_windowed(op)),
     }
     attrs.update(padded_input(op))
-    if parallel == sorted(parallel) and epilogue_length(op):
-        attrs["fused_output"] = 1  # the register tiles tile the last op, fusing the root
+    # The last op's loops are then the parallel ones, in order (no unit dims kept in the
+    # output as constants, `(d0, d1, 0, 0)`): its register tiles fuse the root.
+    in_order = parallel == sorted(parallel) and len(parallel) == len(output.results)
+    if in_order and epilogue_length(op):
+        attrs["fused_output"] = 1
     return OpInfo(KIND, dims, dtypes, op.name, attrs)
 
 
