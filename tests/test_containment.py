@@ -201,3 +201,68 @@ def test_outside_a_contained_process_a_compile_runs_without_limits():
     before = resource.getrlimit(resource.RLIMIT_AS)
     with compiling("lower"):
         assert resource.getrlimit(resource.RLIMIT_AS) == before
+
+
+def _work_returning(data: bytes) -> bytes:
+    from mlirtune.contain.forked import run_forked
+
+    return run_forked(lambda: data, "schedule", "here")
+
+
+def _work_aborting() -> bytes:
+    from mlirtune.contain.forked import run_forked
+
+    return run_forked(os.abort, "schedule", "here")
+
+
+def _work_sleeping() -> bytes:
+    import time
+
+    from mlirtune.contain.forked import run_forked
+
+    def sleep() -> bytes:
+        time.sleep(60)
+        return b""
+
+    return run_forked(sleep, "schedule", "here")
+
+
+def test_a_forked_step_returns_its_bytes():
+    assert call_contained(_work_returning, b"\x00scheduled") == b"\x00scheduled"
+
+
+def test_a_forked_step_that_aborts_is_an_error_the_caller_survives():
+    with pytest.raises(MlirtuneError, match=r"\[here\] the compile aborted in MLIR/LLVM \(SIGABRT"):
+        call_contained(_work_aborting)
+
+
+def test_a_forked_step_gets_a_share_of_the_time_limit(monkeypatch):
+    monkeypatch.setenv(TIMEOUT_VARIABLE, "4")
+    with pytest.raises(MlirtuneError, match=r"here: the step ran past 1 s, its share"):
+        call_contained(_work_sleeping)
+
+
+def _run_with_aborting_elementwise_schedule(folder: str) -> tuple[bool, list[str]]:
+    """Run an element-wise payload whose family's schedule aborts in MLIR's tile-and-fuse
+    (three tile sizes for two loops); returns whether it verified, and the notes."""
+    from mlir import ir
+
+    from mlirtune.engine import MlirJitEngine
+    from mlirtune.schedules.elementwise import Elementwise
+    from mlirtune.workloads.from_file import FromFile
+
+    Elementwise.build = lambda self, op, parameters: ir.Module.parse(FUSE_THREE_SIZES)
+    workload = FromFile(Path(folder) / "payload.mlir", entry="f")
+    engine = MlirJitEngine()
+    result = engine.execute(workload)
+    lowering = engine.compile(workload).lowering
+    notes = [*lowering.notes, *(n for d in lowering.dispatches for n in d.lowering.notes)]
+    return result.verification.ok, notes
+
+
+def test_a_library_schedule_that_aborts_drops_to_the_next_path(tmp_path):
+    (tmp_path / "payload.mlir").write_text(EXP.replace("512", "64"))
+    passed, notes = call_contained(_run_with_aborting_elementwise_schedule, str(tmp_path))
+    assert passed
+    assert any("aborted in MLIR/LLVM (SIGABRT" in note for note in notes), notes
+    assert any("LinalgTransformOps.cpp:" in note for note in notes), notes

@@ -70,6 +70,22 @@ def enter(record: int, native_log: int) -> None:
     _recorder.write()
 
 
+def current_record() -> StageRecord | None:
+    """The stage this contained process is in (None outside one)."""
+    return None if _recorder is None else _recorder.record
+
+
+def rewrite_record() -> None:
+    """Write this process's stage again, after a forked child wrote its own to the file."""
+    if _recorder is not None:
+        _recorder.write()
+
+
+def native_log() -> int:
+    """The file C++ writes its messages to in this contained process (-1 outside one)."""
+    return -1 if _recorder is None else _recorder.native_log
+
+
 def cxx_reason() -> str | None:
     """In a contained process, the line of C++'s output that says why it last failed ("" if
     none); None elsewhere, where C++ writes to the terminal itself."""

@@ -9,6 +9,7 @@ from mlir import ir
 from mlir.passmanager import PassManager
 
 from mlirtune.contain import compiling
+from mlirtune.contain.forked import contained
 from mlirtune.interfaces.errors import MlirtuneError, UsageError
 
 
@@ -37,7 +38,7 @@ def new_context() -> ir.Context:
     if not COMPILE_CHECKS.fresh_contexts and _reused:
         return _reused[0]
     context = ir.Context()
-    if not COMPILE_CHECKS.context_threads:
+    if not COMPILE_CHECKS.context_threads or contained():  # contained: steps may fork
         context.enable_multithreading(False)
     if not COMPILE_CHECKS.fresh_contexts:
         _reused.append(context)

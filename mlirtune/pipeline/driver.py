@@ -9,6 +9,7 @@ filled each slot.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 from mlir import ir
 
 from mlirtune.contain import compiling
+from mlirtune.contain.forked import contained, run_forked
 from mlirtune.dispatch.functions import replace_function, standalone_module
 from mlirtune.interfaces.engine import Observer
 from mlirtune.interfaces.errors import MlirtuneError, UsageError
@@ -201,10 +203,14 @@ def _run_stage(
         _schedule_dispatches(module, lowering, observer)
     else:
         schedule = schedule or _schedule_module(resolved, lowering.roots)
-        apply_schedule(module, schedule, resolved.label)
         # A library schedule that vectorizes an op whole has failed (a transform file is
-        # the user's to run as written: its compile is contained like any other).
+        # the user's to run as written: its compile is contained like any other). One
+        # that aborts or runs too long has failed too, where the process can survive it.
         library = not resolved.name.endswith(".mlir")
+        if library and contained():
+            apply_schedule_forked(module, schedule, resolved.label)
+        else:
+            apply_schedule(module, schedule, resolved.label)
         if library and (elements := largest_vector(module)) > LARGEST_VECTOR:
             raise MlirtuneError(
                 f"{resolved.label}: the schedule left an op untiled (a vector of {elements} "
@@ -325,6 +331,25 @@ def root_for(kinds: tuple[str, ...], roots: list[OpInfo], stage: Stage) -> OpInf
         f"the payload has: {found}",
         stage="schedule",
     )
+
+
+def apply_schedule_forked(payload: ir.Module, schedule: ir.Module, where: str) -> None:
+    """`apply_schedule` in a forked child (mlirtune.contain.forked), its result moved into
+    `payload`: an abort or a schedule past its time share is a schedule error."""
+
+    def scheduled() -> bytes:
+        apply_schedule(payload, schedule, where)
+        buffer = io.BytesIO()
+        payload.operation.write_bytecode(buffer)
+        return buffer.getvalue()
+
+    result = ir.Module.parse(run_forked(scheduled, "schedule", where))
+    body = payload.body
+    for op in list(body.operations):
+        op.erase()
+    for op in list(result.body.operations):
+        op.detach_from_parent()
+        body.append(op)
 
 
 def apply_schedule(payload: ir.Module, schedule: ir.Module, where: str = "") -> None:
