@@ -126,9 +126,27 @@ def _accepts(group: Group, op: ir.Operation, kind: str | None) -> bool:
             and ir.ShapedType(op.results[0].type).shape == ir.ShapedType(group.tail.type).shape
         )
     if group.kind in ("reduction", "elementwise"):
-        # A zero padding stays apart: the convolution that reads it takes it.
-        return (kind is None or kind == "reduction") and op.name != "tensor.pad"
+        # A zero padding stays apart: the convolution that reads it takes it. So does a
+        # reshape of rows that regroups real dims (a group norm's [N, G, C/G*H*W] rows
+        # back to [N, C, H, W]): the ops after it cannot be tiled by those rows.
+        return (
+            (kind is None or kind == "reduction")
+            and op.name != "tensor.pad"
+            and not (group.kind == "reduction" and _regroups_rows(op))
+        )
     return False
+
+
+def _regroups_rows(op: ir.Operation) -> bool:
+    """Whether `op` is a reshape that splits or merges the innermost dim of more than one
+    element, the rows a reduction dispatch is tiled by (not one that only adds or drops
+    unit dims, as a keepdim reduction's does, nor one of the leading dims alone)."""
+    if op.name not in VIEWS:
+        return False
+    source, result = (
+        [d for d in ir.ShapedType(v.type).shape if d != 1] for v in (op.operands[0], op.results[0])
+    )
+    return source != result and source[-1:] != result[-1:]
 
 
 def _is_elementwise(op: ir.Operation) -> bool:
