@@ -19,6 +19,7 @@ from mlirtune.ir.expand_exp import expand_exp
 from mlirtune.ir.expand_math import expand_math
 from mlirtune.ir.gpu import prepare_kernels, record_launches
 from mlirtune.ir.prefetch import prefetch_next_tile
+from mlirtune.ir.strided_copies import copy_strided_as_loops
 from mlirtune.schedules.registry import FAMILIES
 
 # Steps of the lowering itself, whatever family scheduled the payload; each family adds its
@@ -30,6 +31,7 @@ LOWERING_STEPS: dict[str, Step] = {
     "expand-math": expand_math,
     "expand-exp": expand_exp,
     "prefetch-next-tile": prefetch_next_tile,
+    "copy-strided-as-loops": copy_strided_as_loops,
 }
 
 
