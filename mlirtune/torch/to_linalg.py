@@ -22,6 +22,7 @@ def main(program_path: str, text_path: str, func_name: str) -> None:
     table[aten.var_mean.correction] = var_mean
     table[aten.var.correction] = lambda *args, **kwargs: var_mean(*args, **kwargs)[0]
     table[aten.native_group_norm.default] = group_norm
+    table[aten.convolution.default] = strided_convolution
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # torch's own deprecations
         program = torch.export.load(program_path)
@@ -72,6 +73,124 @@ def group_norm(x, weight, bias, batch, channels, spatial, groups, eps):
     if bias is not None:
         out = out + bias.reshape(per_channel)
     return out, mean.reshape(batch, groups), rstd.reshape(batch, groups)
+
+
+def strided_convolution(
+    x, weight, bias, stride, padding, dilation, transposed, output_padding, groups
+):
+    """A strided convolution (1-D or 3-D, or transposed) as convolutions of stride one,
+    whose windows read contiguous rows that vector loads take; others (stride one,
+    dilation, a 2-D convolution, whose own families read strided rows) are left to
+    torch-mlir."""
+    if any(d != 1 for d in dilation) or all(s == 1 for s in stride):
+        return NotImplemented
+    if transposed:
+        return _transposed_phases(x, weight, bias, stride, padding, output_padding, groups)
+    if x.dim() == 4:  # the 2-D convolution families read strided rows themselves
+        return NotImplemented
+    return _strided_phases(x, weight, bias, stride, padding, groups)
+
+
+def _strided_phases(x, weight, bias, stride, padding, groups):
+    """A convolution of stride s as the sum of up to s^D convolutions of stride one: the
+    one of input phase r (the elements at r, r + s, ... along each dim, zero padding
+    included) with filter taps r, r + s, ... Each reads its phase as contiguous rows;
+    together they do the strided convolution's multiply-adds, once. A phase is sliced
+    from the input and then padded, so the input is never copied padded whole."""
+    import itertools
+
+    import torch
+
+    dims = x.dim() - 2
+    kernel, lengths = list(weight.shape[2:]), list(x.shape[2:])
+    out = [
+        (n + 2 * p - k) // s + 1
+        for n, p, k, s in zip(lengths, padding, kernel, stride, strict=True)
+    ]
+    ones, zeros = [1] * dims, [0] * dims
+    total = None
+    for residues in itertools.product(
+        *(range(min(s, k)) for s, k in zip(stride, kernel, strict=True))
+    ):
+        steps = [slice(r, None, s) for r, s in zip(residues, stride, strict=True)]
+        sub_filter = weight[(slice(None), slice(None), *steps)]
+        rows, pads = [], []
+        for d in range(dims):
+            r, s, p, n = residues[d], stride[d], padding[d], lengths[d]
+            count = out[d] + sub_filter.shape[2 + d] - 1  # phase elements the taps read
+            # Padded position r + s * m is input r + s * m - p: the first inside, the
+            # number inside, and the zeros before and after them.
+            first = max(0, -(-(p - r) // s))
+            start = r + s * first - p
+            inside = max(0, min(count - first, -(-(n - start) // s)))
+            rows.append(slice(start, start + s * inside, s) if inside else slice(0, 0))
+            pads.append((first, count - first - inside))
+        phase = x[(slice(None), slice(None), *rows)]
+        if any(before or after for before, after in pads):
+            phase = torch.nn.functional.pad(phase, [n for pair in reversed(pads) for n in pair])
+        part = torch.ops.aten.convolution.default(
+            phase, sub_filter, None, ones, zeros, ones, False, zeros, groups
+        )
+        total = part if total is None else total + part
+    if bias is not None:
+        total = total + bias.reshape(1, -1, *([1] * dims))
+    return total
+
+
+def _transposed_phases(x, weight, bias, stride, padding, output_padding, groups):
+    """A transposed convolution of stride s as s^D convolutions of stride one, one per
+    output phase (the outputs j, j + s, ... along each dim take the filter taps r, r + s,
+    ... where r = (j + padding) % s), interleaved: torch-mlir's own lowering convolves an
+    input with s - 1 zeros between its elements, s^D times the multiply-adds. Each phase
+    is computed for exactly the outputs it has, so its rows are as long as the output's
+    over s (a length the vectors divide where the output's does)."""
+    import torch
+
+    dims = x.dim() - 2
+    kernel, lengths = list(weight.shape[2:]), list(x.shape[2:])
+    channels = weight.shape[1] * groups
+    out = [
+        (n - 1) * s - 2 * p + k + extra
+        for n, s, p, k, extra in zip(lengths, stride, padding, kernel, output_padding, strict=True)
+    ]
+    rows = [-(-n // s) for n, s in zip(out, stride, strict=True)]  # of phase 0, the longest
+    # [C, F/g, k...] as a convolution's [F, C/g, k...]; its taps are then flipped per phase.
+    regular = weight.reshape(groups, -1, *weight.shape[1:]).transpose(1, 2)
+    regular = regular.reshape(channels, -1, *kernel)
+
+    def phase(offsets: tuple[int, ...]) -> torch.Tensor:
+        residues = [(j + p) % s for j, p, s in zip(offsets, padding, stride, strict=True)]
+        starts = [(j + p) // s for j, p, s in zip(offsets, padding, stride, strict=True)]
+        steps = (slice(r, None, s) for r, s in zip(residues, stride, strict=True))
+        taps = regular[(slice(None), slice(None), *steps)]
+        if any(n == 0 for n in taps.shape[2:]):  # a phase no tap reaches
+            return x.new_zeros(x.shape[0], channels, *rows)
+        taps = taps.flip(list(range(2, 2 + dims)))
+        # Output q of the phase reads inputs q - t for its taps t: the input from
+        # start - (taps - 1) on, cropped or zero-padded to rows + taps - 1.
+        pads = []
+        for d in reversed(range(dims)):
+            left = taps.shape[2 + d] - 1 - starts[d]
+            pads += [left, rows[d] + taps.shape[2 + d] - 1 - lengths[d] - left]
+        ones, zeros = [1] * dims, [0] * dims
+        return torch.ops.aten.convolution.default(
+            torch.nn.functional.pad(x, pads), taps, None, ones, zeros, ones, False, zeros, groups
+        )
+
+    def interleaved(offsets: tuple[int, ...]) -> torch.Tensor:
+        """The phases of `offsets` and every offset of the dims after them, interleaved
+        along those dims ([N, F, R0, .., Rd * sd, ...])."""
+        d = len(offsets)
+        if d == dims:
+            return phase(offsets)
+        parts = [interleaved((*offsets, j)) for j in range(stride[d])]
+        return torch.stack(parts, dim=3 + d).flatten(2 + d, 3 + d)
+
+    full = interleaved(())
+    result = full[(slice(None), slice(None), *(slice(0, n) for n in out))]
+    if bias is not None:
+        result = result + bias.reshape(1, channels, *([1] * dims))
+    return result
 
 
 if __name__ == "__main__":

@@ -1,0 +1,110 @@
+"""Strided convolutions, as users write them. A transposed one is imported as one
+stride-one convolution per output phase (s^D of them, interleaved), not as a convolution
+of an input dilated with zeros, which does s^D times the multiply-adds; a strided 1-D or
+3-D one as a sum of stride-one convolutions over the input's phases, whose rows vector
+loads read. They verify, with padding, output padding and groups. Skipped without the
+torch extra."""
+
+from __future__ import annotations
+
+import math
+import textwrap
+
+import pytest
+from mlir import ir
+
+from mlirtune.api import engine_for
+from mlirtune.ir.roots import indexing_maps, is_windowed
+from mlirtune.targets.host_cpu import HostCPU
+from mlirtune.torch.factory import workload_from_factory
+from tests.torch import needs_torch
+
+pytestmark = [pytest.mark.jit, needs_torch]
+
+PROBLEM = """
+import torch
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.ConvTranspose{dims}d({options})
+
+    def forward(self, x):
+        return torch.relu(self.layer(x))
+
+
+batch_size = 2
+
+
+def get_inputs():
+    return [torch.randn(batch_size, 8, {shape})]
+
+
+def get_init_inputs():
+    return []
+"""
+
+# dims, options (in_channels 8), input shape, filter taps, output channels
+LAYERS = {
+    "1d_output_padding": (1, "8, 4, 5, stride=2, padding=2, output_padding=1", "30", 5, 4),
+    "2d_upsampler": (2, "8, 6, 4, stride=2, padding=1", "10, 10", 16, 6),
+    "2d_groups": (2, "8, 4, 3, stride=(2, 3), groups=2", "7, 9", 9, 4),
+    "3d": (3, "8, 4, 3, stride=2, padding=1, output_padding=1", "4, 5, 6", 27, 4),
+}
+
+
+def problem(tmp_path, name: str):
+    dims, options, shape, _, _ = LAYERS[name]
+    path = tmp_path / f"{name}.py"
+    text = PROBLEM.format(dims=dims, options=options, shape=shape)
+    path.write_text(textwrap.dedent(text).lstrip())
+    return workload_from_factory(str(path))
+
+
+@pytest.mark.parametrize("name", sorted(LAYERS))
+def test_a_strided_transposed_conv_does_the_multiply_adds_of_its_taps_once(tmp_path, name):
+    _, options, shape, taps, filters = LAYERS[name]
+    workload = problem(tmp_path, name)
+    groups = 2 if "groups" in options else 1
+    inputs = 2 * 8 * math.prod(int(n) for n in shape.split(","))
+    direct = 2 * inputs * taps * filters // groups  # one multiply-add per tap per input
+    # The phases' edges add some: each phase is as long as the longest.
+    assert workload.get_complexity().flops <= 1.6 * direct
+    result = engine_for(HostCPU(), use_specs=False).execute(workload)
+    assert result.verification.ok, result.verification
+
+
+STRIDED = {
+    "conv1d": "torch.nn.Conv1d(8, 6, 5, stride=2, padding=2)",
+    "conv3d": "torch.nn.Conv3d(8, 4, 3, stride=2, padding=1)",
+    "conv3d_groups": "torch.nn.Conv3d(8, 4, (3, 2, 4), stride=(2, 1, 3), groups=2)",
+}
+SHAPES = {"conv1d": "33", "conv3d": "7, 8, 9", "conv3d_groups": "7, 8, 10"}
+
+
+def windows(module: ir.Module) -> list[list[str]]:
+    """The windowed reads (`d2 + d5`, `d2 * 2 + d5`) of every windowed linalg op."""
+    found: list[list[str]] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name.startswith("linalg.") and is_windowed(op):
+            reads = [e for m in indexing_maps(op) for e in m.results]
+            found.append([str(e) for e in reads if isinstance(e, ir.AffineBinaryExpr)])
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(STRIDED))
+def test_a_strided_conv_is_convolutions_of_stride_one(tmp_path, name):
+    path = tmp_path / f"{name}.py"
+    text = PROBLEM.replace("torch.nn.ConvTranspose{dims}d({options})", STRIDED[name])
+    path.write_text(textwrap.dedent(text.format(shape=SHAPES[name])).lstrip())
+    workload = workload_from_factory(str(path))
+    with ir.Context(), ir.Location.unknown():
+        reads = windows(workload.payload_module())
+    assert reads and not any("*" in read for op in reads for read in op), reads
+    result = engine_for(HostCPU(), use_specs=False).execute(workload)
+    assert result.verification.ok, result.verification
