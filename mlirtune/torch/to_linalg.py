@@ -4,6 +4,10 @@ this project's aborts the process (LLVM options registered twice). It reads a sa
 torch.export program and writes its linalg-on-tensors IR in MLIR's generic form, which this
 project's MLIR parses. It imports nothing from mlirtune.
 
+Beside torch-mlir's decompositions it applies its own, where torch-mlir's make kernels this
+project cannot make fast: variances in the input's precision (not f64), a group norm as
+rows, and strided convolutions as convolutions of stride one.
+
     python -I to_linalg.py PROGRAM.pt2 OUT.mlir FUNC_NAME
 """
 
