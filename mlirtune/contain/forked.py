@@ -12,7 +12,6 @@ that waited on them would never finish.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import pickle
 import signal
@@ -22,11 +21,11 @@ from dataclasses import replace
 from mlirtune.contain import stages
 from mlirtune.contain.report import death_report
 from mlirtune.contain.stages import COMPILE
+from mlirtune.contain.supervisor import die_with
 from mlirtune.interfaces.errors import MlirtuneError
 
 # The share of the compile time limit one forked step may take.
 SHARE = 0.25
-PR_SET_PDEATHSIG = 1
 
 
 def contained() -> bool:
@@ -41,10 +40,12 @@ def run_forked(work: Callable[[], bytes], stage: str, where: str) -> bytes:
     record, log = stages.current_record(), stages.native_log()
     logged = os.fstat(log).st_size
     limit = _time_limit()
+    parent = os.getpid()
     reader, writer = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns
         os.close(reader)
+        die_with(parent)
         _child(work, writer, limit, stage)
     os.close(writer)
     with os.fdopen(reader, "rb") as pipe:
@@ -69,18 +70,18 @@ def run_forked(work: Callable[[], bytes], stage: str, where: str) -> bytes:
 
 
 def _time_limit() -> float:
-    """SHARE of the compile time limit, no more than the parent's compile has left."""
+    """SHARE of the compile time limit, no more than the parent's compile has left; 0 for
+    none, where the compile has none."""
     from mlirtune.contain.limits import compile_timeout
 
     limit, _ = compile_timeout()
+    if limit is None:
+        return 0.0
     left = signal.getitimer(signal.ITIMER_REAL)[0]
-    share = (limit or 1200.0) * SHARE
-    return min(share, left) if left > 0 else share
+    return min(limit * SHARE, left) if left > 0 else limit * SHARE
 
 
 def _child(work: Callable[[], bytes], writer: int, limit: float, stage: str) -> None:
-    with contextlib.suppress(OSError, AttributeError):  # ends with a killed parent
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     signal.setitimer(signal.ITIMER_REAL, limit)  # SIGALRM ends it (stages.enter)
     try:
         result = b"ok" + work()

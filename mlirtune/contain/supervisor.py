@@ -41,7 +41,7 @@ def supervise(main: Callable[[list[str]], int], argv: list[str]) -> int:
         parent = os.getpid()
         pid = os.fork()
         if pid == 0:
-            _die_with(parent)
+            die_with(parent)
             os._exit(_child(main, argv, record, native_log))
         code = _wait(pid)
         state = stages.StageRecord.read(record)
@@ -142,7 +142,7 @@ def _call_child(
     function: Callable[..., object],
     args: tuple[object, ...],
 ) -> None:
-    _die_with(parent)  # a killed caller leaves no compile running (a suite run's entry)
+    die_with(parent)  # a killed caller leaves no compile running (a suite run's entry)
     record = os.open(record_path, os.O_RDWR | os.O_CREAT, 0o600)
     log = os.open(log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
     _split_stderr(log)
@@ -155,9 +155,9 @@ def _call_child(
         sender.send(("error", MlirtuneError(f"{type(error).__name__}: {error}")))
 
 
-def _die_with(parent: int) -> None:
-    """End this child when the supervisor is killed (SIGKILL leaves it no time to pass the
-    signal on), as the one process the command was before."""
+def die_with(parent: int) -> None:
+    """End this child when its parent, `parent`, is killed (SIGKILL leaves it no time to
+    pass the signal on), as the one process the command was before."""
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
