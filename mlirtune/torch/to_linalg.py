@@ -6,7 +6,8 @@ project's MLIR parses. It imports nothing from mlirtune.
 
 Beside torch-mlir's decompositions it applies its own, where torch-mlir's make kernels this
 project cannot make fast: variances in the input's precision (not f64), a group norm as
-rows, and strided convolutions as convolutions of stride one.
+rows, a softmax's masked rows found by its maximum, and strided convolutions as
+convolutions of stride one.
 
     python -I to_linalg.py PROGRAM.pt2 OUT.mlir FUNC_NAME
 """
@@ -26,6 +27,7 @@ def main(program_path: str, text_path: str, func_name: str) -> None:
     table[aten.var_mean.correction] = var_mean
     table[aten.var.correction] = lambda *args, **kwargs: var_mean(*args, **kwargs)[0]
     table[aten.native_group_norm.default] = group_norm
+    table[aten._safe_softmax.default] = safe_softmax
     table[aten.convolution.default] = strided_convolution
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # torch's own deprecations
@@ -59,6 +61,20 @@ def var_mean(x, dim=None, *, correction=None, keepdim=False):
     if not keepdim:
         mean = torch.squeeze(mean, dims)
     return var.to(x.dtype), mean.to(x.dtype)
+
+
+def safe_softmax(x, dim, dtype=None):
+    """A softmax whose rows of -inf alone (attention's fully masked rows) are zeros: the
+    row's maximum, which the softmax takes anyway, says so. torch's decomposition tests
+    every element of the row again, a boolean reduction no vectorizer takes."""
+    import torch
+
+    if dtype is not None:
+        x = x.to(dtype)
+    top = torch.amax(x, dim, keepdim=True)
+    exp = torch.exp(x - top)
+    out = exp / torch.sum(exp, dim, keepdim=True)
+    return torch.where(top == float("-inf"), torch.zeros_like(out), out)
 
 
 def group_norm(x, weight, bias, batch, channels, spatial, groups, eps):

@@ -170,3 +170,36 @@ def test_a_schedule_that_leaves_an_op_untiled_splits_the_payload(tmp_path):
     assert convs and all(d["scheduled"] for d in convs), result.extra["dispatches"]
     with ir.Context(), ir.Location.unknown():
         assert largest_vector(engine.lower_payload(workload)) <= LARGEST_VECTOR
+
+
+CAUSAL = """
+import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, q, k, v):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+batch_size = 2
+
+
+def get_inputs():
+    return [torch.randn(batch_size, 2, 32, 16) for _ in range(3)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_causal_attention_softmax_is_row_wise(tmp_path):
+    """torch's safe softmax zeroes the rows a mask leaves without a finite score; its own
+    decomposition tested every element again (a boolean reduction that no vectorizer
+    takes, so the softmax was lowered untuned). The rows' maxima say it."""
+    path = tmp_path / "causal.py"
+    path.write_text(textwrap.dedent(CAUSAL).lstrip())
+    result = engine_for(HostCPU(), use_specs=False).execute(workload_from_factory(str(path)))
+    assert result.verification.ok, result.verification
+    softmax = [d for d in result.extra["dispatches"] if d["kind"] == "reduction"]
+    assert softmax and all(d["scheduled"] for d in softmax), result.extra["dispatches"]
