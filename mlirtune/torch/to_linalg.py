@@ -6,8 +6,8 @@ project's MLIR parses. It imports nothing from mlirtune.
 
 Beside torch-mlir's decompositions it applies its own, where torch-mlir's make kernels this
 project cannot make fast: variances in the input's precision (not f64), a group norm as
-rows, a softmax's masked rows found by its maximum, and strided convolutions as
-convolutions of stride one.
+rows, a softmax's masked rows found by its maximum, a cumulative sum as products with
+triangular blocks, and strided convolutions as convolutions of stride one.
 
     python -I to_linalg.py PROGRAM.pt2 OUT.mlir FUNC_NAME
 """
@@ -28,6 +28,7 @@ def main(program_path: str, text_path: str, func_name: str) -> None:
     table[aten.var.correction] = lambda *args, **kwargs: var_mean(*args, **kwargs)[0]
     table[aten.native_group_norm.default] = group_norm
     table[aten._safe_softmax.default] = safe_softmax
+    table[aten.cumsum.default] = cumsum
     table[aten.convolution.default] = strided_convolution
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # torch's own deprecations
@@ -61,6 +62,35 @@ def var_mean(x, dim=None, *, correction=None, keepdim=False):
     if not keepdim:
         mean = torch.squeeze(mean, dims)
     return var.to(x.dtype), mean.to(x.dtype)
+
+
+# Elements of a cumulative sum's blocks: each block's sums are one product with an
+# upper-triangular matrix of ones, B * B multiply-adds per B elements.
+SCAN_BLOCK = 32
+
+
+def cumsum(x, dim, dtype=None):
+    """A cumulative sum (floating point) as products with triangular matrices of ones: the
+    sums within blocks of SCAN_BLOCK elements, plus the cumulative sum of the blocks'
+    totals before each (recursively). torch-mlir lowers it to a scan op of its own that
+    has no lowering to linalg."""
+    import torch
+
+    if dtype is not None:
+        x = x.to(dtype)
+    if not x.is_floating_point() or x.dim() == 0:
+        return NotImplemented
+    moved = x.movedim(dim % x.dim(), -1)
+    length = moved.shape[-1]
+    block = min(SCAN_BLOCK, length)
+    blocks = -(-length // block)
+    rows = torch.nn.functional.pad(moved, [0, blocks * block - length])
+    rows = rows.reshape(*moved.shape[:-1], blocks, block)
+    sums = rows @ torch.ones(block, block, dtype=x.dtype).triu()
+    if blocks > 1:
+        totals = sums[..., -1]
+        sums = sums + (cumsum(totals, -1) - totals).unsqueeze(-1)
+    return sums.reshape(*moved.shape[:-1], -1)[..., :length].movedim(-1, dim % x.dim())
 
 
 def safe_softmax(x, dim, dtype=None):

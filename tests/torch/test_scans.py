@@ -1,0 +1,51 @@
+"""Cumulative sums, as users write them (along any dim, reversed, exclusive, masked): the
+import makes them products with triangular blocks of ones, where torch-mlir's scan op has
+no lowering to linalg and the module was refused. Skipped without the torch extra."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from mlirtune.api import engine_for
+from mlirtune.targets.host_cpu import HostCPU
+from mlirtune.torch.factory import workload_from_factory
+from tests.torch import needs_torch
+
+pytestmark = [pytest.mark.jit, needs_torch]
+
+PROBLEM = """
+import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return {forward}
+
+
+batch_size = 3
+
+
+def get_inputs():
+    return [torch.randn(batch_size, 5, 70)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+SCANS = {
+    "last_dim": "torch.cumsum(x, dim=-1)",
+    "middle_dim": "torch.cumsum(x, dim=1)",
+    "reversed": "torch.cumsum(x.flip(2), dim=2).flip(2)",
+    "exclusive_masked": "torch.cumsum(x * (x > 0), dim=2) - x * (x > 0)",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCANS))
+def test_a_cumulative_sum_imports_and_verifies(tmp_path, name):
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(PROBLEM.format(forward=SCANS[name])).lstrip())
+    result = engine_for(HostCPU(), use_specs=False).execute(workload_from_factory(str(path)))
+    assert result.verification.ok, result.verification
