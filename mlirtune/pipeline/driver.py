@@ -350,6 +350,8 @@ def apply_schedule_forked(payload: ir.Module, schedule: ir.Module, where: str) -
     for op in list(result.body.operations):
         op.detach_from_parent()
         body.append(op)
+    for name in result.operation.attributes:
+        payload.operation.attributes[name] = result.operation.attributes[name]
 
 
 def apply_schedule(payload: ir.Module, schedule: ir.Module, where: str = "") -> None:
