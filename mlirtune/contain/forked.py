@@ -28,11 +28,6 @@ from mlirtune.interfaces.errors import MlirtuneError
 SHARE = 0.25
 
 
-def contained() -> bool:
-    """Whether this process is a contained one (its compiles run under limits)."""
-    return stages.current_record() is not None
-
-
 def run_forked(work: Callable[[], bytes], stage: str, where: str) -> bytes:
     """`work()`'s bytes, computed in a forked child under `SHARE` of the compile time
     limit; its MlirtuneError is raised here, and its death becomes one (of `stage`, its

@@ -70,6 +70,11 @@ def enter(record: int, native_log: int) -> None:
     _recorder.write()
 
 
+def contained() -> bool:
+    """Whether this process is a contained one (its compiles run under limits)."""
+    return _recorder is not None
+
+
 def current_record() -> StageRecord | None:
     """The stage this contained process is in (None outside one)."""
     return None if _recorder is None else _recorder.record

@@ -9,7 +9,7 @@ from mlir import ir
 from mlir.passmanager import PassManager
 
 from mlirtune.contain import compiling
-from mlirtune.contain.forked import contained
+from mlirtune.contain.stages import contained
 from mlirtune.interfaces.errors import MlirtuneError, UsageError
 
 

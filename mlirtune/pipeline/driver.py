@@ -18,7 +18,8 @@ from typing import Any
 from mlir import ir
 
 from mlirtune.contain import compiling
-from mlirtune.contain.forked import contained, run_forked
+from mlirtune.contain.forked import run_forked
+from mlirtune.contain.stages import contained
 from mlirtune.dispatch.functions import replace_function, standalone_module
 from mlirtune.interfaces.engine import Observer
 from mlirtune.interfaces.errors import MlirtuneError, UsageError

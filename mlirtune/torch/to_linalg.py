@@ -12,6 +12,7 @@ triangular blocks, and strided convolutions as convolutions of stride one.
     python -I to_linalg.py PROGRAM.pt2 OUT.mlir FUNC_NAME
 """
 
+import math
 import sys
 import warnings
 
@@ -51,9 +52,7 @@ def var_mean(x, dim=None, *, correction=None, keepdim=False):
     import torch
 
     dims = list(range(x.dim())) if not dim else [d % x.dim() for d in dim]
-    count = 1
-    for d in dims:
-        count *= x.shape[d]
+    count = math.prod(x.shape[d] for d in dims)
     wide = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
     mean = torch.mean(wide, dims, keepdim=True)
     centred = wide - mean
