@@ -4,17 +4,14 @@ and are vectorized rather than left as scalar loops. Skipped without the torch e
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 from mlir import ir
 
 from mlirtune.api import engine_for
 from mlirtune.ir.inspect import largest_vector
 from mlirtune.targets.host_cpu import HostCPU
-from mlirtune.torch.factory import workload_from_factory
 from tests.cpu_classes import cpu
-from tests.torch import needs_torch
+from tests.torch import needs_torch, problem_workload
 
 pytestmark = [
     pytest.mark.jit,
@@ -54,9 +51,7 @@ LAYERS = {
 
 def problem(tmp_path, name: str):
     layer, shape = LAYERS[name]
-    path = tmp_path / f"{name}.py"
-    path.write_text(textwrap.dedent(PROBLEM).lstrip().format(layer=layer, shape=shape))
-    return workload_from_factory(str(path))
+    return problem_workload(tmp_path, f"{name}.py", PROBLEM.format(layer=layer, shape=shape))
 
 
 @pytest.mark.parametrize("name", sorted(LAYERS))
@@ -95,8 +90,7 @@ import torch
 
 class Model(torch.nn.Module):
     def forward(self, q, k, v):
-        scores = torch.matmul(q, k.transpose(-2, -1)) * 0.125
-        return torch.matmul(torch.softmax(scores, dim=-1), v)
+        return {attention}
 
 
 batch_size = 2
@@ -111,15 +105,18 @@ def get_init_inputs():
 """
 
 
+MANUAL = "torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-2, -1)) * 0.125, -1), v)"
+CAUSAL = "torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)"
+
+
 def test_a_product_over_batch_and_head_dims_is_register_tiled(tmp_path):
     """[batch, heads, rows, k] x [batch, heads, k, cols] is no matmul the contraction
     family takes, and no row reduction: the generic family's outer products schedule it
     (it was a row reduction of 5 loops, scalar along its rows, before). The softmax
     between them, on rows kept 4-D and stored through a [batch * heads] view, is the
     row-wise family's."""
-    path = tmp_path / "attention.py"
-    path.write_text(textwrap.dedent(ATTENTION).lstrip())
-    result = engine_for(HostCPU(), use_specs=False).execute(workload_from_factory(str(path)))
+    workload = problem_workload(tmp_path, "attention.py", ATTENTION.format(attention=MANUAL))
+    result = engine_for(HostCPU(), use_specs=False).execute(workload)
     assert result.verification.ok, result.verification
     products = [d for d in result.extra["dispatches"] if "batch_matmul" in d["function"]]
     assert products and all(d["scheduled"] for d in products), products
@@ -159,9 +156,7 @@ def test_a_schedule_that_leaves_an_op_untiled_splits_the_payload(tmp_path):
     failed: the payload splits into dispatches, and no vector passes a register block."""
     from mlirtune.pipeline.driver import LARGEST_VECTOR
 
-    path = tmp_path / "conv_relu.py"
-    path.write_text(textwrap.dedent(CONV_RELU).lstrip())
-    workload = workload_from_factory(str(path))
+    workload = problem_workload(tmp_path, "conv_relu.py", CONV_RELU)
     engine = engine_for(HostCPU(), use_specs=False)
     result = engine.execute(workload)
     assert result.verification.ok
@@ -172,34 +167,12 @@ def test_a_schedule_that_leaves_an_op_untiled_splits_the_payload(tmp_path):
         assert largest_vector(engine.lower_payload(workload)) <= LARGEST_VECTOR
 
 
-CAUSAL = """
-import torch
-
-
-class Model(torch.nn.Module):
-    def forward(self, q, k, v):
-        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
-
-
-batch_size = 2
-
-
-def get_inputs():
-    return [torch.randn(batch_size, 2, 32, 16) for _ in range(3)]
-
-
-def get_init_inputs():
-    return []
-"""
-
-
 def test_a_causal_attention_softmax_is_row_wise(tmp_path):
     """torch's safe softmax zeroes the rows a mask leaves without a finite score; its own
     decomposition tested every element again (a boolean reduction that no vectorizer
     takes, so the softmax was lowered untuned). The rows' maxima say it."""
-    path = tmp_path / "causal.py"
-    path.write_text(textwrap.dedent(CAUSAL).lstrip())
-    result = engine_for(HostCPU(), use_specs=False).execute(workload_from_factory(str(path)))
+    workload = problem_workload(tmp_path, "causal.py", ATTENTION.format(attention=CAUSAL))
+    result = engine_for(HostCPU(), use_specs=False).execute(workload)
     assert result.verification.ok, result.verification
     softmax = [d for d in result.extra["dispatches"] if d["kind"] == "reduction"]
     assert softmax and all(d["scheduled"] for d in softmax), result.extra["dispatches"]

@@ -6,15 +6,12 @@ torch extra."""
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 from mlir import ir
 
 from mlirtune.api import engine_for
 from mlirtune.targets.host_cpu import HostCPU
-from mlirtune.torch.factory import workload_from_factory
-from tests.torch import needs_torch
+from tests.torch import needs_torch, problem_workload
 
 pytestmark = [pytest.mark.jit, needs_torch]
 
@@ -52,10 +49,8 @@ NORMS = {
 
 def problem(tmp_path, name: str):
     norm, forward, shape = NORMS[name]
-    path = tmp_path / f"{name}.py"
     text = PROBLEM.format(norm=norm, forward=forward, shape=shape)
-    path.write_text(textwrap.dedent(text).lstrip())
-    return workload_from_factory(str(path))
+    return problem_workload(tmp_path, f"{name}.py", text)
 
 
 def element_types_in(module: ir.Module) -> set[str]:

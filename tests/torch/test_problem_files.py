@@ -5,7 +5,6 @@ suite, and schedules that fail on what they were given. Skipped without the torc
 from __future__ import annotations
 
 import json
-import textwrap
 
 import pytest
 from mlir import ir
@@ -15,7 +14,7 @@ from mlirtune.cli import main
 from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads import Matmul
-from tests.torch import needs_torch
+from tests.torch import needs_torch, problem_workload, write_problem
 
 pytestmark = [
     pytest.mark.jit,
@@ -99,14 +98,8 @@ def get_init_inputs():
 """
 
 
-def write(folder, name: str, text: str):
-    path = folder / name
-    path.write_text(textwrap.dedent(text).lstrip())
-    return path
-
-
 def test_a_problem_file_runs_with_no_factory_name(tmp_path, capsys):
-    problem = write(tmp_path, "gemm_leaky.py", GEMM_PROBLEM)
+    problem = write_problem(tmp_path, "gemm_leaky.py", GEMM_PROBLEM)
     assert main(["run", "--torch", str(problem)]) == 0
     out = capsys.readouterr().out
     assert "verification passed" in out
@@ -116,7 +109,7 @@ def test_a_problem_file_runs_with_no_factory_name(tmp_path, capsys):
 def test_batch_sets_the_files_batch_size_before_its_inputs_are_made(tmp_path):
     from mlirtune.torch.factory import workload_from_factory
 
-    problem = write(tmp_path, "gemm_leaky.py", GEMM_PROBLEM)
+    problem = write_problem(tmp_path, "gemm_leaky.py", GEMM_PROBLEM)
     shapes = {
         batch: [a.shape for a in workload_from_factory(str(problem), batch).arguments()]
         for batch in (None, 3)
@@ -142,7 +135,7 @@ def test_batch_sets_the_files_batch_size_before_its_inputs_are_made(tmp_path):
 def test_problem_files_that_cannot_be_run_are_one_line(
     tmp_path, capsys, source, arguments, message
 ):
-    problem = write(tmp_path, "problem.py", source)
+    problem = write_problem(tmp_path, "problem.py", source)
     first, rest = (arguments[0], arguments[1:]) if arguments[:1] == [":make"] else ("", arguments)
     assert main(["run", "--torch", f"{problem}{first}", *rest]) == 2
     err = capsys.readouterr().err
@@ -156,9 +149,8 @@ def test_batch_without_a_problem_file_is_refused(capsys):
 
 
 def test_masks_are_stored_a_byte_per_element(tmp_path):
-    from mlirtune.torch.factory import workload_from_factory
 
-    workload = workload_from_factory(str(write(tmp_path, "masks.py", MASK_PROBLEM)))
+    workload = problem_workload(tmp_path, "masks.py", MASK_PROBLEM)
     outputs = [a for a in workload.arguments() if a.is_output]
     assert [a.dtype.name for a in outputs] == ["f32", "i8", "i8"]
     engine = engine_for(HostCPU(), use_specs=False)
@@ -189,9 +181,11 @@ def test_a_mask_between_two_ops_is_stored_as_bytes():
 def test_a_folder_of_problems_runs_as_a_suite(tmp_path, capsys):
     folder = tmp_path / "problems"
     folder.mkdir()
-    write(folder, "gemm_leaky.py", GEMM_PROBLEM.replace("batch_size = 16", "batch_size = 4"))
-    write(folder, "masks.py", MASK_PROBLEM)
-    write(folder, "data_dependent.py", DATA_DEPENDENT_PROBLEM)
+    write_problem(
+        folder, "gemm_leaky.py", GEMM_PROBLEM.replace("batch_size = 16", "batch_size = 4")
+    )
+    write_problem(folder, "masks.py", MASK_PROBLEM)
+    write_problem(folder, "data_dependent.py", DATA_DEPENDENT_PROBLEM)
     output = tmp_path / "results.json"
     arguments = ["suite", "run", "--problems", str(folder), "-o", str(output), "--batch", "2"]
     assert main(arguments) == 0
@@ -286,9 +280,8 @@ def test_a_linear_on_tokens_is_one_matmul_with_its_epilogue_in_one_pass(tmp_path
     """[batch, tokens, features]: fusion moves the reshapes into the contraction; it comes
     back a 2-D matmul whose bias, SiLU and residual run on its tiles, so the lowered IR
     allocates no buffer for the matmul's result (one pass over memory)."""
-    from mlirtune.torch.factory import workload_from_factory
 
-    workload = workload_from_factory(str(write(tmp_path, "residual.py", RESIDUAL_PROBLEM)))
+    workload = problem_workload(tmp_path, "residual.py", RESIDUAL_PROBLEM)
     engine = engine_for(HostCPU(), use_specs=False)
     result = engine.execute(workload)
     assert result.verification.ok
@@ -337,9 +330,8 @@ def test_an_embedding_stays_apart_from_the_linear_that_reads_it(tmp_path):
     """Fused into the contraction, the lookup made its operand a per-element gather that no
     family takes (0.03x eager): the lookup is an element-wise dispatch of its own, and the
     Linear a scheduled matmul."""
-    from mlirtune.torch.factory import workload_from_factory
 
-    workload = workload_from_factory(str(write(tmp_path, "embedding.py", EMBEDDING_PROBLEM)))
+    workload = problem_workload(tmp_path, "embedding.py", EMBEDDING_PROBLEM)
     result = engine_for(HostCPU(), use_specs=False).execute(workload)
     assert result.verification.ok
     kinds = {d["kind"]: d["scheduled"] for d in result.extra["dispatches"]}

@@ -4,14 +4,11 @@ no lowering to linalg and the module was refused. Skipped without the torch extr
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 
 from mlirtune.api import engine_for
 from mlirtune.targets.host_cpu import HostCPU
-from mlirtune.torch.factory import workload_from_factory
-from tests.torch import needs_torch
+from tests.torch import needs_torch, problem_workload
 
 pytestmark = [pytest.mark.jit, needs_torch]
 
@@ -45,7 +42,6 @@ SCANS = {
 
 @pytest.mark.parametrize("name", sorted(SCANS))
 def test_a_cumulative_sum_imports_and_verifies(tmp_path, name):
-    path = tmp_path / f"{name}.py"
-    path.write_text(textwrap.dedent(PROBLEM.format(forward=SCANS[name])).lstrip())
-    result = engine_for(HostCPU(), use_specs=False).execute(workload_from_factory(str(path)))
+    workload = problem_workload(tmp_path, f"{name}.py", PROBLEM.format(forward=SCANS[name]))
+    result = engine_for(HostCPU(), use_specs=False).execute(workload)
     assert result.verification.ok, result.verification

@@ -8,7 +8,6 @@ torch extra."""
 from __future__ import annotations
 
 import math
-import textwrap
 
 import pytest
 from mlir import ir
@@ -16,8 +15,7 @@ from mlir import ir
 from mlirtune.api import engine_for
 from mlirtune.ir.roots import indexing_maps, is_windowed
 from mlirtune.targets.host_cpu import HostCPU
-from mlirtune.torch.factory import workload_from_factory
-from tests.torch import needs_torch
+from tests.torch import needs_torch, problem_workload
 
 pytestmark = [pytest.mark.jit, needs_torch]
 
@@ -56,10 +54,8 @@ LAYERS = {
 
 def problem(tmp_path, name: str):
     dims, options, shape, _, _ = LAYERS[name]
-    path = tmp_path / f"{name}.py"
     text = PROBLEM.format(dims=dims, options=options, shape=shape)
-    path.write_text(textwrap.dedent(text).lstrip())
-    return workload_from_factory(str(path))
+    return problem_workload(tmp_path, f"{name}.py", text)
 
 
 @pytest.mark.parametrize("name", sorted(LAYERS))
@@ -99,10 +95,8 @@ def windows(module: ir.Module) -> list[list[str]]:
 
 @pytest.mark.parametrize("name", sorted(STRIDED))
 def test_a_strided_conv_is_convolutions_of_stride_one(tmp_path, name):
-    path = tmp_path / f"{name}.py"
     text = PROBLEM.replace("torch.nn.ConvTranspose{dims}d({options})", STRIDED[name])
-    path.write_text(textwrap.dedent(text.format(shape=SHAPES[name])).lstrip())
-    workload = workload_from_factory(str(path))
+    workload = problem_workload(tmp_path, f"{name}.py", text.format(shape=SHAPES[name]))
     with ir.Context(), ir.Location.unknown():
         reads = windows(workload.payload_module())
     assert reads and not any("*" in read for op in reads for read in op), reads
