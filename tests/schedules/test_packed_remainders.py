@@ -176,7 +176,24 @@ def test_no_row_tail_where_it_is_not_split():
     op = _matmul(67, 64, 64)
     assert row_tail(op, mr=8, nr=16, kc=64) == 0  # K is one block
     assert row_tail(op, mr=8, nr=24, kc=16) == 0  # partial column tiles
-    assert row_tail(_matmul(67, 64, 64, transpose_b=1), mr=8, nr=16, kc=16) == 0
+    assert row_tail(_matmul(67, 64, 64, transpose_a=1), mr=8, nr=16, kc=16) == 0
+
+
+@pytest.mark.parametrize("cpu_class", ["avx2", "avx512", "amx"])
+def test_selector_packs_a_linear_layer_with_k_in_one_block(cpu_class):
+    """A Linear layer's weight is stored [N, K]: its rows past the last whole register tile
+    are split off even where K is one block (ViT's 197 tokens), so that the selector packs
+    it on every class (unpacked, each K step read B a row apart: 0.6x numpy)."""
+    assert row_tail(_matmul(197, 768, 192, transpose_b=1), mr=5, nr=64, kc=192) == 2
+    workload = Matmul(M=197, N=256, K=192, transpose="b", bias=True)
+    values = MlirJitEngine(target=cpu(cpu_class), use_specs=False).plan(workload).values
+    assert values["PACK"] > 0, values
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_a_linear_layers_row_tail_verifies(engine, bias):
+    workload = Matmul(M=197, N=256, K=192, transpose="b", bias=bias)
+    assert engine.execute(workload).verification.ok
 
 
 @pytest.mark.parametrize("pack", [1, 2])
