@@ -99,6 +99,7 @@ examples:
   mlirtune bench softmax M=512 N=512 --max-time 0.2
   mlirtune bench softmax M=512 N=1024 --baseline torch
   mlirtune bench matmul M=512 N=512 K=512 --spec my-specs.mlir
+  mlirtune bench --torch examples/models/vit_tiny.py --baseline torch --dispatches
 """
     + WORKLOAD_NOTE
 )
@@ -244,6 +245,12 @@ def _parser() -> argparse.ArgumentParser:
         help="also time numpy, or PyTorch eager (the bench extra), on as many threads",
     )
     bench.add_argument("--json", action="store_true", help="print one JSON object")
+    bench.add_argument(
+        "--dispatches",
+        action="store_true",
+        help="also time each distinct dispatch of a split payload (a model) on the values "
+        "it reads there, and print where the time went, slowest first",
+    )
     bench.add_argument(
         "--max-time",
         type=seconds,

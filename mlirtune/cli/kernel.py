@@ -142,10 +142,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
             "gflops": baseline.gflops,
         }
         report["speedup_vs_baseline"] = baseline.median_s / result.median_s
+    times = None
+    if args.dispatches:
+        from rich.console import Console
+
+        from mlirtune.cli import dispatch_report
+
+        times = dispatch_report.measure_dispatches(workload, engine, Console(stderr=True))
+        report["dispatch_times"] = dispatch_report.dispatch_times_json(times)
     if args.json:
         print(json.dumps(report))
-    else:
-        _print_bench(result, baseline, report)
+        return 0
+    _print_bench(result, baseline, report)
+    if times:
+        dispatch_report.print_dispatch_times(times, indent="  ")
     return 0
 
 

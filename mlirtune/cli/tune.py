@@ -31,6 +31,7 @@ from mlirtune.tune.strategies import STRATEGIES, strategy_class
 
 if TYPE_CHECKING:  # imported on use: `mlirtune --help` stays fast
     from mlirtune.interfaces.target import Target
+    from mlirtune.interfaces.workload import Workload
     from mlirtune.tune.results import TuneReport
     from mlirtune.tune.starters import Starter
 
@@ -184,7 +185,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if args.torch:  # a model: each of its distinct dispatches, then the whole
         from mlirtune.cli.tune_dispatches import tune_dispatches
 
-        return tune_dispatches(args, workload, lambda w: _tune_one(args, w, target, options))
+        def tune_dispatch(
+            dispatch: Workload, budget: int | None, share: float
+        ) -> TuneReport | None:
+            limit = options.time_limit_s * share if options.time_limit_s else None
+            shared = replace(options, budget=budget, time_limit_s=limit)
+            return _tune_one(args, dispatch, target, shared)
+
+        return tune_dispatches(args, workload, tune_dispatch)
     report = _tune_one(args, workload, target, options)
     if report is None:
         return 0 if args.show_space else 130

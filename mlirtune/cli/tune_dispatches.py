@@ -1,9 +1,11 @@
 """`mlirtune tune --torch FILE.py:FACTORY`: tune a model dispatch by dispatch.
 
-The model's payload is split as a compile splits it; each distinct dispatch that a schedule
-family takes (same root kinds, shapes and types: a repeated layer is tuned once) is tuned
-on the values it reads in the model, and its winner written into the spec library. The
-whole model is then benchmarked with that library applied, against PyTorch eager.
+The model's payload is split as a compile splits it, and each distinct dispatch timed on the
+values it reads in the model. Each distinct dispatch that a schedule family takes (same
+root kinds, shapes and types: a repeated layer is tuned once) is tuned on those values, with
+its share of the budget by its share of their time, and its winner written into the spec
+library. The whole model is then benchmarked with that library applied, against PyTorch
+eager.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from typing import TypeVar
 
 from rich.console import Console
 
@@ -20,21 +23,30 @@ from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.workload import Workload
 from mlirtune.tune.results import TuneReport
 
+Key = TypeVar("Key", bound=Hashable)
+
 # Rounds of the closing comparison: ours, eager and torch.compile in turn.
 ROUNDS = 3
+# A dispatch whose share of --budget is fewer candidates than this keeps the selector's.
+MIN_CANDIDATES = 2
 
 
 def tune_dispatches(
     args: argparse.Namespace,
     model: Workload,
-    tune_one: Callable[[Workload], TuneReport | None],
+    tune_one: Callable[[Workload, int | None, float], TuneReport | None],
 ) -> int:
+    """Tune each distinct dispatch of `model` that a schedule family takes with
+    `tune_one(dispatch, budget, share)`, slowest first, its budget (of --budget) and `share`
+    (of --time-limit) its share of the time those dispatches take; write the winners;
+    then time the model with them beside eager."""
     from mlirtune.bench.baseline import measure_torch
+    from mlirtune.cli.dispatch_report import measure_dispatches
     from mlirtune.curation.export import write_verdict
     from mlirtune.engine.mlir_jit import MlirJitEngine
     from mlirtune.interfaces.bench import BenchOptions
     from mlirtune.specs.specset import SpecSet
-    from mlirtune.workloads.dispatches import dispatch_workloads, root_signature
+    from mlirtune.workloads.dispatches import root_signature
 
     if not args.update_spec or args.show_space or args.json:
         raise UsageError(
@@ -44,24 +56,39 @@ def tune_dispatches(
         )
     console = Console(stderr=True)
     engine = engine_of(args)
-    parts = dispatch_workloads(model, lambda: MlirJitEngine(pipeline="default"))
+    times = measure_dispatches(model, engine, console)
+    seconds: dict[tuple, float] = {}
     distinct: dict[tuple, Workload] = {}
-    for part in parts:
-        if any(s.kind == "schedule" for s in engine.plan(part).descriptor.stages):
-            distinct.setdefault(root_signature(part), part)
+    for time in times:
+        if any(s.kind == "schedule" for s in engine.plan(time.dispatch).descriptor.stages):
+            key = root_signature(time.dispatch)
+            seconds[key] = seconds.get(key, 0.0) + time.total_s
+            distinct.setdefault(key, time.dispatch)
+    tunable = sum(seconds.values())
+    shares = {key: s / tunable if tunable else 1 / len(seconds) for key, s in seconds.items()}
+    budgets = allot(args.budget, shares) if args.budget else dict.fromkeys(shares)
+    calls = sum(t.calls for t in times)
     console.print(
-        f"{model.describe()['module']}: {plural(len(parts), 'dispatch', 'dispatches')}, "
-        f"{len(distinct)} distinct with a schedule family: tuning each",
+        f"{model.describe()['module']}: {plural(calls, 'dispatch', 'dispatches')}, "
+        f"{len(distinct)} distinct with a schedule family: tuning each by its share of "
+        "their time",
         markup=False,
     )
-    for part in distinct.values():
-        report = tune_one(part)
+    for key in sorted(distinct, key=seconds.__getitem__, reverse=True):
+        part, budget, share = distinct[key], budgets[key], shares[key]
+        if budget is not None and budget < MIN_CANDIDATES:
+            console.print(
+                f"  {part.function}: {share:.1%} of the time, {budget} of --budget: selector kept",
+                markup=False,
+            )
+            continue
+        report = tune_one(part, budget, share)
         if report is None:
             return 130
         entry = write_verdict(args.update_spec, report)
         verdict = report.verdict
         outcome = f"{verdict.speedup:.3f}x over the selector" if verdict.won else "selector kept"
-        console.print(f"  {part.function}: {outcome}, entry {entry}", markup=False)
+        console.print(f"  {part.function} ({share:.1%}): {outcome}, entry {entry}", markup=False)
     tuned = MlirJitEngine(
         target=engine.target, specs=SpecSet.for_target(engine.target, [args.update_spec])
     )
@@ -88,3 +115,14 @@ def tune_dispatches(
             print(f"  speedup vs {side}: {medians[side] / medians['mlirtune']:.3f}x")
     sys.stdout.flush()
     return 0
+
+
+def allot(budget: int, shares: dict[Key, float]) -> dict[Key, int]:
+    """`budget` candidates shared out by `shares` (summing to 1): each its whole part, and
+    the candidates left over to the largest remainders."""
+    exact = {key: budget * share for key, share in shares.items()}
+    counts = {key: int(value) for key, value in exact.items()}
+    left = budget - sum(counts.values())
+    for key in sorted(exact, key=lambda k: exact[k] - counts[k], reverse=True)[:left]:
+        counts[key] += 1
+    return counts

@@ -1,0 +1,71 @@
+"""Where a model's time goes (`bench --dispatches`), and tune --torch's budget shared out
+by it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mlirtune.cli import main
+from mlirtune.cli.tune_dispatches import allot
+from mlirtune.engine import MlirJitEngine
+from mlirtune.workloads.dispatch_times import dispatch_times
+from mlirtune.workloads.dispatches import dispatch_workloads
+from tests.torch import needs_torch, problem_workload, write_problem
+
+pytestmark = pytest.mark.jit
+
+# Two identical Linear + ReLU layers (one code, called twice), then a wider one.
+REPEATED_LAYERS = """
+import torch
+
+batch_size = 8
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first = torch.nn.Linear(32, 32)
+        self.second = torch.nn.Linear(32, 32)
+        self.last = torch.nn.Linear(32, 96)
+
+    def forward(self, x):
+        x = torch.relu(self.first(x))
+        x = torch.relu(self.second(x))
+        return self.last(x)
+
+def get_inputs():
+    return [torch.randn(batch_size, 32)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+@needs_torch
+def test_a_repeated_layer_is_timed_once_and_counted_per_call(tmp_path):
+    workload = problem_workload(tmp_path, "layers.py", REPEATED_LAYERS)
+    parts = dispatch_workloads(workload, lambda: MlirJitEngine(pipeline="default"))
+    times = dispatch_times(parts, MlirJitEngine(use_specs=False), max_time_s=0.02)
+    assert sorted(t.calls for t in times) == [1, 2]
+    assert all(t.median_s > 0 and t.scheduled for t in times)
+    assert times == sorted(times, key=lambda t: t.total_s, reverse=True)
+
+
+@needs_torch
+def test_bench_dispatches_prints_where_the_time_went(tmp_path, capsys):
+    path = write_problem(tmp_path, "layers.py", REPEATED_LAYERS)
+    common = ["bench", "--torch", str(path), "--max-time", "0.02", "--dispatches"]
+    assert main(common) == 0
+    out = capsys.readouterr().out
+    assert "where the time went: 2 distinct of 3 dispatches" in out
+    assert "matmul M=8 N=96 K=32" in out
+    assert main([*common, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert sum(d["calls"] for d in report["dispatch_times"]) == 3
+
+
+def test_allot_shares_out_the_whole_budget_by_share():
+    assert allot(10, {"a": 0.56, "b": 0.3, "c": 0.14}) == {"a": 6, "b": 3, "c": 1}
+    assert allot(3, {"a": 0.5, "b": 0.5}) in ({"a": 2, "b": 1}, {"a": 1, "b": 2})
+    assert sum(allot(7, {"a": 1 / 3, "b": 1 / 3, "c": 1 / 3}).values()) == 7
