@@ -115,6 +115,43 @@ def store_through_views(function: ir.Operation) -> int:
     return moved
 
 
+def store_into_whole_buffers(function: ir.Operation) -> int:
+    """The inverse of `store_through_views`, for a dispatch read back as a payload of its
+    own (tuned or timed alone): a result written to a reshaped view of an output buffer is
+    reshaped as a tensor and written to the buffer itself, so that the split sees the
+    reshape among the ops it groups, not a view it has no dispatch for. Returns how many
+    stores moved."""
+    moved = 0
+    while True:
+        stores = [
+            store
+            for store in ops_named(function, "bufferization.materialize_in_destination")
+            if (view := defining_op(store.operands[1])) is not None
+            and view.name in ("memref.expand_shape", "memref.collapse_shape")
+        ]
+        if not stores:
+            return moved
+        for store in stores:
+            view = store.operands[1].owner
+            buffer, groups = view.operands[0], view.attributes["reassociation"]
+            shaped = ir.ShapedType(buffer.type)
+            whole = ir.RankedTensorType.get(shaped.shape, shaped.element_type)
+            with ir.InsertionPoint(store), store.location:
+                if view.name == "memref.expand_shape":
+                    reshaped = tensor.CollapseShapeOp(whole, store.operands[0], groups).result
+                else:
+                    reshaped = tensor.ExpandShapeOp(
+                        whole, store.operands[0], groups, [], shaped.shape
+                    ).result
+                bufferization.materialize_in_destination(
+                    None, reshaped, buffer, restrict=True, writable=True
+                )
+            store.erase()
+            if not list(view.results[0].uses):
+                view.erase()
+        moved += len(stores)
+
+
 def _store_past_reshapes(function: ir.Operation) -> int:
     """One step of `store_through_views`: each store of a reshape's result moved to the
     reshape's source, written to a view of the destination; returns how many moved."""

@@ -6,6 +6,8 @@
 - A 2-D transpose feeding a matmul operand (how a Linear layer's [out, in] weight arrives)
   becomes that matmul's indexing map, so the contraction reads the weight where it lies
   (packing B from [N, K] rows) instead of copying it transposed on every call.
+- A dispatch read back as a payload of its own (tuned or timed alone) writes its result to
+  whole output buffers again, not to views of them.
 - A contraction over several row dims (a Linear on [batch, tokens, features], once
   element-wise fusion has moved its reshapes into it) becomes a 2-D `linalg.matmul` between
   reshapes, the root the contraction family schedules.
@@ -16,13 +18,14 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import linalg
 
-from mlirtune.dispatch.collapse import collapse_row_dims
+from mlirtune.dispatch.collapse import collapse_row_dims, store_into_whole_buffers
 from mlirtune.ir.maps import projection_map
 
 
 def prepare_for_dispatch(function: ir.Operation) -> list[str]:
     """Apply the clean-ups to `function` in place; returns one note per kind of change."""
     notes = []
+    store_into_whole_buffers(function)  # a dispatch's own payload, as the split wrote it
     dropped = _drop_assertions(function)
     if dropped:
         notes.append(f"{dropped} runtime assertion(s) (cf.assert) dropped")
