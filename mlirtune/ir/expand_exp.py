@@ -8,12 +8,15 @@ arithmetic that stays in vector registers, in the classic Cody-Waite form:
 - exp(r) from a degree-7 polynomial (Cephes' expf coefficients) in Horner form, within about
   1 ulp there;
 - the result is exp(r) * 2^n. With `isa="avx512"` that is one `llvm.ldexp`, which LLVM
-  lowers to vscalefps: overflow to +inf and gradual underflow to 0 come out of the
-  instruction, so x only needs clamping to where they are reached. Elsewhere LLVM would
-  call `ldexpf` per lane, so 2^n is built in the exponent field ((n + 127) << 23) and
-  multiplied in, as 2^(n-1) * 2 for n > 0 so that n = 128 stays a finite power; above
-  ln(FLT_MAX) the result is +inf, below MIN_LOG (no normal f32) it is flushed to 0, as
-  SIMD math libraries do.
+  lowers to vscalefps: overflow to +inf comes out of the instruction, so x only needs
+  clamping to where it is reached. Elsewhere LLVM would call `ldexpf` per lane, so 2^n is
+  built in the exponent field ((n + 127) << 23) and multiplied in, as 2^(n-1) * 2 for
+  n > 0 so that n = 128 stays a finite power; above ln(FLT_MAX) the result is +inf.
+Below MIN_LOG (no normal f32) the result is flushed to 0 on both paths, as SIMD math
+libraries do: a subnormal result, and every product and sum that reads it, takes a
+microcode assist of a hundred cycles or more. A causal softmax, whose masked scores are
+-inf, ran 3.3x slower with vscalefps' gradual underflow (32 x 128 x 128 f32 on an Intel
+Xeon, 2.6 ms against 0.8 ms).
 A NaN stays NaN on both paths.
 
 Registered as the descriptor step `expand-exp` (mlirtune.pipeline.steps), which the host
@@ -37,8 +40,8 @@ POLYNOMIAL = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2
               1.6666665459e-1, 5.0000001201e-1)  # fmt: skip
 # exp(x) is a finite, normal f32 between these (MAX_LOG is ln(FLT_MAX)).
 MIN_LOG, MAX_LOG = -87.3365447504019, 88.72283935546875
-# With ldexp: exp(x) rounds to 0 below LDEXP_LOW and overflows above LDEXP_HIGH.
-LDEXP_LOW, LDEXP_HIGH = -104.0, 89.0
+# With ldexp: exp(x) overflows above LDEXP_HIGH.
+LDEXP_HIGH = 89.0
 EXPONENT_BIAS, MANTISSA_BITS = 127, 23
 
 
@@ -78,10 +81,16 @@ def _keep_nan(x: ir.Value, result: ir.Value) -> ir.Value:
 
 def _exp_by_ldexp(x: ir.Value) -> ir.Value:
     # maxnumf/minnumf drop a NaN, so n stays an integer the conversion can take.
-    clamped = arith.minnumf(arith.maxnumf(x, splat(LDEXP_LOW, x.type)), splat(LDEXP_HIGH, x.type))
+    clamped = arith.minnumf(arith.maxnumf(x, splat(MIN_LOG, x.type)), splat(LDEXP_HIGH, x.type))
     n, exp_r = _reduced(clamped)
     i32 = same_shape(x.type, ir.IntegerType.get_signless(32))
-    return _keep_nan(x, _ldexp(exp_r, arith.fptosi(i32, n)))
+    return _keep_nan(x, _flush_below_normal(x, _ldexp(exp_r, arith.fptosi(i32, n))))
+
+
+def _flush_below_normal(x: ir.Value, result: ir.Value) -> ir.Value:
+    """0 where exp(x) has no normal f32 (x < MIN_LOG), else `result`."""
+    below = arith.cmpf(arith.CmpFPredicate.OLT, x, splat(MIN_LOG, x.type))
+    return arith.select(below, splat(0.0, x.type), result)
 
 
 def _ldexp(x: ir.Value, exponent: ir.Value) -> ir.Value:
@@ -114,9 +123,7 @@ def _exp_by_exponent_bits(x: ir.Value) -> ir.Value:
     exponent = arith.addi(arith.fptosi(i32, arith.subf(n, k)), const(EXPONENT_BIAS, i32))
     two_to_n = arith.bitcast(f32, arith.shli(exponent, const(MANTISSA_BITS, i32)))
     result = arith.mulf(arith.mulf(exp_r, two_to_n), arith.addf(k, const(1.0)))
-    result = arith.select(
-        arith.cmpf(arith.CmpFPredicate.OLT, x, const(MIN_LOG)), const(0.0), result
-    )
+    result = _flush_below_normal(x, result)
     result = arith.select(
         arith.cmpf(arith.CmpFPredicate.OGT, x, const(MAX_LOG)), const(float("inf")), result
     )

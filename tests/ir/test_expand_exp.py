@@ -75,10 +75,12 @@ def test_expanded_exp_is_within_a_few_ulp_of_numpy(tmp_path, isa):
 
 
 @pytest.mark.jit
-@pytest.mark.skipif(HostCPU().features.isa != "avx512", reason="the host has no AVX-512")
-def test_ldexp_path_underflows_gradually(tmp_path):
-    x = np.linspace(-103.0, MIN_LOG, SIZE, dtype=np.float32)
-    y = apply_math(tmp_path, "exp", x, HostCPU(isa="avx512"))
-    expected = np.exp(x.astype(np.float64))
-    smallest = 2.0**-149  # the f32 subnormal step
-    assert np.all(y > 0) and np.max(np.abs(y - expected)) <= smallest
+@pytest.mark.parametrize("isa", ISAS)
+def test_results_below_the_normal_range_are_flushed_to_zero(tmp_path, isa):
+    """No subnormal comes out (each would cost its readers a microcode assist): below
+    MIN_LOG exp is 0, from MIN_LOG up a normal f32."""
+    x = np.linspace(-103.0, MIN_LOG + 1, SIZE, dtype=np.float32)
+    y = apply_math(tmp_path, "exp", x, HostCPU(isa=isa))
+    below = x < np.float32(MIN_LOG)
+    assert np.all(y[below] == 0)
+    assert np.all(y[~below] >= np.finfo(np.float32).tiny)
