@@ -6,6 +6,8 @@
 - A 2-D transpose feeding a matmul operand (how a Linear layer's [out, in] weight arrives)
   becomes that matmul's indexing map, so the contraction reads the weight where it lies
   (packing B from [N, K] rows) instead of copying it transposed on every call.
+- A slice of a slice (torch slices one dim at a time) reads the first slice's source: one
+  copy instead of one per dim.
 - A dispatch read back as a payload of its own (tuned or timed alone) writes its result to
   whole output buffers again, not to views of them.
 - A contraction over several row dims (a Linear on [batch, tokens, features], once
@@ -16,9 +18,10 @@
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import linalg
+from mlir.dialects import linalg, tensor
 
 from mlirtune.dispatch.collapse import collapse_row_dims, store_into_whole_buffers
+from mlirtune.ir.inspect import defining_op
 from mlirtune.ir.maps import projection_map
 
 
@@ -35,7 +38,63 @@ def prepare_for_dispatch(function: ir.Operation) -> list[str]:
     collapsed = collapse_row_dims(function)
     if collapsed:
         notes.append(f"{collapsed} contraction(s) over several row dims made 2-D matmuls")
+    merged = _merge_slices_of_slices(function)
+    if merged:
+        notes.append(f"{merged} slice(s) of slices read their source directly")
     return notes
+
+
+def _merge_slices_of_slices(function: ir.Operation) -> int:
+    """Rebuild each static `tensor.extract_slice` of another as one slice of the other's
+    source (offsets through the outer strides, strides multiplied): torch slices a tensor
+    one dim at a time, and each slice would be a copy of its own (a strided 3-D
+    convolution's eight input phases took fourteen copies, three times the input)."""
+    slices: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "tensor.extract_slice" and _static_slice(op):
+            slices.append(op)
+        return ir.WalkResult.ADVANCE
+
+    function.walk(visit)
+    merged = 0
+    for op in slices:  # producers first: a chain of three merges from its top down
+        outer = defining_op(op.operands[0])
+        if outer is None or outer.name != "tensor.extract_slice" or not _static_slice(outer):
+            continue
+        outer_offsets, outer_strides = (
+            _array(outer, k) for k in ("static_offsets", "static_strides")
+        )
+        offsets, sizes, strides = (
+            _array(op, k) for k in ("static_offsets", "static_sizes", "static_strides")
+        )
+        with ir.InsertionPoint(op), op.location:
+            result = tensor.extract_slice(
+                op.results[0].type,
+                outer.operands[0],
+                [],
+                [],
+                [],
+                [o + i * s for o, i, s in zip(outer_offsets, offsets, outer_strides, strict=True)],
+                sizes,
+                [a * b for a, b in zip(outer_strides, strides, strict=True)],
+            )
+        op.results[0].replace_all_uses_with(result)
+        op.erase()
+        if not list(outer.results[0].uses):
+            outer.erase()
+        merged += 1
+    return merged
+
+
+def _static_slice(op: ir.Operation) -> bool:
+    """A slice with static offsets, sizes and strides that keeps every dim (no rank drop)."""
+    source, result = (ir.ShapedType(v.type) for v in (op.operands[0], op.results[0]))
+    return len(op.operands) == 1 and source.rank == result.rank
+
+
+def _array(op: ir.Operation, name: str) -> list[int]:
+    return list(ir.DenseI64ArrayAttr(op.attributes[name]))
 
 
 def _drop_assertions(function: ir.Operation) -> int:
