@@ -86,7 +86,8 @@ def measure_model(
 
 
 def tuned_specs(factory: str, batch: int, budget: int, target: HostCPU, folder: Path) -> SpecSet:
-    """A library of `factory`'s dispatches tuned with `budget` candidates each."""
+    """A library of `factory`'s dispatches tuned with `budget` candidates in all, shared out
+    by their share of its time."""
     library = folder / f"{Path(factory).stem}-{batch}.mlir"
     tune = ["tune", "--torch", factory, "--batch", str(batch), "--budget", str(budget)]
     tune += ["--threads", str(target.threads), "--db", str(folder / "tuning.db")]
@@ -107,7 +108,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="threads of every side")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-time", type=float, default=0.5)
-    parser.add_argument("--budget", type=int, default=0, help="tune each model first")
+    parser.add_argument(
+        "--budget", type=int, default=0, help="tune each model first, N candidates in all"
+    )
     args = parser.parse_args()
     files = args.models or sorted(MODELS.glob("*.py"))
     target = HostCPU(threads=args.threads)

@@ -58,6 +58,15 @@ class DispatchWorkload(PayloadWorkload):
         self._args = [ArgSpec(f"in{i}", *spec) for i, spec in enumerate(ins)]
         self._args.append(ArgSpec("out", *out, is_output=True))
 
+    @property
+    def descriptor_name(self) -> str:
+        """The pipeline a compile of the whole payload plans this dispatch with: its root
+        op's kind, or with several (a softmax's two reductions) the dispatch's kind."""
+        roots = self.roots
+        if not roots:
+            return self.name
+        return roots[0].kind if len(roots) == 1 else self.kind
+
     def arguments(self) -> list[ArgSpec]:
         return self._args
 

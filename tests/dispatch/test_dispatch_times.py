@@ -65,6 +65,20 @@ def test_bench_dispatches_prints_where_the_time_went(tmp_path, capsys):
     assert sum(d["calls"] for d in report["dispatch_times"]) == 3
 
 
+@needs_torch
+def test_a_softmax_dispatch_alone_is_planned_as_in_the_model(tmp_path):
+    """Its two row reductions would make a payload of its own a multi-root one, split
+    again and not tunable; a dispatch keeps the pipeline of its kind."""
+    softmax = REPEATED_LAYERS.replace("return self.last(x)", "return self.last(x).softmax(-1)")
+    workload = problem_workload(tmp_path, "softmax.py", softmax)
+    parts = dispatch_workloads(workload, lambda: MlirJitEngine(pipeline="default"))
+    engine = MlirJitEngine(use_specs=False)
+    (last,) = [p for p in parts if p.kind == "reduction"]
+    assert len(last.roots) == 2
+    stages = engine.plan(last).descriptor.stages
+    assert [s.name for s in stages if s.kind == "schedule"] == ["rowwise"]
+
+
 def test_allot_shares_out_the_whole_budget_by_share():
     assert allot(10, {"a": 0.56, "b": 0.3, "c": 0.14}) == {"a": 6, "b": 3, "c": 1}
     assert allot(3, {"a": 0.5, "b": 0.5}) in ({"a": 2, "b": 1}, {"a": 1, "b": 2})
