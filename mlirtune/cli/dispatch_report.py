@@ -36,16 +36,6 @@ def measure_dispatches(workload: Workload, engine: Engine, console: Console) -> 
         )
 
 
-def roots_text(time: DispatchTime) -> str:
-    """The dispatch's root ops: kind and loop sizes, as `matmul M=197 N=768 K=192`."""
-    roots = time.dispatch.roots
-    if not roots:
-        return "(no root op)"
-    return "; ".join(
-        f"{op.kind} " + " ".join(f"{k}={v}" for k, v in op.dims.items()) for op in roots
-    )
-
-
 def print_dispatch_times(times: list[DispatchTime], indent: str) -> None:
     """The distinct dispatches, slowest total first, with their share of the sum."""
     total = sum(t.total_s for t in times)
@@ -60,19 +50,5 @@ def print_dispatch_times(times: list[DispatchTime], indent: str) -> None:
         how = "" if t.scheduled else " (untuned)"
         print(
             f"{indent}  {share:5.1f}% {t.calls:5d} {t.median_s * 1e3:9.4f}  "
-            f"{t.dispatch.function:28s} {roots_text(t)}{how}"
+            f"{t.dispatch.function:28s} {t.roots_text}{how}"
         )
-
-
-def dispatch_times_json(times: list[DispatchTime]) -> list[dict[str, object]]:
-    return [
-        {
-            "function": t.dispatch.function,
-            "kind": t.dispatch.kind,
-            "calls": t.calls,
-            "median_s": t.median_s,
-            "scheduled": t.scheduled,
-            "roots": roots_text(t),
-        }
-        for t in times
-    ]

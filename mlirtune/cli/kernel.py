@@ -149,7 +149,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from mlirtune.cli import dispatch_report
 
         times = dispatch_report.measure_dispatches(workload, engine, Console(stderr=True))
-        report["dispatch_times"] = dispatch_report.dispatch_times_json(times)
+        report["dispatch_times"] = [t.to_json() for t in times]
     if args.json:
         print(json.dumps(report))
         return 0

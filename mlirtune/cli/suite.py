@@ -8,7 +8,7 @@ import json
 import sys
 import warnings
 from collections import Counter
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +31,7 @@ examples:
   mlirtune suite run gemm -o gemm.json --tags llm,bert
   mlirtune suite run my-suite.yaml -o mine.json --filter 'matmul-.*' --rerun
   mlirtune suite run --problems problems/ -o problems.json --batch 8
+  mlirtune suite run --problems problems/ -o problems.json --dispatch-times
   mlirtune suite compare base.json results.json --threshold 3%
   mlirtune suite compare base.json results.json --format markdown >> comment.md
   mlirtune report results.json --baseline base.json -o report.html
@@ -98,6 +99,12 @@ def add_suite_parser(commands: Any) -> None:
     run.add_argument("--tags", help="run only entries with any of these tags (comma-separated)")
     run.add_argument("--filter", metavar="REGEX", help="run only entries whose name matches")
     run.add_argument("--rerun", action="store_true", help="run entries already in the output")
+    run.add_argument(
+        "--dispatch-times",
+        action="store_true",
+        help="also time each distinct dispatch of a split payload (a model) alone, on the "
+        "values it reads there: where its time went, in the results and the report",
+    )
     compare = add("compare", "compare two results files", cmd_compare, COMPARE, EPILOG)
     compare.add_argument("base", type=Path, help="results of the reference run")
     compare.add_argument("new", type=Path, help="results of the run to judge")
@@ -207,8 +214,12 @@ def _suite_to_run(args: argparse.Namespace) -> Suite:
     if args.problems is None:
         if args.batch is not None or args.threads is not None:
             raise UsageError("--batch and --threads go with --problems; a suite sets its own")
-        return load_suite(args.suite)
-    return problems_suite(args.problems, args.batch, args.threads or 1)
+        suite = load_suite(args.suite)
+        if args.dispatch_times:
+            entries = tuple(replace(e, dispatch_times=True) for e in suite.entries)
+            suite = replace(suite, entries=entries)
+        return suite
+    return problems_suite(args.problems, args.batch, args.threads or 1, args.dispatch_times)
 
 
 def status_summary(results: list[EntryResult]) -> str:

@@ -56,6 +56,7 @@ FIELDS: dict[str, type | tuple[type, ...]] = {
     "baselines": list,
     "max_time": (int, float),
     "tags": list,
+    "dispatch_times": bool,
 }
 PER_ENTRY = ("name", "workload", "options", "payload", "entry", "inputs", "expect", "torch")
 SOURCES = ("workload", "payload", "torch")  # an entry names exactly one
@@ -83,6 +84,8 @@ class SuiteEntry:
     baselines: tuple[str, ...] = ()
     max_time: float = 0.5
     tags: tuple[str, ...] = ()
+    # Also time each distinct dispatch of a split payload alone (where the time went).
+    dispatch_times: bool = False
 
     @property
     def source(self) -> str:
@@ -234,13 +237,16 @@ def _entry(path: Path, index: int, raw: object, defaults: dict) -> SuiteEntry:
         baselines=tuple(values.get("baselines", [])),
         max_time=float(values.get("max_time", 0.5)),
         tags=tuple(values.get("tags", [])),
+        dispatch_times=values.get("dispatch_times", False),
     )
 
 
-def problems_suite(folder: Path, batch: int | None = None, threads: int = 1) -> Suite:
+def problems_suite(
+    folder: Path, batch: int | None = None, threads: int = 1, dispatch_times: bool = False
+) -> Suite:
     """A suite of the problem files in `folder` (KernelBench's convention: `Model`,
     `get_inputs`, `get_init_inputs`), one entry per `*.py` named by its stem, each timed
-    against torch eager."""
+    against torch eager (and, with `dispatch_times`, dispatch by dispatch)."""
     if not folder.is_dir():
         raise UsageError(f"--problems {folder}: no such folder", stage="suite")
     files = sorted(p for p in folder.glob("*.py") if not p.name.startswith("_"))
@@ -254,6 +260,7 @@ def problems_suite(folder: Path, batch: int | None = None, threads: int = 1) -> 
             threads=threads,
             baselines=("torch",),
             tags=("problems",),
+            dispatch_times=dispatch_times,
         )
         for path in files
     )

@@ -185,6 +185,14 @@ def _entries_section(results: SuiteResults) -> str:
         "% of peak is against the measured one-core peak of the entry's element type "
         "times the entry's threads."
     )
+    if any(entry.dispatch_times for entry in entries):
+        headers.append("slowest dispatch (share of the dispatches' time)")
+        for entry, row in zip(entries, rows, strict=True):
+            row.append(_dispatch_times_cell(entry))
+        note += (
+            " A dispatch's share is of the sum of the distinct dispatches' times, each timed "
+            "alone on the values it reads in the model, times its calls."
+        )
     table = _table(headers, rows, "entries") if rows else '<p class="empty">no entries</p>'
     return _section("entries", "Entries", table, f"<p>{_esc(note)}</p>")
 
@@ -214,6 +222,23 @@ def _entry_row(entry: EntryResult, baselines: list[str], peak_gflops: float) -> 
         first = error.strip().splitlines()[0] if error.strip() else what
         cells.append(_details(f'<span class="failed">{_esc(what)}</span>: {_esc(first)}', error))
     return cells
+
+
+def _dispatch_times_cell(entry: EntryResult) -> str:
+    """The slowest dispatch and its share; every distinct dispatch in a collapsed list."""
+    times = entry.dispatch_times
+    if not times:
+        return NONE
+    totals = [float(t["calls"]) * float(t["median_s"]) for t in times]
+    whole = sum(totals) or 1.0
+    lines = [
+        f"{100 * total / whole:5.1f}%  {t['calls']} x {_time(float(t['median_s']))}  "
+        f"{t['function']}  {t['roots']}" + ("" if t["scheduled"] else "  (untuned)")
+        for t, total in zip(times, totals, strict=True)
+    ]
+    first = times[0]
+    summary = f"{100 * totals[0] / whole:.0f}% {first['roots']}"
+    return _details(_esc(summary), "\n".join(lines))
 
 
 def _chart_sections(results: SuiteResults) -> list[str]:

@@ -53,6 +53,9 @@ class EntryResult:
     # A payload split into dispatches: per dispatch, its function, family and whether its
     # schedule applied (with the notes that say why not).
     dispatches: list[dict[str, str | bool | list[str]]] = field(default_factory=list)
+    # With the entry's `dispatch_times`: each distinct dispatch timed alone, slowest total
+    # first (mlirtune.workloads.dispatch_times: function, kind, calls, median_s, roots).
+    dispatch_times: list[dict[str, str | int | float | bool]] = field(default_factory=list)
 
 
 @dataclass

@@ -20,6 +20,7 @@ from mlirtune.bench.baseline import measure_numpy, measure_torch
 from mlirtune.contain.supervisor import call_contained
 from mlirtune.files import prepare_output
 from mlirtune.interfaces.bench import BenchOptions, BenchResult
+from mlirtune.interfaces.engine import Engine
 from mlirtune.interfaces.errors import MlirtuneError, UsageError
 from mlirtune.interfaces.workload import Workload
 from mlirtune.peak import measured_bandwidth_gbs, measured_peak_gflops
@@ -108,6 +109,8 @@ def run_entry(entry: SuiteEntry) -> EntryResult:
         baselines = {
             name: _baseline(name, workload, options, entry.threads) for name in entry.baselines
         }
+        if entry.dispatch_times and base["dispatches"]:
+            base["dispatch_times"] = _dispatch_times(workload, engine)
     except MlirtuneError as error:
         base.setdefault("workload", {"name": entry.source})
         # A module the importer does not take (torch.export's refusal, a shape that depends
@@ -132,6 +135,18 @@ def _dispatch(report: dict[str, object]) -> dict[str, str | bool | list[str]]:
     was scheduled, and the notes that say why not."""
     kept = ("function", "kind", "pipeline", "scheduled", "notes")
     return {key: report[key] for key in kept if key in report}  # type: ignore[misc]
+
+
+def _dispatch_times(
+    workload: Workload, engine: Engine
+) -> list[dict[str, str | int | float | bool]]:
+    """Each distinct dispatch of `workload`, timed alone on the values it reads there."""
+    from mlirtune.engine.mlir_jit import MlirJitEngine
+    from mlirtune.workloads.dispatch_times import dispatch_times
+    from mlirtune.workloads.dispatches import dispatch_workloads
+
+    parts = dispatch_workloads(workload, lambda: MlirJitEngine(pipeline="default"))
+    return [t.to_json() for t in dispatch_times(parts, engine)]
 
 
 def timing(result: BenchResult) -> Timing:

@@ -34,6 +34,26 @@ class DispatchTime:
     def total_s(self) -> float:
         return self.calls * self.median_s
 
+    @property
+    def roots_text(self) -> str:
+        """The dispatch's root ops: kind and loop sizes, as `matmul M=197 N=768 K=192`."""
+        roots = self.dispatch.roots
+        if not roots:
+            return "(no root op)"
+        return "; ".join(
+            f"{op.kind} " + " ".join(f"{k}={v}" for k, v in op.dims.items()) for op in roots
+        )
+
+    def to_json(self) -> dict[str, str | int | float | bool]:
+        return {
+            "function": self.dispatch.function,
+            "kind": self.dispatch.kind,
+            "calls": self.calls,
+            "median_s": self.median_s,
+            "scheduled": self.scheduled,
+            "roots": self.roots_text,
+        }
+
 
 def dispatch_times(
     parts: list[DispatchWorkload],

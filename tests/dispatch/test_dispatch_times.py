@@ -83,3 +83,19 @@ def test_allot_shares_out_the_whole_budget_by_share():
     assert allot(10, {"a": 0.56, "b": 0.3, "c": 0.14}) == {"a": 6, "b": 3, "c": 1}
     assert allot(3, {"a": 0.5, "b": 0.5}) in ({"a": 2, "b": 1}, {"a": 1, "b": 2})
     assert sum(allot(7, {"a": 1 / 3, "b": 1 / 3, "c": 1 / 3}).values()) == 7
+
+
+@needs_torch
+def test_a_problem_suite_records_and_reports_where_the_time_went(tmp_path):
+    folder = tmp_path / "problems"
+    folder.mkdir()
+    write_problem(folder, "layers.py", REPEATED_LAYERS)
+    output = tmp_path / "results.json"
+    arguments = ["suite", "run", "--problems", str(folder), "-o", str(output)]
+    assert main([*arguments, "--dispatch-times"]) == 0
+    times = json.loads(output.read_text())["entries"]["layers"]["dispatch_times"]
+    assert sorted(t["calls"] for t in times) == [1, 2]
+    assert all(t["median_s"] > 0 for t in times)
+    assert main(["report", str(output), "-o", str(tmp_path / "report.html")]) == 0
+    html = (tmp_path / "report.html").read_text()
+    assert "slowest dispatch" in html and times[0]["roots"] in html
