@@ -19,9 +19,11 @@ from typing import TypeVar
 from rich.console import Console
 
 from mlirtune.cli.common import engine_of, plural
+from mlirtune.interfaces.engine import Engine
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.workload import Workload
 from mlirtune.tune.results import TuneReport
+from mlirtune.workloads.dispatch_times import DispatchTime
 
 Key = TypeVar("Key", bound=Hashable)
 
@@ -46,7 +48,6 @@ def tune_dispatches(
     from mlirtune.engine.mlir_jit import MlirJitEngine
     from mlirtune.interfaces.bench import BenchOptions
     from mlirtune.specs.specset import SpecSet
-    from mlirtune.workloads.dispatches import root_signature
 
     if not args.update_spec or args.show_space or args.json:
         raise UsageError(
@@ -56,29 +57,23 @@ def tune_dispatches(
         )
     console = Console(stderr=True)
     engine = engine_of(args)
-    times = measure_dispatches(model, engine, console)
-    seconds: dict[tuple, float] = {}
-    distinct: dict[tuple, Workload] = {}
-    for time in times:
-        if any(s.kind == "schedule" for s in engine.plan(time.dispatch).descriptor.stages):
-            key = root_signature(time.dispatch)
-            seconds[key] = seconds.get(key, 0.0) + time.total_s
-            distinct.setdefault(key, time.dispatch)
-    tunable = sum(seconds.values())
-    shares = {key: s / tunable if tunable else 1 / len(seconds) for key, s in seconds.items()}
+    profile = measure_dispatches(model, engine, console)
+    distinct, shares = _tunable_shares(profile, engine)
     budgets = allot(args.budget, shares) if args.budget else dict.fromkeys(shares)
-    calls = sum(t.calls for t in times)
+    calls = sum(t.calls for t in profile)
     console.print(
         f"{model.describe()['module']}: {plural(calls, 'dispatch', 'dispatches')}, "
         f"{len(distinct)} distinct with a schedule family: tuning each by its share of "
         "their time",
         markup=False,
     )
-    for key in sorted(distinct, key=seconds.__getitem__, reverse=True):
+    written = 0
+    for key in sorted(distinct, key=shares.__getitem__, reverse=True):
         part, budget, share = distinct[key], budgets[key], shares[key]
         if budget is not None and budget < MIN_CANDIDATES:
             console.print(
-                f"  {part.function}: {share:.1%} of the time, {budget} of --budget: selector kept",
+                f"  {part.function}: {share:.1%} of the time, too few candidates ({budget} "
+                "of --budget) to tune: selector kept",
                 markup=False,
             )
             continue
@@ -86,9 +81,13 @@ def tune_dispatches(
         if report is None:
             return 130
         entry = write_verdict(args.update_spec, report)
+        written += 1
         verdict = report.verdict
         outcome = f"{verdict.speedup:.3f}x over the selector" if verdict.won else "selector kept"
         console.print(f"  {part.function} ({share:.1%}): {outcome}, entry {entry}", markup=False)
+    if not written:
+        console.print(f"nothing tuned: give a --budget of at least {MIN_CANDIDATES}", markup=False)
+        return 0
     tuned = MlirJitEngine(
         target=engine.target, specs=SpecSet.for_target(engine.target, [args.update_spec])
     )
@@ -115,6 +114,24 @@ def tune_dispatches(
             print(f"  speedup vs {side}: {medians[side] / medians['mlirtune']:.3f}x")
     sys.stdout.flush()
     return 0
+
+
+def _tunable_shares(
+    profile: list[DispatchTime], engine: Engine
+) -> tuple[dict[tuple, Workload], dict[tuple, float]]:
+    """The distinct dispatches of `profile` a schedule family takes, one per root signature
+    (a repeated layer once), and each one's share of their summed time."""
+    from mlirtune.workloads.dispatches import root_signature
+
+    seconds: dict[tuple, float] = {}
+    distinct: dict[tuple, Workload] = {}
+    for time in profile:
+        if any(s.kind == "schedule" for s in engine.plan(time.dispatch).descriptor.stages):
+            key = root_signature(time.dispatch)
+            seconds[key] = seconds.get(key, 0.0) + time.total_s
+            distinct.setdefault(key, time.dispatch)
+    whole = sum(seconds.values())
+    return distinct, {key: s / whole if whole else 1 / len(seconds) for key, s in seconds.items()}
 
 
 def allot(budget: int, shares: dict[Key, float]) -> dict[Key, int]:

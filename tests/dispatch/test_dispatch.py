@@ -131,6 +131,19 @@ def test_tune_torch_writes_a_spec_per_dispatch_that_the_whole_module_applies(tmp
 
 
 @needs_torch
+def test_tune_torch_leaves_a_dispatch_given_too_few_candidates_to_its_selector(tmp_path, capsys):
+    factory = tmp_path / "small.py"
+    factory.write_text(SMALL_MLP)
+    library = tmp_path / "specs.mlir"
+    output = ["--update-spec", str(library), "--db", str(tmp_path / "t.db")]
+    code = main(["tune", "--torch", f"{factory}:make", "--budget", "1", *output])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert err.count("too few candidates") == 2 and "nothing tuned" in err
+    assert not library.exists()
+
+
+@needs_torch
 def test_tune_torch_needs_a_library_to_write(tmp_path, capsys):
     factory = tmp_path / "small.py"
     factory.write_text(SMALL_MLP)
