@@ -290,15 +290,14 @@ class ScheduleBuilder:
                 self.peel(loops[-1], step="peel_padding_row")
 
     def vectorize_function(
-        self, function: ir.Value, *, reductions_to_contract: bool = True
+        self, function: ir.Value, *, reductions_to_contract: bool = True, gathers: bool = False
     ) -> ir.Value:
-        """Vectorize every static-shaped linalg op in the function and fold what follows
-        (`reductions_to_contract` and gathers as in `vectorize_linalg`)."""
+        """Vectorize the function's static-shaped linalg ops (see `vectorize_linalg`)."""
         with self.at("vectorize"):
             return structured.VectorizeChildrenAndApplyPatternsOp(
                 function,
                 disable_multi_reduction_to_contract_patterns=not reductions_to_contract,
-                vectorize_nd_extract=True,
+                vectorize_nd_extract=gathers,
             ).result
 
     def allow_fma(self, function: ir.Value) -> None:
@@ -317,6 +316,7 @@ class ScheduleBuilder:
         *,
         reductions_to_contract: bool = True,
         minor_transfers: bool = True,
+        gathers: bool = False,
     ) -> None:
         """Vectorize the (static-shaped) linalg ops of the function, then fold transfers into
         the slices around them. Unlike `vectorize_function`, tensor.insert_slice ops stay as
@@ -326,14 +326,15 @@ class ScheduleBuilder:
         contraction micro-kernels want that; element-wise sums of products do not).
         `minor_transfers` rewrites permuted transfers as minor-identity ones plus
         transposes; without it an accumulator's read and write keep one permutation map, so
-        they hoist out of a convolution's filter loops as a pair. Gathers too (tensor.extract)."""
+        they hoist out of a convolution's filter loops as a pair. `gathers` vectorizes a
+        body's tensor.extract (not a contraction's fused gather: it ran out of memory)."""
         with self.at("vectorize"):
             linalg_ops = structured.MatchOp(
                 transform.AnyOpType.get(),
                 function,
                 interface=structured.MatchInterfaceEnum.LinalgOp,
             ).result
-            structured.VectorizeOp(linalg_ops, vectorize_nd_extract=True)
+            structured.VectorizeOp(linalg_ops, vectorize_nd_extract=gathers)
         contract = [tvector.apply_patterns_vector_reduction_to_contract] * reductions_to_contract
         minor = [tvector.apply_patterns_vector_transfer_permutation_patterns] * minor_transfers
         self.apply_patterns(
@@ -347,8 +348,7 @@ class ScheduleBuilder:
         )
 
     def drop_leading_unit_dims(self, function: ir.Value) -> None:
-        """Rewrite vectors with leading unit dims (batch, image rows) to lower rank, so that
-        accumulators are carried as 2-D vectors and need no broadcast to be re-formed."""
+        """Drop vectors' leading unit dims (batch, image rows): accumulators stay 2-D."""
         self.apply_patterns(
             function,
             "drop_leading_unit_dims",

@@ -186,7 +186,7 @@ def rowwise_schedule(
         s.canonicalize(function)  # static sizes for the peeled column tiles
         # Not vectorize_function: it would copy each finished row tile into the output
         # through one vector the size of the tile (which LLVM cannot even hold past 2^23 bits).
-        s.vectorize_linalg(function, reductions_to_contract=False)
+        s.vectorize_linalg(function, reductions_to_contract=False, gathers=True)
         s.hoist_invariant_subsets(function)
         s.lower_row_reductions(function)
     return s.module
