@@ -87,7 +87,7 @@ def elementwise_schedule(
                 s.peel(loop_handle, step="peel_partial_tiles")
         function = s.match(s.root, ["func.func"], step="match_function")
         s.canonicalize(function)  # folds the peeled tiles' sizes into static shapes
-        function = s.vectorize_function(function, gathers=True)
+        function = s.vectorize_function(function)
         # Folding is left to the lowering passes: with a broadcast operand (a row vector),
         # broadcast lowering and canonicalization rewrite each other forever.
         s.lower_vectors(function, canonicalize=False)

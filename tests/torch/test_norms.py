@@ -86,3 +86,42 @@ def test_a_group_norm_is_one_row_wise_dispatch_and_a_scale_and_shift(tmp_path):
     assert result.verification.ok, result.verification
     kinds = [d["kind"] for d in result.extra["dispatches"]]
     assert kinds == ["reduction", "elementwise"], result.extra["dispatches"]
+
+
+POSITIONS = """
+import torch
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.tokens = torch.nn.Embedding(64, 32)
+        self.positions = torch.nn.Embedding(16, 32)
+        self.norm = torch.nn.LayerNorm(32)
+
+    def forward(self, ids):
+        positions = torch.arange(ids.shape[1], device=ids.device)
+        return self.norm(self.tokens(ids) + self.positions(positions))
+
+
+batch_size = 2
+
+
+def get_inputs():
+    return [torch.randint(0, 64, (batch_size, 16), dtype=torch.int64)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_layer_norm_reading_a_position_table_is_scheduled(tmp_path):
+    """The position table is read at the loop indices (a tensor.extract in the norm's
+    dispatch), which the row-wise schedule vectorizes: it failed to, and the dispatch ran
+    untuned (0.49x eager)."""
+    workload = problem_workload(tmp_path, "positions.py", POSITIONS)
+    result = engine_for(HostCPU(), use_specs=False).execute(workload)
+    assert result.verification.ok, result.verification.summary()
+    norms = [d for d in result.extra["dispatches"] if d["kind"] == "reduction"]
+    assert norms and all(d["scheduled"] for d in norms), result.extra["dispatches"]
