@@ -67,15 +67,11 @@ def tune_dispatches(
         "their time",
         markup=False,
     )
-    written = 0
+    written, skipped = 0, []
     for key in sorted(distinct, key=shares.__getitem__, reverse=True):
         part, budget, share = distinct[key], budgets[key], shares[key]
         if budget is not None and budget < MIN_CANDIDATES:
-            console.print(
-                f"  {part.function}: {share:.1%} of the time, too few candidates ({budget} "
-                "of --budget) to tune: selector kept",
-                markup=False,
-            )
+            skipped.append(share)
             continue
         report = tune_one(part, budget, share)
         if report is None:
@@ -85,6 +81,13 @@ def tune_dispatches(
         verdict = report.verdict
         outcome = f"{verdict.speedup:.3f}x over the selector" if verdict.won else "selector kept"
         console.print(f"  {part.function} ({share:.1%}): {outcome}, entry {entry}", markup=False)
+    if skipped:
+        console.print(
+            f"  {plural(len(skipped), 'distinct dispatch', 'distinct dispatches')} "
+            f"({sum(skipped):.1%} of the time): too few candidates of --budget (under "
+            f"{MIN_CANDIDATES} each) to tune, selector kept",
+            markup=False,
+        )
     if not written:
         console.print(f"nothing tuned: give a --budget of at least {MIN_CANDIDATES}", markup=False)
         return 0
