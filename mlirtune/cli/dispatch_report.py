@@ -25,7 +25,7 @@ def measure_dispatches(workload: Workload, engine: Engine, console: Console) -> 
     if not isinstance(engine, MlirJitEngine):
         raise UsageError("--dispatches times dispatches on the host CPU", stage="target")
     with console.status("running the payload dispatch by dispatch to capture their inputs"):
-        parts = dispatch_workloads(workload, lambda: MlirJitEngine(pipeline="default"))
+        parts = dispatch_workloads(workload)
     columns = (TextColumn("timing dispatches"), BarColumn(), MofNCompleteColumn())
     with Progress(*columns, TimeElapsedColumn(), console=console, transient=True) as bar:
         task = bar.add_task("", total=None)

@@ -129,7 +129,7 @@ def _tunable_shares(
     seconds: dict[tuple, float] = {}
     distinct: dict[tuple, Workload] = {}
     for time in profile:
-        if any(s.kind == "schedule" for s in engine.plan(time.dispatch).descriptor.stages):
+        if engine.plan(time.dispatch).descriptor.has_schedule_stage:
             key = root_signature(time.dispatch)
             seconds[key] = seconds.get(key, 0.0) + time.total_s
             distinct.setdefault(key, time.dispatch)

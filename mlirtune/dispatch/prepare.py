@@ -21,7 +21,7 @@ from mlir import ir
 from mlir.dialects import linalg, tensor
 
 from mlirtune.dispatch.collapse import collapse_row_dims, store_into_whole_buffers
-from mlirtune.ir.inspect import defining_op
+from mlirtune.ir.inspect import defining_op, ops_named
 from mlirtune.ir.maps import projection_map
 
 
@@ -49,14 +49,7 @@ def _merge_slices_of_slices(function: ir.Operation) -> int:
     source (offsets through the outer strides, strides multiplied): torch slices a tensor
     one dim at a time, and each slice would be a copy of its own (a strided 3-D
     convolution's eight input phases took fourteen copies, three times the input)."""
-    slices: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "tensor.extract_slice" and _static_slice(op):
-            slices.append(op)
-        return ir.WalkResult.ADVANCE
-
-    function.walk(visit)
+    slices = [op for op in ops_named(function, "tensor.extract_slice") if _static_slice(op)]
     merged = 0
     for op in slices:  # producers first: a chain of three merges from its top down
         outer = defining_op(op.operands[0])
@@ -98,14 +91,7 @@ def _array(op: ir.Operation, name: str) -> list[int]:
 
 
 def _drop_assertions(function: ir.Operation) -> int:
-    asserts: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "cf.assert":
-            asserts.append(op)
-        return ir.WalkResult.ADVANCE
-
-    function.walk(visit)
+    asserts = ops_named(function, "cf.assert")
     for op in asserts:
         op.erase()
     return len(asserts)
@@ -114,14 +100,7 @@ def _drop_assertions(function: ir.Operation) -> int:
 def _fold_transposes_into_matmuls(function: ir.Operation) -> int:
     """Rebuild each default-layout `linalg.matmul` whose A or B is a 2-D `linalg.transpose`
     with maps that read the transpose's input; the transposes left unused are erased."""
-    matmuls: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "linalg.matmul" and _default_layout(op):
-            matmuls.append(op)
-        return ir.WalkResult.ADVANCE
-
-    function.walk(visit)
+    matmuls = [op for op in ops_named(function, "linalg.matmul") if _default_layout(op)]
     folded = 0
     for op in matmuls:
         a, b, init = op.operands

@@ -53,6 +53,11 @@ class Descriptor:
     def name(self) -> str:
         return self.path.stem
 
+    @property
+    def has_schedule_stage(self) -> bool:
+        """Whether a schedule (a family's, or a transform file) tiles what it lowers."""
+        return any(stage.kind == "schedule" for stage in self.stages)
+
 
 @dataclass(frozen=True)
 class MemrefRoot:
@@ -87,8 +92,7 @@ class DispatchPlan:
     @property
     def scheduled(self) -> bool:
         """Whether a schedule family tiles it (else it is lowered as it is, untuned)."""
-        staged = any(s.kind == "schedule" for s in self.lowering.descriptor.stages)
-        return staged and not self.schedule_failed
+        return self.lowering.descriptor.has_schedule_stage and not self.schedule_failed
 
     def to_json(self) -> dict[str, object]:
         return {

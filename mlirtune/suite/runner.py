@@ -141,11 +141,10 @@ def _dispatch_times(
     workload: Workload, engine: Engine
 ) -> list[dict[str, str | int | float | bool]]:
     """Each distinct dispatch of `workload`, timed alone on the values it reads there."""
-    from mlirtune.engine.mlir_jit import MlirJitEngine
     from mlirtune.workloads.dispatch_times import dispatch_times
     from mlirtune.workloads.dispatches import dispatch_workloads
 
-    parts = dispatch_workloads(workload, lambda: MlirJitEngine(pipeline="default"))
+    parts = dispatch_workloads(workload)
     return [t.to_json() for t in dispatch_times(parts, engine)]
 
 

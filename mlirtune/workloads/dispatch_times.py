@@ -76,7 +76,7 @@ def dispatch_times(
         if nested:
             scheduled = all(d["scheduled"] for d in nested)
         else:
-            scheduled = any(s.kind == "schedule" for s in engine.plan(first).descriptor.stages)
+            scheduled = engine.plan(first).descriptor.has_schedule_stage
         times.append(DispatchTime(first, len(members), result.median_s, scheduled))
         if progress:
             progress(done + 1, len(groups))

@@ -9,15 +9,13 @@ own reference) vouches for. So a schedule is tuned on the data it will see in th
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
-
 import numpy as np
 from mlir import ir
 from mlir.dialects import func
 
 from mlirtune.dispatch.functions import standalone_module
 from mlirtune.dispatch.partition import split_into_dispatches
+from mlirtune.engine.mlir_jit import MlirJitEngine
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.workload import ArgSpec, Complexity, Workload
 from mlirtune.ir.context import new_context
@@ -25,9 +23,6 @@ from mlirtune.ir.dtypes import dtype_of_mlir
 from mlirtune.ir.inspect import find_function
 from mlirtune.schedules.roots import root_flops, summed_terms
 from mlirtune.workloads.base import SEED_PARAM, PayloadWorkload
-
-if TYPE_CHECKING:
-    from mlirtune.engine.mlir_jit import MlirJitEngine
 
 
 class DispatchWorkload(PayloadWorkload):
@@ -90,13 +85,11 @@ class DispatchWorkload(PayloadWorkload):
         return Complexity(flops, read, self._args[-1].nbytes)
 
 
-def dispatch_workloads(
-    workload: Workload, engine_factory: Callable[[], MlirJitEngine]
-) -> list[DispatchWorkload]:
+def dispatch_workloads(workload: Workload) -> list[DispatchWorkload]:
     """The dispatches of `workload`'s payload, in program order, with the values each reads
-    and writes when the payload runs on `workload.inputs`, every dispatch compiled by an
-    engine from `engine_factory()` lowering it as it is. A UsageError if the payload is not
-    split (one root op: tune the workload itself)."""
+    and writes when the payload runs on `workload.inputs`, every dispatch lowered as it is
+    (the `default` pipeline). A UsageError if the payload is not split (one root op: tune
+    the workload itself)."""
     with new_context(), ir.Location.unknown():
         module = workload.payload_module()
         dispatches, _ = split_into_dispatches(module, workload.entry)
@@ -114,7 +107,7 @@ def dispatch_workloads(
     for index, spec in enumerate(arguments):
         if not spec.is_output:
             values[index] = next(inputs)
-    engine = engine_factory()
+    engine = MlirJitEngine(pipeline="default")
     captured = []
     for dispatch, (function, operands, output) in zip(dispatches, calls, strict=True):
         reads = [values[key] for key in operands]

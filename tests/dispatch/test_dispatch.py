@@ -113,30 +113,32 @@ def make():
 """
 
 
-@needs_torch
-def test_tune_torch_writes_a_spec_per_dispatch_that_the_whole_module_applies(tmp_path, capsys):
+def _tune_small_mlp(tmp_path, budget: int) -> tuple[int, Path, str]:
+    """`tune --torch` on SMALL_MLP into tmp_path/specs.mlir: exit code, library, factory."""
     factory = tmp_path / "small.py"
     factory.write_text(SMALL_MLP)
     library = tmp_path / "specs.mlir"
     output = ["--update-spec", str(library), "--db", str(tmp_path / "t.db")]
-    code = main(["tune", "--torch", f"{factory}:make", "--budget", "4", "--workers", "1", *output])
+    tune = ["tune", "--torch", f"{factory}:make", "--budget", str(budget), "--workers", "1"]
+    return main([*tune, *output]), library, f"{factory}:make"
+
+
+@needs_torch
+def test_tune_torch_writes_a_spec_per_dispatch_that_the_whole_module_applies(tmp_path, capsys):
+    code, library, factory = _tune_small_mlp(tmp_path, budget=4)
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "2 dispatches, 2 distinct with a schedule family" in captured.err
     assert "too few candidates" not in captured.err  # each has 2 of the 4
     assert "speedup vs torch eager" in captured.out
-    assert main(["run", "--torch", f"{factory}:make", "--spec", str(library)]) == 0
+    assert main(["run", "--torch", factory, "--spec", str(library)]) == 0
     out = capsys.readouterr().out
     assert out.count("matmul, spec:specs:") == 2 and "verification passed" in out
 
 
 @needs_torch
 def test_tune_torch_leaves_a_dispatch_given_too_few_candidates_to_its_selector(tmp_path, capsys):
-    factory = tmp_path / "small.py"
-    factory.write_text(SMALL_MLP)
-    library = tmp_path / "specs.mlir"
-    output = ["--update-spec", str(library), "--db", str(tmp_path / "t.db")]
-    code = main(["tune", "--torch", f"{factory}:make", "--budget", "1", *output])
+    code, library, _ = _tune_small_mlp(tmp_path, budget=1)
     err = capsys.readouterr().err
     assert code == 0, err
     assert "2 distinct dispatches (100.0% of the time): too few candidates" in err

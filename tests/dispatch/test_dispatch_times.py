@@ -45,7 +45,7 @@ def get_init_inputs():
 @needs_torch
 def test_a_repeated_layer_is_timed_once_and_counted_per_call(tmp_path):
     workload = problem_workload(tmp_path, "layers.py", REPEATED_LAYERS)
-    parts = dispatch_workloads(workload, lambda: MlirJitEngine(pipeline="default"))
+    parts = dispatch_workloads(workload)
     times = dispatch_times(parts, MlirJitEngine(use_specs=False), max_time_s=0.02)
     assert sorted(t.calls for t in times) == [1, 2]
     assert all(t.median_s > 0 and t.scheduled for t in times)
@@ -71,7 +71,7 @@ def test_a_softmax_dispatch_alone_is_planned_as_in_the_model(tmp_path):
     again and not tunable; a dispatch keeps the pipeline of its kind."""
     softmax = REPEATED_LAYERS.replace("return self.last(x)", "return self.last(x).softmax(-1)")
     workload = problem_workload(tmp_path, "softmax.py", softmax)
-    parts = dispatch_workloads(workload, lambda: MlirJitEngine(pipeline="default"))
+    parts = dispatch_workloads(workload)
     engine = MlirJitEngine(use_specs=False)
     (last,) = [p for p in parts if p.kind == "reduction"]
     assert len(last.roots) == 2
