@@ -10,6 +10,8 @@
   copy instead of one per dim.
 - A dispatch read back as a payload of its own (tuned or timed alone) writes its result to
   whole output buffers again, not to views of them.
+- An argmax or argmin becomes two row reductions the row families vectorize
+  (`arg_reductions`).
 - A contraction over several row dims (a Linear on [batch, tokens, features], once
   element-wise fusion has moved its reshapes into it) becomes a 2-D `linalg.matmul` between
   reshapes, the root the contraction family schedules.
@@ -20,6 +22,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import linalg, tensor
 
+from mlirtune.dispatch.arg_reductions import split_arg_reductions
 from mlirtune.dispatch.collapse import collapse_row_dims, store_into_whole_buffers
 from mlirtune.ir.inspect import defining_op, ops_named
 from mlirtune.ir.maps import projection_map
@@ -41,6 +44,9 @@ def prepare_for_dispatch(function: ir.Operation) -> list[str]:
     merged = _merge_slices_of_slices(function)
     if merged:
         notes.append(f"{merged} slice(s) of slices read their source directly")
+    split = split_arg_reductions(function)
+    if split:
+        notes.append(f"{split} argmax/argmin reduction(s) split into an extreme and its index")
     return notes
 
 
