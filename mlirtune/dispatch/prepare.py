@@ -10,6 +10,8 @@
   copy instead of one per dim.
 - A dispatch read back as a payload of its own (tuned or timed alone) writes its result to
   whole output buffers again, not to views of them.
+- A gather's (an embedding's) indices are read in its body, where the vectorizer sees one
+  index per row (`ir.gathers`).
 - An argmax or argmin becomes two row reductions the row families vectorize
   (`arg_reductions`).
 - A contraction over several row dims (a Linear on [batch, tokens, features], once
@@ -24,6 +26,7 @@ from mlir.dialects import linalg, tensor
 
 from mlirtune.dispatch.arg_reductions import split_arg_reductions
 from mlirtune.dispatch.collapse import collapse_row_dims, store_into_whole_buffers
+from mlirtune.ir.gathers import read_indices_in_bodies
 from mlirtune.ir.inspect import defining_op, ops_named
 from mlirtune.ir.maps import projection_map
 
@@ -44,6 +47,9 @@ def prepare_for_dispatch(function: ir.Operation) -> list[str]:
     merged = _merge_slices_of_slices(function)
     if merged:
         notes.append(f"{merged} slice(s) of slices read their source directly")
+    moved = read_indices_in_bodies(function)
+    if moved:
+        notes.append(f"{moved} gather index input(s) read in the gather's body")
     split = split_arg_reductions(function)
     if split:
         notes.append(f"{split} argmax/argmin reduction(s) split into an extreme and its index")
@@ -97,10 +103,24 @@ def _array(op: ir.Operation, name: str) -> list[int]:
 
 
 def _drop_assertions(function: ir.Operation) -> int:
+    """Erase the assertions, and the arith ops that computed only their conditions (a
+    gather's bounds checks would read its indices still)."""
     asserts = ops_named(function, "cf.assert")
     for op in asserts:
+        condition = op.operands[0]
         op.erase()
+        _erase_if_dead(condition)
     return len(asserts)
+
+
+def _erase_if_dead(value: ir.Value) -> None:
+    op = defining_op(value)
+    if op is None or not op.name.startswith("arith.") or any(list(r.uses) for r in op.results):
+        return
+    operands = list(op.operands)
+    op.erase()
+    for operand in operands:
+        _erase_if_dead(operand)
 
 
 def _fold_transposes_into_matmuls(function: ir.Operation) -> int:

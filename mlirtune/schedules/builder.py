@@ -290,13 +290,14 @@ class ScheduleBuilder:
                 self.peel(loops[-1], step="peel_padding_row")
 
     def vectorize_function(
-        self, function: ir.Value, *, reductions_to_contract: bool = True
+        self, function: ir.Value, *, reductions_to_contract: bool = True, gathers: bool = False
     ) -> ir.Value:
-        """Vectorize every static-shaped linalg op in the function and fold what follows
-        (`reductions_to_contract`: see `vectorize_linalg`)."""
+        """Vectorize the function's static linalg ops, fold what follows (see vectorize_linalg)."""
         with self.at("vectorize"):
             return structured.VectorizeChildrenAndApplyPatternsOp(
-                function, disable_multi_reduction_to_contract_patterns=not reductions_to_contract
+                function,
+                disable_multi_reduction_to_contract_patterns=not reductions_to_contract,
+                vectorize_nd_extract=gathers,
             ).result
 
     def allow_fma(self, function: ir.Value) -> None:
@@ -326,8 +327,7 @@ class ScheduleBuilder:
         `minor_transfers` rewrites permuted transfers as minor-identity ones plus
         transposes; without it an accumulator's read and write keep one permutation map, so
         they hoist out of a convolution's filter loops as a pair. `gathers` vectorizes a
-        body's tensor.extract (row-wise: a table read at the loop indices); elsewhere it
-        ran out of memory (a fused gather) or computed wrong values (a phase interleave)."""
+        body's tensor.extract, for rows read (`ir.gathers.reads_rows`) and row-wise tables."""
         with self.at("vectorize"):
             linalg_ops = structured.MatchOp(
                 transform.AnyOpType.get(),

@@ -13,6 +13,7 @@ from mlir import ir
 
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Knob
+from mlirtune.ir.gathers import reads_rows
 from mlirtune.ir.roots import element_types, loop_sizes, rows_cols
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.knobs import powers_of_two, threads_knob, vector_columns
@@ -43,7 +44,8 @@ class Elementwise(VectorTileFamily[ElementwiseKnobs]):
 
     def build(self, op: OpInfo, parameters: Config) -> ir.Module:
         knobs = self.knob_values(op, parameters)
-        return elementwise_schedule(shape=chain_loops(op), knobs=knobs)
+        gathers = bool(op.attributes.get("row_gathers"))
+        return elementwise_schedule(shape=chain_loops(op), knobs=knobs, gathers=gathers)
 
     def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
         # One row per tile: every row of a tile becomes its own unrolled run of vector ops,
@@ -57,7 +59,11 @@ ELEMENTWISE = Elementwise()
 
 
 def elementwise_schedule(
-    *, shape: Sequence[int], knobs: ElementwiseKnobs, name: str = "elementwise"
+    *,
+    shape: Sequence[int],
+    knobs: ElementwiseKnobs,
+    name: str = "elementwise",
+    gathers: bool = False,
 ) -> ir.Module:
     """Tile the chain's last op (its root, of loop sizes `shape`; not any other generic,
     such as a broadcast of another rank feeding it) over its two innermost parallel dims,
@@ -65,7 +71,8 @@ def elementwise_schedule(
     whole gets no loop (a unit dim's loop of one iteration would be folded away under
     tile-and-fuse, which then aborts on the missing loop). Partial tiles are peeled off, so
     the main tiles have static shapes and vectorize even when the sizes do not divide the
-    shape."""
+    shape. `gathers`: the chain's table reads are rows (`ir.gathers.reads_rows`), each a
+    vector load."""
     tiles = [1] * max(0, len(shape) - 2) + [knobs.rows] * (len(shape) > 1) + [knobs.cols]
     sizes = [size if size < dim else 0 for dim, size in zip(shape, tiles, strict=True)]
     # With THREADS > 1 and whole tiles in the outer dims, those are one scf.forall spread
@@ -87,7 +94,7 @@ def elementwise_schedule(
                 s.peel(loop_handle, step="peel_partial_tiles")
         function = s.match(s.root, ["func.func"], step="match_function")
         s.canonicalize(function)  # folds the peeled tiles' sizes into static shapes
-        function = s.vectorize_function(function)
+        function = s.vectorize_function(function, gathers=gathers)
         # Folding is left to the lowering passes: with a broadcast operand (a row vector),
         # broadcast lowering and canonicalization rewrite each other forever.
         s.lower_vectors(function, canonicalize=False)
@@ -102,7 +109,10 @@ def chain_root(op: ir.Operation) -> OpInfo:
     dims = rows_cols(loops)
     if len(loops) > 2:
         dims |= {f"L{i}": size for i, size in enumerate(loops)}
-    return OpInfo("elementwise", dims, element_types(op), op.name, {"rank": len(loops)})
+    attributes = {"rank": len(loops)}
+    if op.parent is not None and reads_rows(op.parent):
+        attributes["row_gathers"] = 1
+    return OpInfo("elementwise", dims, element_types(op), op.name, attributes)
 
 
 def chain_loops(op: OpInfo) -> list[int]:
