@@ -31,6 +31,7 @@ def main(program_path: str, text_path: str, func_name: str) -> None:
     table[aten._safe_softmax.default] = safe_softmax
     table[aten.cumsum.default] = cumsum
     table[aten.convolution.default] = strided_convolution
+    table[aten.view.default] = view
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # torch's own deprecations
         program = torch.export.load(program_path)
@@ -66,6 +67,19 @@ def var_mean(x, dim=None, *, correction=None, keepdim=False):
 # Elements of a cumulative sum's blocks: each block's sums are one product with an
 # upper-triangular matrix of ones, B * B multiply-adds per B elements.
 SCAN_BLOCK = 32
+
+
+def view(x, size):
+    """aten.view, of a contiguous copy where the tensor is not contiguous: decomposing
+    GPT-2's attention at batch 8 left a view of a transposed [8, 128, 256] tensor (its
+    `contiguous` gone), which torch's own view refuses. A contiguous tensor's view is traced
+    as it is (NotImplemented)."""
+    import torch
+
+    if x.is_contiguous():
+        return NotImplemented
+    copy = torch.ops.aten.clone.default(x, memory_format=torch.contiguous_format)
+    return torch.ops.aten.view.default(copy, size)
 
 
 def cumsum(x, dim, dtype=None):
