@@ -12,6 +12,8 @@
   whole output buffers again, not to views of them.
 - A gather's (an embedding's) indices are read in its body, where the vectorizer sees one
   index per row (`ir.gathers`).
+- The element-wise ops and reductions between a channels-last transpose and its inverse (a
+  LayerNorm2d) are computed on the untransposed input (`channels_last`).
 - An argmax or argmin becomes two row reductions the row families vectorize
   (`arg_reductions`).
 - A contraction over several row dims (a Linear on [batch, tokens, features], once
@@ -25,6 +27,7 @@ from mlir import ir
 from mlir.dialects import linalg, tensor
 
 from mlirtune.dispatch.arg_reductions import split_arg_reductions
+from mlirtune.dispatch.channels_last import compute_channels_first
 from mlirtune.dispatch.collapse import collapse_row_dims, store_into_whole_buffers
 from mlirtune.ir.gathers import read_indices_in_bodies
 from mlirtune.ir.inspect import defining_op, ops_named
@@ -50,6 +53,9 @@ def prepare_for_dispatch(function: ir.Operation) -> list[str]:
     moved = read_indices_in_bodies(function)
     if moved:
         notes.append(f"{moved} gather index input(s) read in the gather's body")
+    channels = compute_channels_first(function)
+    if channels:
+        notes.append(f"{channels} channels-last chain(s) computed on the channels-first input")
     split = split_arg_reductions(function)
     if split:
         notes.append(f"{split} argmax/argmin reduction(s) split into an extreme and its index")

@@ -82,8 +82,8 @@ class AxisReduction(HostFamily[AxisReductionKnobs]):
         """One reduced loop with parallel loops inside it (a sum over a middle axis): the
         reduction steps over whole rows of the inner loops, not along a row."""
         reduced = reduction_loops(op) if has_reduction(op) and not is_windowed(op) else []
-        if len(reduced) != 1 or reduced[0] == len(loops) - 1:
-            return None
+        if len(reduced) != 1 or reduced[0] == len(loops) - 1 or len(loops) > 3:
+            return None  # the schedule tiles [OUTER, R, INNER]; more loops: the generic's
         (r,) = reduced
         dims = {"OUTER": product(loops[:r]), "R": loops[r], "INNER": product(loops[r + 1 :])}
         # Two outputs: an arg reduction (value and index, see workloads/reduce.py).
