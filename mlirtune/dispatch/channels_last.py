@@ -8,7 +8,7 @@ The same statistics are reductions over the middle axis of the untransposed [N, 
 rows. So the element-wise ops and reductions between the transpose and its inverse are
 rebuilt on that view, and both transposes go: each value of the chain that holds channels
 and pixels is [N, C, S]; the others (a pixel's statistics, [N, H, W, 1]) keep their order
-with the spatial dims merged ([N, S, 1]).
+with the spatial dims merged and the unit dims dropped ([N, S]).
 """
 
 from __future__ import annotations

@@ -120,6 +120,7 @@ def _drop_assertions(function: ir.Operation) -> int:
 
 
 def _erase_if_dead(value: ir.Value) -> None:
+    """Erase the arith op defining `value` once nothing reads it, and so up its operands."""
     op = defining_op(value)
     if op is None or not op.name.startswith("arith.") or any(list(r.uses) for r in op.results):
         return
