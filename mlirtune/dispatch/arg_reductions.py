@@ -20,12 +20,16 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import arith, linalg, tensor
 
-from mlirtune.ir.inspect import defining_op, ops_named
+from mlirtune.ir.inspect import defining_op, linalg_index_loop, ops_named
 from mlirtune.ir.maps import generic, projection_map
 from mlirtune.ir.roots import indexing_maps, loop_sizes, reduction_loops
 
-# The combiner of the running extreme, and the comparison that moves the index to a new one.
-EXTREMES = {"arith.maximumf": arith.CmpFPredicate.OGT, "arith.minimumf": arith.CmpFPredicate.OLT}
+# Per combiner of the running extreme: the comparison that moves the index to a new one, the
+# extreme's start and the builder of its reduction's combiner.
+EXTREMES = {
+    "arith.maximumf": (arith.CmpFPredicate.OGT, -math.inf, arith.maximumf),
+    "arith.minimumf": (arith.CmpFPredicate.OLT, math.inf, arith.minimumf),
+}
 
 
 def split_arg_reductions(function: ir.Operation) -> int:
@@ -56,29 +60,26 @@ def _arg_reduction(op: ir.Operation) -> str | None:
         return None
     if set(extreme.operands) != {x, value} or chosen.name != "arith.select":
         return None
-    compare, new_index = defining_op(chosen.operands[0]), defining_op(chosen.operands[1])
+    compare, new_index = defining_op(chosen.operands[0]), chosen.operands[1]
     if chosen.operands[2] != index or compare is None or compare.name != "arith.cmpf":
         return None
+    better, start, _ = EXTREMES[extreme.name]
     predicate = ir.IntegerAttr(compare.attributes["predicate"]).value
-    if predicate != int(EXTREMES[extreme.name]) or list(compare.operands) != [x, value]:
+    if predicate != int(better) or list(compare.operands) != [x, value]:
         return None
     if not _is_reduced_index(new_index, reduction_loops(op)[0]):
         return None
-    inf = -math.inf if extreme.name == "arith.maximumf" else math.inf
-    if _filled_with(op.operands[1]) != inf or _filled_with(op.operands[2]) != 0:
+    if _filled_with(op.operands[1]) != start or _filled_with(op.operands[2]) != 0:
         return None
     return extreme.name
 
 
-def _is_reduced_index(op: ir.Operation | None, loop: int) -> bool:
-    """Whether `op` is `linalg.index loop`, or an `arith.index_cast` of it."""
-    if op is not None and op.name == "arith.index_cast":
-        op = defining_op(op.operands[0])
-    return (
-        op is not None
-        and op.name == "linalg.index"
-        and ir.IntegerAttr(op.attributes["dim"]).value == loop
-    )
+def _is_reduced_index(value: ir.Value, loop: int) -> bool:
+    """Whether `value` is `linalg.index loop`, or an `arith.index_cast` of it."""
+    cast = defining_op(value)
+    if cast is not None and cast.name == "arith.index_cast":
+        value = cast.operands[0]
+    return linalg_index_loop(value) == loop
 
 
 def _filled_with(value: ir.Value) -> float | None:
@@ -100,14 +101,16 @@ def _split(op: ir.Operation, combiner: str) -> None:
     max arrives as a max with indices nobody reads)."""
     x, value_init, index_init = op.operands
     loop = reduction_loops(op)[0]
+    size = loop_sizes(op)[loop]
     x_map, out_map, _ = indexing_maps(op)
     iterators = ["reduction" if d == loop else "parallel" for d in range(x_map.n_dims)]
     with ir.InsertionPoint(op), op.location:
-        combine = arith.maximumf if combiner == "arith.maximumf" else arith.minimumf
+        combine = EXTREMES[combiner][2]
         extreme = generic([x], value_init, [x_map, out_map], iterators, combine)
         op.results[0].replace_all_uses_with(extreme)
         if list(op.results[1].uses):
-            first = _first_index_of(x, extreme, index_init, loop, [x_map, out_map], iterators)
+            maps = [x_map, out_map, projection_map(x_map.n_dims, [loop]), out_map]
+            first = _first_index_of(x, extreme, index_init, size, maps, iterators)
             op.results[1].replace_all_uses_with(first)
     op.erase()
 
@@ -116,15 +119,14 @@ def _first_index_of(
     x: ir.Value,
     extreme: ir.Value,
     index_init: ir.Value,
-    loop: int,
+    size: int,
     maps: list[ir.AffineMap],
     iterators: list[str],
 ) -> ir.Value:
-    """The reduction of `select(x == extreme, k, size)` by `minsi` over `loop`."""
-    x_map, out_map = maps
+    """The reduction of `select(x == extreme, k, size)` by `minsi` over the reduced loop (of
+    `size` steps); `maps` index x, the extreme, k and the result."""
     index_type = ir.RankedTensorType(index_init.type)
     element = index_type.element_type
-    size = ir.RankedTensorType(x.type).shape[list(x_map.results).index(ir.AffineDimExpr.get(loop))]
     beyond = arith.constant(element, size)
     positions = arith.constant(  # k, read as an input: reduction tiling loses the
         ir.RankedTensorType.get([size], element),  # offset of a linalg.index
@@ -133,7 +135,7 @@ def _first_index_of(
     return generic(
         [x, extreme, positions],
         linalg.fill(beyond, outs=[tensor.empty(index_type.shape, element)]),
-        [x_map, out_map, projection_map(x_map.n_dims, [loop]), out_map],
+        maps,
         iterators,
         lambda a, m, k, acc: _first_index(a, m, k, acc, beyond),
     )

@@ -19,6 +19,7 @@ from mlir import ir
 from mlir.dialects import linalg, tensor
 
 from mlirtune.ir.inspect import ops_named
+from mlirtune.ir.pointwise import collapsed
 from mlirtune.ir.roots import indexing_maps, loop_sizes, product
 
 # Logical dims: the batch, the channels, a spatial dim (SPATIAL + i for the i-th), a kept
@@ -248,12 +249,8 @@ def _rebuild(transpose: ir.Operation, chain: Chain) -> None:
 
 
 def _collapsed(value: ir.Value, groups: list[list[int]]) -> ir.Value:
-    shaped = ir.ShapedType(value.type)
-    if all(len(group) == 1 for group in groups):
-        return value
-    sizes = [product(shaped.shape[i] for i in group) for group in groups]
-    result_type = ir.RankedTensorType.get(sizes, shaped.element_type)
-    return tensor.collapse_shape(result_type, value, groups)
+    """`value` collapsed by `groups`, or itself where no group merges dims."""
+    return value if all(len(group) == 1 for group in groups) else collapsed(value, groups)
 
 
 def _rebuild_generic(op: ir.Operation, chain: Chain, replaced: dict[ir.Value, ir.Value]) -> None:

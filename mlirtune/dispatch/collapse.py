@@ -15,7 +15,7 @@ from mlir.dialects import bufferization, linalg, memref, tensor
 
 from mlirtune.ir.attrs import to_attribute
 from mlirtune.ir.inspect import defining_op, ops_named
-from mlirtune.ir.maps import projection_map
+from mlirtune.ir.maps import map_loops, projection_map
 from mlirtune.ir.roots import product
 
 RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
@@ -72,17 +72,10 @@ def _row_dims_layout(op: ir.Operation) -> bool | None:
         return None
     m, (n,), (k,) = list(dims.m), dims.n, dims.k
     maps = [ir.AffineMapAttr(a).value for a in linalg.get_indexing_maps(op)]
-    a_map, b_map, c_map = (_dims_of(x) for x in maps)
+    a_map, b_map, c_map = (map_loops(x) for x in maps)
     if a_map != [*m, k] or c_map != [*m, n] or m != sorted(m) or b_map not in ([n, k], [k, n]):
         return None
     return b_map == [n, k]
-
-
-def _dims_of(affine_map: ir.AffineMap) -> list[int] | None:
-    results = list(affine_map.results)
-    if not all(isinstance(r, ir.AffineDimExpr) for r in results):
-        return None
-    return [ir.AffineDimExpr(r).position for r in results]
 
 
 def _collapsed(shaped: ir.Type, rows: int) -> ir.RankedTensorType:
@@ -225,7 +218,7 @@ def _maps(op: ir.Operation) -> list[ir.AffineMap]:
 def _collapsed_map(affine_map: ir.AffineMap, rows: int) -> ir.AffineMap | None:
     """The 2-D map of an operand read whole (identity), along the last dim, or as a
     scalar; None for any other read (a broadcast along some row dims)."""
-    dims = _dims_of(affine_map)
+    dims = map_loops(affine_map)
     if dims == list(range(rows + 1)):
         return projection_map(2, [0, 1])
     if dims == [rows]:
@@ -242,7 +235,7 @@ def _collapse_generic(expand: ir.Operation, op: ir.Operation) -> None:
     with ir.InsertionPoint(op), op.location:
 
         def flat(value: ir.Value, affine_map: ir.AffineMap) -> ir.Value:
-            if len(_dims_of(affine_map)) != rows + 1:
+            if len(map_loops(affine_map)) != rows + 1:
                 return value
             if value == expand.results[0]:
                 return expand.operands[0]

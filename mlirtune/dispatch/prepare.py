@@ -23,6 +23,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from mlir import ir
 from mlir.dialects import linalg, tensor
 
@@ -36,29 +38,12 @@ from mlirtune.ir.maps import projection_map
 
 def prepare_for_dispatch(function: ir.Operation) -> list[str]:
     """Apply the clean-ups to `function` in place; returns one note per kind of change."""
-    notes = []
     store_into_whole_buffers(function)  # a dispatch's own payload, as the split wrote it
-    dropped = _drop_assertions(function)
-    if dropped:
-        notes.append(f"{dropped} runtime assertion(s) (cf.assert) dropped")
-    folded = _fold_transposes_into_matmuls(function)
-    if folded:
-        notes.append(f"{folded} transposed matmul operand(s) read in place")
-    collapsed = collapse_row_dims(function)
-    if collapsed:
-        notes.append(f"{collapsed} contraction(s) over several row dims made 2-D matmuls")
-    merged = _merge_slices_of_slices(function)
-    if merged:
-        notes.append(f"{merged} slice(s) of slices read their source directly")
-    moved = read_indices_in_bodies(function)
-    if moved:
-        notes.append(f"{moved} gather index input(s) read in the gather's body")
-    channels = compute_channels_first(function)
-    if channels:
-        notes.append(f"{channels} channels-last chain(s) computed on the channels-first input")
-    split = split_arg_reductions(function)
-    if split:
-        notes.append(f"{split} argmax/argmin reduction(s) split into an extreme and its index")
+    notes = []
+    for clean_up, note in CLEAN_UPS:
+        changed = clean_up(function)
+        if changed:
+            notes.append(f"{changed} {note}")
     return notes
 
 
@@ -174,3 +159,15 @@ def _transposed_source(value: ir.Value) -> ir.Value | None:
         return None
     permutation = list(ir.DenseI64ArrayAttr(owner.attributes["permutation"]))
     return owner.operands[0] if permutation == [1, 0] else None
+
+
+# Each clean-up, in order, and what its note says of the count it returns.
+CLEAN_UPS: tuple[tuple[Callable[[ir.Operation], int], str], ...] = (
+    (_drop_assertions, "runtime assertion(s) (cf.assert) dropped"),
+    (_fold_transposes_into_matmuls, "transposed matmul operand(s) read in place"),
+    (collapse_row_dims, "contraction(s) over several row dims made 2-D matmuls"),
+    (_merge_slices_of_slices, "slice(s) of slices read their source directly"),
+    (read_indices_in_bodies, "gather index input(s) read in the gather's body"),
+    (compute_channels_first, "channels-last chain(s) computed on the channels-first input"),
+    (split_arg_reductions, "argmax/argmin reduction(s) split into an extreme and its index"),
+)

@@ -12,7 +12,8 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import linalg, tensor
 
-from mlirtune.ir.inspect import ops_named
+from mlirtune.ir.inspect import linalg_index_loop, ops_named
+from mlirtune.ir.maps import map_loops
 from mlirtune.ir.roots import indexing_maps, loop_sizes
 
 
@@ -29,7 +30,7 @@ def read_indices_in_bodies(function: ir.Operation) -> int:
         maps = indexing_maps(op)
         for position in range(inputs):
             argument = block.arguments[position]
-            dims = _dims(maps[position])
+            dims = map_loops(maps[position])
             if dims is None or not _only_indexes(argument) or not list(argument.uses):
                 continue
             with ir.InsertionPoint.at_block_begin(block), op.location:
@@ -59,13 +60,6 @@ def _in_generic(op: ir.Operation) -> bool:
     return op.parent is not None and op.parent.name == "linalg.generic"
 
 
-def _dims(affine_map: ir.AffineMap) -> list[int] | None:
-    """The loops a map's results are, when each is one loop."""
-    if not all(isinstance(e, ir.AffineDimExpr) for e in affine_map.results):
-        return None
-    return [ir.AffineDimExpr(e).position for e in affine_map.results]
-
-
 def _only_indexes(value: ir.Value) -> bool:
     """Whether every use of `value` is an index cast feeding only gathers' indices."""
     for use in value.uses:
@@ -80,30 +74,24 @@ def _only_indexes(value: ir.Value) -> bool:
 
 
 def _reads_a_row(extract: ir.Operation) -> bool:
-    generic = extract.parent
-    innermost = len(loop_sizes(generic) or [0]) - 1
     *leading, last = list(extract.operands)[1:]
-    invariant = all(_invariant(v, generic, innermost) for v in leading)
-    return invariant and _is_index_of(last, innermost)
+    innermost = _innermost(extract.parent)
+    return _invariant_indices(extract, leading) and linalg_index_loop(last) == innermost
 
 
 def _reads_an_index(extract: ir.Operation) -> bool:
     """One element, the same along the innermost loop, used only as a gather's index."""
-    generic = extract.parent
-    innermost = len(loop_sizes(generic) or [0]) - 1
     indices = list(extract.operands)[1:]
-    return _only_indexes(extract.results[0]) and all(
-        _invariant(v, generic, innermost) for v in indices
-    )
+    return _only_indexes(extract.results[0]) and _invariant_indices(extract, indices)
 
 
-def _is_index_of(value: ir.Value, loop: int) -> bool:
-    owner = value.owner
-    return (
-        isinstance(owner, ir.OpView)
-        and owner.operation.name == "linalg.index"
-        and ir.IntegerAttr(owner.attributes["dim"]).value == loop
-    )
+def _innermost(generic: ir.Operation) -> int:
+    return len(loop_sizes(generic) or [0]) - 1
+
+
+def _invariant_indices(extract: ir.Operation, indices: list[ir.Value]) -> bool:
+    generic = extract.parent
+    return all(_invariant(v, generic, _innermost(generic)) for v in indices)
 
 
 def _invariant(value: ir.Value, generic: ir.Operation, innermost: int) -> bool:
@@ -112,9 +100,10 @@ def _invariant(value: ir.Value, generic: ir.Operation, innermost: int) -> bool:
     owner = value.owner
     if isinstance(owner, ir.Block):
         return owner != generic.regions[0].blocks[0]
+    loop = linalg_index_loop(value)
+    if loop is not None:
+        return loop != innermost
     op = owner.operation
-    if op.name == "linalg.index":
-        return ir.IntegerAttr(op.attributes["dim"]).value != innermost
     if op.parent != generic:
         return True
     return all(_invariant(v, generic, innermost) for v in op.operands)

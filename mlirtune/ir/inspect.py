@@ -33,6 +33,14 @@ def defining_op(value: ir.Value) -> ir.Operation | None:
     return None if isinstance(value.owner, ir.Block) else value.owner.operation
 
 
+def linalg_index_loop(value: ir.Value) -> int | None:
+    """The loop a `linalg.index` result names; None for any other value."""
+    op = defining_op(value)
+    if op is None or op.name != "linalg.index":
+        return None
+    return ir.IntegerAttr(op.attributes["dim"]).value
+
+
 def ops_named(scope: ir.Operation, name: str) -> list[ir.Operation]:
     """The ops called `name` nested in `scope` (not `scope` itself), outer before inner,
     collected before the caller rewrites any."""

@@ -18,6 +18,14 @@ def projection_map(rank: int, dims: Sequence[int]) -> ir.AffineMap:
     return ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(d) for d in dims])
 
 
+def map_loops(affine_map: ir.AffineMap) -> list[int] | None:
+    """The loop each of a map's results is, when each is one plain loop (else None)."""
+    results = list(affine_map.results)
+    if not all(isinstance(r, ir.AffineDimExpr) for r in results):
+        return None
+    return [ir.AffineDimExpr(r).position for r in results]
+
+
 def generic(
     inputs: Sequence[ir.Value],
     init: ir.Value,
