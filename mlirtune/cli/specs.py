@@ -212,6 +212,8 @@ def _verify(args: argparse.Namespace) -> int:
                 else "applies (valid here)"
             )
             print(f"  stale  {report.label}: tuned {'; '.join(report.stale)}; {verdict}")
+        elif report.broken:
+            print(f"  moved  {report.label}: not applied, pinned {report.broken[0]}")
     bad = [r for r in reports if not r.ok]
     overlaps = [r for r in reports if r.shadowed_by]
     print(f"{plural(len(reports), 'entry')}: {len(bad)} with problems, {len(overlaps)} shadowed")

@@ -17,14 +17,10 @@ from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.interfaces.target import Target
 from mlirtune.pipeline.plan import plan_for
 from mlirtune.schedules.registry import bound_family
+from mlirtune.specs.entry_config import config_violations, selector_moved, unset_knobs
 from mlirtune.specs.library import SpecLibrary
 from mlirtune.specs.merge import merge, probe
-from mlirtune.specs.specset import (
-    config_violations,
-    foreign_class,
-    stale_reasons,
-    unset_knobs,
-)
+from mlirtune.specs.specset import foreign_class, stale_reasons
 
 
 @dataclass
@@ -71,19 +67,33 @@ def check(libraries: list[SpecLibrary], target: Target) -> list[EntryReport]:
             if same and same[0] != index:
                 report.shadowed_by = origins[same[0]].label
             report.also_matches = [origins[j].label for j in same if j > index]
-            if report.stale and entry.config and report.foreign is None:
-                report.broken = _broken_here(entry.config, report.workload, entry.pipeline, target)
+            kept_selector = meta.get("won") is False  # applies while the selector agrees
+            if (report.stale or kept_selector) and entry.config and report.foreign is None:
+                report.broken = _broken_here(
+                    entry.config, report.workload, entry.pipeline, target, kept_selector
+                )
         except MlirtuneError as error:
             report.error = str(error)
     return reports
 
 
 def _broken_here(
-    config: dict[str, int], workload: dict, pipeline: str | None, target: Target
+    config: dict[str, int],
+    workload: dict,
+    pipeline: str | None,
+    target: Target,
+    kept_selector: bool,
 ) -> list[str]:
     lowering = plan_for(rebuild_workload(workload), target)
     if pipeline is not None and lowering.descriptor.name != pipeline:
         return []  # tuned for a pipeline this target does not pick by default
     _, op, _ = bound_family(lowering)
+    if kept_selector:
+        moved = selector_moved(config, op, lowering, target)
+        return (
+            ["the choice of a selector that has since moved (its race found no winner)"]
+            if moved
+            else []
+        )
     unset = unset_knobs(config, op, lowering, target)
     return config_violations(config, op, lowering, target) + [f"unset {k}" for k in unset]

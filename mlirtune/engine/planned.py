@@ -16,7 +16,8 @@ from mlirtune.interfaces.workload import Workload
 from mlirtune.ir.context import new_context
 from mlirtune.pipeline import resolve_descriptor
 from mlirtune.pipeline.plan import plan_payload
-from mlirtune.specs.specset import SpecSet, config_violations
+from mlirtune.specs.entry_config import config_violations
+from mlirtune.specs.specset import SpecSet
 
 
 class DescriptorEngine(Engine):

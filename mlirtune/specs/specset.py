@@ -14,6 +14,8 @@ parameter selector decides. What an entry may do depends on where it was tuned:
   and the fix (`mlirtune specs adapt` races the shipped classes' configs on this host;
   `mlirtune tune ... --starter-spec` searches from it). `mlirtune tune` starts its search
   from such entries of the libraries it loads.
+An entry whose race found nothing faster than the selector (`won` false) recorded the
+selector's choice of its day: once the selector chooses otherwise, it is not applied.
 """
 
 from __future__ import annotations
@@ -28,9 +30,8 @@ from mlir import ir
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.lowering import Lowering
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.interfaces.schedule import ScheduleFamily
 from mlirtune.interfaces.target import UNKNOWN_CLASS, Target
-from mlirtune.schedules.registry import bound_family
+from mlirtune.specs.entry_config import config_violations, selector_moved, unset_knobs
 from mlirtune.specs.library import SpecEntry, SpecLibrary
 from mlirtune.specs.matchers import CONFIG_ATTRIBUTE, SOURCE_ATTRIBUTE, read_config
 from mlirtune.specs.merge import EntryFilter, MergedEntry, apply, merge, probe, root_ops
@@ -255,9 +256,23 @@ class SpecSet:
         gets the warning a --param config gets. A stale one applies only if its config is
         valid in this target's space. A user's library warns either way; the shipped
         defaults, tuned on one CPU of their class for every CPU of it, say so in the
-        lowering's notes instead, so a warning is not printed for every compile."""
+        lowering's notes instead, so a warning is not printed for every compile. An entry
+        whose race found nothing faster than the selector of its day applies only while the
+        selector still chooses its config: it must not pin an older selector's choice."""
         stale = stale_reasons(origin.entry, self.target)
-        if not stale:
+        applies = True
+        if origin.entry.metadata.get("won") is False and selector_moved(
+            config, op, lowering, self.target
+        ):
+            applies, note = (
+                False,
+                (
+                    f"spec entry {origin.label} found no config faster than the selector it was "
+                    "raced against, and the selector now chooses another, so it is not applied "
+                    "(`mlirtune specs adapt` races it again)"
+                ),
+            )
+        elif not stale:
             broken = [
                 name
                 for name in config_violations(config, op, lowering, self.target)
@@ -272,6 +287,7 @@ class SpecSet:
         else:
             unset = unset_knobs(config, op, lowering, self.target)
             broken = unset or config_violations(config, op, lowering, self.target)
+            applies = not broken
             where = f"spec entry {origin.label} was tuned {' and '.join(stale)}"
             if unset:
                 note = (
@@ -285,7 +301,7 @@ class SpecSet:
                 note = f"{where}; its config is valid here, applying it"
         if note and not is_shipped(origin.origin):
             warnings.warn(note, SpecWarning, stacklevel=3)
-        return not (stale and broken), note
+        return applies, note
 
 
 def foreign_class(entry: SpecEntry, target: Target, fingerprint: str | None = None) -> str | None:
@@ -316,49 +332,6 @@ def stale_reasons(entry: SpecEntry, target: Target) -> list[str]:
     if toolchain.get("hash") not in (None, digest(current_toolchain())):
         reasons.append(f"with another toolchain ({toolchain.get('summary', '?')})")
     return reasons
-
-
-def config_violations(
-    config: dict[str, int], op: OpInfo, lowering: Lowering, target: Target
-) -> list[str]:
-    """What `config` (slot values) breaks of the constraints the pipeline's schedule family
-    puts on its knobs on `target`; empty when the family has no model here (nothing to
-    check against). Knobs the entry does not set are checked at their defaults, which is
-    what a compile gives them."""
-    modelled = _entry_knobs(config, op, lowering, target)
-    if modelled is None:
-        return []
-    family, knobs = modelled
-    return family.violations(op, target, {**family.defaults(op), **knobs})
-
-
-def unset_knobs(
-    config: dict[str, int], op: OpInfo, lowering: Lowering, target: Target
-) -> list[str]:
-    """The knobs `config` (slot values) does not set, such as one added to the family after
-    it was tuned, that the family's selector sets to other values than their defaults."""
-    modelled = _entry_knobs(config, op, lowering, target)
-    if modelled is None:
-        return []
-    family, knobs = modelled
-    chosen, defaults = family.select(op, target), family.defaults(op)
-    return [k for k, v in chosen.items() if k not in knobs and v != defaults[k]]
-
-
-def _entry_knobs(
-    config: dict[str, int], op: OpInfo, lowering: Lowering, target: Target
-) -> tuple[ScheduleFamily, dict[str, int]] | None:
-    """The pipeline's schedule family and `config`'s values by knob name; None where the
-    family has no model for `op` on `target` (nothing to check against)."""
-    try:
-        family, _, slots = bound_family(lowering)
-    except UsageError:
-        return None
-    if op.kind not in family.root_kinds or not family.covers(target):
-        return None
-    knob_names = {knob.name for knob in family.knobs}
-    by_slot = {slot: knob for knob, slot in slots.items() if knob in knob_names}
-    return family, {by_slot[slot]: value for slot, value in config.items() if slot in by_slot}
 
 
 def _parse(data: bytes) -> SpecLibrary:

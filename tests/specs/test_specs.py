@@ -334,6 +334,23 @@ def test_stale_entry_that_predates_a_knob_is_skipped(tmp_path, capsys):
     assert code == 1 and "unset KC" in out
 
 
+def test_an_entry_that_kept_the_selector_applies_only_while_the_selector_agrees(tmp_path, capsys):
+    """won = false: the race found nothing faster than the selector of its day, whose config
+    the entry holds. While the selector still chooses it, the entry applies (the same
+    config); an older selector's config is not applied, and `specs verify` says why."""
+    name = entry_name(problem(MATMUL).key.workload, "matmul")
+    same = save(tmp_path, "same", (MATMUL, baseline(MATMUL)), won=False)
+    assert spec_engine(same).plan(workload(MATMUL)).config_source == f"spec:same:{name}"
+    older = save(tmp_path, "older", (MATMUL, valid_other(MATMUL)), won=False)
+    with pytest.warns(SpecWarning, match="the selector now chooses another, so it is not"):
+        lowering = spec_engine(older).plan(workload(MATMUL))
+    assert lowering.config_source == "selector"
+    assert lowering.values == {**baseline(MATMUL), **TARGET.pipeline_values()}
+    code, out, _ = cli(capsys, "specs", "verify", older)
+    assert code == 1 and "not applied, pinned the choice of a selector that has since moved" in out
+    assert cli(capsys, "specs", "verify", same)[0] == 0
+
+
 # --- the shipped libraries ---------------------------------------------------------------
 
 
