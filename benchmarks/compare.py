@@ -34,12 +34,16 @@ class Comparison:
         return self.numpy_s / self.ours_s
 
     @property
+    def ours_gflops(self) -> float:
+        return self.flops / self.ours_s / 1e9
+
+    @property
     def ours_gbs(self) -> float:
         return self.moved / self.ours_s / 1e9
 
     def row(self) -> str:
         return (
-            f"{self.label:34s} {self.flops / self.ours_s / 1e9:9.1f} "
+            f"{self.label:34s} {self.ours_gflops:9.1f} "
             f"{self.flops / self.numpy_s / 1e9:9.1f} {self.ratio:7.2f}x "
             f"({min(self.round_ratios):.2f}-{max(self.round_ratios):.2f})"
         )

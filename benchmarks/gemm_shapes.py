@@ -4,11 +4,17 @@ one run, then the geometric mean of the ratios.
     python benchmarks/gemm_shapes.py [--rounds 3] [--max-time 1.0] [--group square ...]
         [--no-specs] [--pipeline NAME] [--tune BUDGET [--strategy model] [--db PATH]]
 
+AVX2 on an AVX-512 host, both sides restricted (our kernels to 256-bit vectors, numpy's
+OpenBLAS to its Haswell kernels):
+
+    MLIRTUNE_ISA=avx2 OPENBLAS_CORETYPE=Haswell python benchmarks/gemm_shapes.py
+
 The shape set is the one the project's speed targets name: square, Llama-2-7B and BERT-large
 projections, tall and odd shapes, batch matmuls, an MLP layer and matrix-vector products.
 For mlp the numpy side runs three separate ops (matmul, add bias, ReLU). Matrix-vector
 products are memory-bound: their rows also give our GB/s and its share of the host's
-measured streaming read bandwidth (`mlirtune.peak.measured_bandwidth_gbs`).
+measured streaming read bandwidth (`mlirtune.peak.measured_bandwidth_gbs`); the others give
+our share of the measured FMA peak (`mlirtune.peak.measured_peak_gflops`).
 
 With --tune, each shape is first tuned (`mlirtune tune`, at most BUDGET candidates; the
 records go to the tuning database, so a second run resumes) and the tuned config is the
@@ -21,11 +27,12 @@ import argparse
 import math
 
 from compare import HEADER, compare
+from threadpoolctl import threadpool_info
 from tuned import tuned_parameters
 
 from mlirtune.engine import MlirJitEngine
 from mlirtune.interfaces.workload import Workload
-from mlirtune.peak import measured_bandwidth_gbs
+from mlirtune.peak import measured_bandwidth_gbs, measured_peak_gflops
 from mlirtune.tune.db import default_db_path
 from mlirtune.tune.tuner import TuneOptions
 from mlirtune.workloads import BatchMatmul, Matmul, Mlp
@@ -81,6 +88,10 @@ def main() -> None:
     engine = MlirJitEngine(pipeline=args.pipeline, use_specs=not args.no_specs)
     groups = args.group or list(GROUPS)
     bandwidth = measured_bandwidth_gbs(engine.target) if MEMORY_BOUND & set(groups) else None
+    peak = measured_peak_gflops(engine.target, "f32")
+    print(f"ours: {engine.target}, {engine.target.features.fma_in_flight} FMAs in flight")
+    print(f"numpy: OpenBLAS {openblas_core()} kernels (OPENBLAS_CORETYPE chooses them)")
+    print(f"measured FMA peak: {peak:.1f} GFLOP/s (one core)")
     if bandwidth:
         print(f"measured streaming read bandwidth: {bandwidth:.1f} GB/s (one core)")
     print(HEADER)
@@ -97,9 +108,17 @@ def main() -> None:
             row = result.row()
             if bandwidth and group in MEMORY_BOUND:
                 row += f" {result.ours_gbs:6.1f} GB/s {100 * result.ours_gbs / bandwidth:4.0f}% bw"
+            else:
+                row += f" {100 * result.ours_gflops / peak:4.0f}% peak"
             print(row, " ", " ".join(f"{k}={v}" for k, v in result.parameters.items()))
     geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
     print(f"{'geometric mean':34s} {'':>9s} {'':>9s} {geomean:7.2f}x   min {min(ratios):.2f}x")
+
+
+def openblas_core() -> str:
+    """The core type numpy's OpenBLAS runs its kernels for (e.g. Haswell, SkylakeX)."""
+    found = [i.get("architecture") for i in threadpool_info() if i["internal_api"] == "openblas"]
+    return found[0] if found and found[0] else "(unknown)"
 
 
 if __name__ == "__main__":

@@ -6,47 +6,34 @@ or runs at another clock, so "% of peak" is reported against a measurement inste
 `fma_peak` workload (`bf16_dot_peak` for bf16 on AVX512-BF16, `int8_dot_peak` for int8 on
 AVX2 and later, `amx_peak` for either on AMX), timed like any kernel.
 Memory-bound kernels are held against the bandwidth one core reads an array past the
-last-level cache at: the `stream_read` workload. All are kept in
-`$XDG_CACHE_HOME/mlirtune/peaks.json` (else ~/.cache), one flat object of positive numbers:
-the FMA peak under `cache_key` (the target's fingerprint digest and this boot of the
-machine), the dot products', the AMX tiles' and the bandwidth under that key +
-BF16_DOT_SUFFIX, INT8_DOT_SUFFIX, AMX_SUFFIXES and BANDWIDTH_SUFFIX. An entry that is
-unreadable or not a positive finite number is measured again, and so is one from another
-boot: one CPU model runs at other clocks on other machines (a VM measured 216 GFLOP/s on
-one boot, 192 on the next), and a stale figure misstates every "% of peak".
+last-level cache at: the `stream_read` workload. The FMAs a core keeps in flight, which
+the selectors' register tiles must cover, are the rate of many FMA chains over one's
+(`measure_fma_in_flight`). All are kept per CPU and boot by targets/measured_facts.py: the
+FMA peak under `cache_key`, the others under that key + BF16_DOT_SUFFIX, INT8_DOT_SUFFIX,
+AMX_SUFFIXES and BANDWIDTH_SUFFIX (the FMAs in flight: targets/fma_in_flight.py); a stale
+or corrupt figure is measured again (a stale peak would misstate every "% of peak").
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import math
-import os
-from collections.abc import Callable
-from pathlib import Path
-
 from mlirtune.api import engine_for
-from mlirtune.files import write_atomic
 from mlirtune.interfaces.bench import BenchOptions
 from mlirtune.interfaces.workload import Complexity
-from mlirtune.targets.host_cpu import COMPUTE_BITS, HostCPU
-from mlirtune.toolchain import digest
+from mlirtune.targets import measured_facts
+from mlirtune.targets.host_cpu import COMPUTE_BITS, FMA_UNITS, HostCPU
+from mlirtune.targets.measured_facts import cached
 from mlirtune.workloads.fma_peak import CHAINS, AmxPeak, Bf16DotPeak, FmaPeak, Int8DotPeak
 from mlirtune.workloads.stream_read import StreamRead
 
 PEAK_OPTIONS = BenchOptions(max_time_s=0.3)
+# Passes over the one-chain and all-chain rates when the FMAs in flight are measured.
+IN_FLIGHT_PASSES = 3
 BANDWIDTH_SUFFIX = "/stream_read_gbs"
 BF16_DOT_SUFFIX = "/bf16_dot_gflops"
 INT8_DOT_SUFFIX = "/int8_dot_gops"
 # The AMX tile products' peaks, per operand type (HostCPU.has_amx).
 AMX_SUFFIXES = {"bf16": "/amx_bf16_gflops", "i8": "/amx_int8_gops"}
-BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 MIN_STREAM_BYTES = 256 << 20
-
-
-def peak_cache_path() -> Path:
-    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(cache) / "mlirtune" / "peaks.json"
 
 
 def measure_f32_peak(target: HostCPU) -> float:
@@ -58,6 +45,22 @@ def measure_f32_peak(target: HostCPU) -> float:
 def fma_chains(target: HostCPU) -> int:
     """Accumulators the FMA peak's loop keeps in `target`'s registers beside its b and c."""
     return min(CHAINS, target.features.vector_registers - 2)
+
+
+def measure_fma_in_flight(target: HostCPU) -> float:
+    """Independent FMAs one core of `target` (this host) keeps in flight, pipes x latency:
+    the rate of fma_chains(target) independent FMA chains, which fill the pipes, over one
+    chain's, which waits out each FMA's latency, rounded to whole cycles of latency per
+    FMA_UNITS pipes. Each rate is the best of IN_FLIGHT_PASSES interleaved passes: on a
+    shared host, a neighbour's burst slows one of them. An Intel Xeon (two pipes of 4
+    cycles) measured ratios of 7.2-7.7, on AVX2's and AVX-512's widths alike: 8."""
+    lanes = target.lanes("f32")
+    one, full = FmaPeak(lanes=lanes, chains=1), FmaPeak(lanes=lanes, chains=fma_chains(target))
+    one_rate = full_rate = 0.0
+    for _ in range(IN_FLIGHT_PASSES):
+        one_rate = max(one_rate, _best_gflops(target, one))
+        full_rate = max(full_rate, _best_gflops(target, full))
+    return FMA_UNITS * max(1, round(full_rate / one_rate / FMA_UNITS))
 
 
 def measure_bf16_dot_peak(target: HostCPU) -> float:
@@ -89,22 +92,22 @@ def measured_peak_gflops(target: HostCPU, dtype: str = "f32") -> float:
     GFLOP/s). Where the target has AMX tiles for `dtype` (HostCPU.has_amx), their peak
     too: 3740 GFLOP/s for bf16 and 7500 GOP/s for int8 on one core of a Xeon with AMX."""
     core = _one_core(target)
-    f32 = _cached(cache_key(core), lambda: measure_f32_peak(core))
+    f32 = cached(cache_key(core), lambda: measure_f32_peak(core))
     peak = f32 * 32 / COMPUTE_BITS.get(dtype, 32)
     if dtype == "bf16" and target.has_bf16_dot():
-        dot = _cached(cache_key(core) + BF16_DOT_SUFFIX, lambda: measure_bf16_dot_peak(core))
+        dot = cached(cache_key(core) + BF16_DOT_SUFFIX, lambda: measure_bf16_dot_peak(core))
         peak = max(peak, dot)
     elif dtype == "i8" and target.has_int8_dot():
-        dot = _cached(cache_key(core) + INT8_DOT_SUFFIX, lambda: measure_int8_dot_peak(core))
+        dot = cached(cache_key(core) + INT8_DOT_SUFFIX, lambda: measure_int8_dot_peak(core))
         peak = max(peak, dot)
     if dtype in AMX_SUFFIXES and target.has_amx(dtype):
         suffix = AMX_SUFFIXES[dtype]
-        peak = max(peak, _cached(cache_key(core) + suffix, lambda: measure_amx_peak(core, dtype)))
+        peak = max(peak, cached(cache_key(core) + suffix, lambda: measure_amx_peak(core, dtype)))
     return peak
 
 
-def _best_gflops(target: HostCPU, workload: FmaPeak) -> float:
-    result = engine_for(target, use_specs=False).benchmark(workload, options=PEAK_OPTIONS)
+def _best_gflops(target: HostCPU, workload: FmaPeak, options: BenchOptions = PEAK_OPTIONS) -> float:
+    result = engine_for(target, use_specs=False).benchmark(workload, options=options)
     return result.complexity.flops / result.stats.min / 1e9  # the best run: a peak
 
 
@@ -127,20 +130,12 @@ def measured_bandwidth_gbs(target: HostCPU) -> float:
     now and cached."""
     core = _one_core(target)
     key = cache_key(core) + BANDWIDTH_SUFFIX
-    return _cached(key, lambda: measure_stream_gbs(core))
+    return cached(key, lambda: measure_stream_gbs(core))
 
 
 def cache_key(target: HostCPU) -> str:
-    """Where a figure of `target` is cached: its fingerprint's digest, then `@` and this
-    boot's id (Linux's boot_id; empty where there is none)."""
-    return f"{digest(target.fingerprint())}@{_boot_id()}"
-
-
-def _boot_id() -> str:
-    try:
-        return BOOT_ID.read_text().strip()
-    except OSError:
-        return ""
+    """Where a figure of `target` is cached (measured_facts.cache_key)."""
+    return measured_facts.cache_key(target.fingerprint())
 
 
 def _one_core(target: HostCPU) -> HostCPU:
@@ -161,50 +156,11 @@ def memory_bound_gbs(target: HostCPU, complexity: Complexity, dtype: str = "f32"
     return bandwidth if moved / complexity.flops > balance else None
 
 
-def _cached(key: str, measure: Callable[[], float]) -> float:
-    """The cached value under `key`, or `measure()` now, stored beside the others (read
-    again just before writing, so an entry another process added meanwhile is kept)."""
-    path = peak_cache_path()
-    cached = _read(path).get(key)  # only plausible entries are read
-    if cached is not None:
-        return cached
-    value = measure()
-    machine = key.split("/")[0]  # the entries of other boots of this CPU are stale
-    kept = {k: v for k, v in _read(path).items() if not _other_boot(k, machine)}
-    _write(path, {**kept, key: value})
-    return value
+def _print_fma_in_flight() -> None:
+    """`python -m mlirtune.peak`: what HostCPU's detection runs in a child process
+    (targets/fma_in_flight.py), printing the figure alone."""
+    print(measure_fma_in_flight(HostCPU()))
 
 
-def _other_boot(key: str, machine: str) -> bool:
-    """Whether `key` holds a figure of `machine`'s CPU (digest@boot) from another boot, or
-    from before figures were keyed by boot (the digest alone)."""
-    entry = key.split("/")[0]
-    return entry != machine and entry.split("@")[0] == machine.split("@")[0]
-
-
-def _plausible(value: object) -> bool:
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value > 0
-    )
-
-
-def _read(path: Path) -> dict[str, float]:
-    """The cached measurements; an unreadable or malformed file counts as empty, and an
-    entry that is not a positive finite number as absent."""
-    try:
-        document = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(document, dict):
-        return {}
-    return {key: value for key, value in document.items() if _plausible(value)}
-
-
-def _write(path: Path, peaks: dict[str, float]) -> None:
-    """Replace the cache atomically, so a killed run never leaves half a file; a cache that
-    cannot be written only means measuring again next time."""
-    with contextlib.suppress(OSError):
-        write_atomic(path, json.dumps(peaks, indent=1, sort_keys=True).encode())
+if __name__ == "__main__":
+    _print_fma_in_flight()

@@ -1,10 +1,22 @@
 """Shared fixtures: one JIT engine per session (compiled kernels are cached per workload)."""
 
+import os
+
 import numpy as np
 import pytest
 
 from mlirtune.engine import MlirJitEngine
+from mlirtune.targets import fma_in_flight
+from mlirtune.targets.host_cpu import FMA_UNITS, NOMINAL_FMA_LATENCY
 from tests.payloads import MATMUL_16x8x32
+
+
+def pytest_configure(config):
+    """The selectors' register tiles follow the FMAs the host keeps in flight, which
+    HostCPU measures (targets/fma_in_flight.py): the tests pin the nominal figure, before
+    any module builds a HostCPU, so that their selections are the same on every CI host
+    (tests/targets/test_fma_in_flight.py measures it)."""
+    os.environ[fma_in_flight.VARIABLE] = str(FMA_UNITS * NOMINAL_FMA_LATENCY)
 
 
 @pytest.fixture(autouse=True, scope="session")

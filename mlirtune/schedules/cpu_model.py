@@ -41,9 +41,6 @@ LOW = 0.75
 
 # --- cost model ----------------------------------------------------------------------------
 
-# Cycles of one FMA's result latency: an accumulator takes one FMA per step, so a step
-# cannot be shorter, and fewer than FMA_UNITS * FMA_LATENCY accumulators leave pipes idle.
-FMA_LATENCY = 4
 # Vector loads (or broadcasts) issued per cycle.
 LOAD_PORTS = 2
 # Loop control (increment, compare, branch) per iteration of a micro-kernel's step loop.
@@ -58,8 +55,6 @@ MEMORY_BYTES_PER_CYCLE = 8.0
 # Cycles per broadcast whose line misses L1 and comes from L2 (measured: 16 conflicting A
 # rows slow a 1024^3 f32 matmul about 2.8x).
 L2_BROADCAST_CYCLES = 1.5
-# Independent accumulators a register tile needs to keep the FMA pipes busy.
-MIN_ACCUMULATORS = FMA_UNITS * FMA_LATENCY
 
 
 class HostFamily(LibraryFamily[ValuesT]):
@@ -151,6 +146,12 @@ def register_tile(cpu: HostCPU, rows: int, columns: int, dtype: str) -> tuple[in
     return rows_tile, cols
 
 
+def accumulator_floor(cpu: HostCPU, reachable: int) -> int:
+    """The fewest accumulators a register tile on `cpu` takes: one per FMA the core keeps
+    in flight (BLIS's analytical rule), or `reachable`, the most its candidates reach."""
+    return min(cpu.features.fma_in_flight, reachable)
+
+
 # --- constraints -----------------------------------------------------------------------------
 
 
@@ -183,12 +184,13 @@ def narrow_tails(name: str, formula: str, tails: list[z3.ArithRef], lanes: int) 
 
 
 def outer_product(
-    rows: str, columns: str, knobs: KnobVariables, domains: Domains, lanes: int, registers: int
+    rows: str, columns: str, knobs: KnobVariables, domains: Domains, lanes: int, cpu: HostCPU
 ) -> list[Constraint]:
     """Register-tile constraints of a broadcast/FMA micro-kernel of `rows` x `columns`."""
     r, v = knobs[rows], vectors(knobs[columns], lanes)
+    registers = cpu.features.vector_registers
     reachable = max(domains[rows], default=0) * ceil_div(max(domains[columns], default=0), lanes)
-    floor = min(MIN_ACCUMULATORS, reachable)
+    floor = accumulator_floor(cpu, reachable)
     return [
         Constraint(
             "register_budget",
@@ -199,8 +201,9 @@ def outer_product(
         ),
         Constraint(
             "min_accumulators",
-            f"{rows}*v >= {floor}: enough independent accumulators to cover the FMA latency "
-            f"({FMA_UNITS} pipes x {FMA_LATENCY} cycles), or the most the candidates reach",
+            f"{rows}*v >= {floor}: enough independent accumulators to cover the FMAs the "
+            f"core keeps in flight ({cpu.features.fma_in_flight}), or the most the "
+            "candidates reach",
             r * v >= floor,
         ),
     ]
@@ -210,14 +213,21 @@ def outer_product(
 
 
 def step_cycles(
-    rows: int, columns: int, lanes: int, unroll: int, broadcast_cycles: float = 0.0
+    rows: int, columns: int, cpu: HostCPU, dtype: str, unroll: int, broadcast_cycles: float = 0.0
 ) -> float:
-    """Cycles of one step of a rows x columns outer product: FMA throughput, load ports, FMA
-    latency or `broadcast_cycles` per row (broadcasts missing L1), whichever binds, plus loop
-    control shared by `unroll` steps."""
-    v = ceil_div(columns, lanes)
-    bound = max(rows * v / FMA_UNITS, (rows + v) / LOAD_PORTS, FMA_LATENCY, rows * broadcast_cycles)
+    """Cycles of one step of a rows x columns outer product of `dtype` on `cpu`: FMA
+    throughput, load ports, FMA latency (an accumulator takes one FMA per step) or
+    `broadcast_cycles` per row (broadcasts missing L1), whichever binds, plus loop control
+    shared by `unroll` steps."""
+    v = ceil_div(columns, cpu.lanes(dtype))
+    latency = fma_latency(cpu)
+    bound = max(rows * v / FMA_UNITS, (rows + v) / LOAD_PORTS, latency, rows * broadcast_cycles)
     return bound + LOOP_CYCLES / unroll
+
+
+def fma_latency(cpu: HostCPU) -> float:
+    """Cycles of one FMA's result latency: the FMAs in flight over the pipes."""
+    return cpu.features.fma_in_flight / FMA_UNITS
 
 
 def rows_conflict_in_l1(rows: int, stride: int, cpu: HostCPU) -> bool:

@@ -22,6 +22,7 @@ from typing import Any
 
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.target import UNKNOWN_CLASS, Target
+from mlirtune.targets.fma_in_flight import host_fma_in_flight
 from mlirtune.targets.isa import ISA_LEVELS, ISA_VARIABLE, ISA_VECTORS, flag_level, isa_level
 from mlirtune.targets.tile_state import amx_refusal
 
@@ -38,7 +39,10 @@ FALLBACK_CACHES = {
     "line_bytes": 64,
 }
 FALLBACK_GHZ = 3.0
+# FMA pipes per core, and the cycles of one FMA's result latency where none was measured
+# (CpuFeatures.fma_in_flight).
 FMA_UNITS = 2
+NOMINAL_FMA_LATENCY = 4
 
 # CPU classes: tuned configs carry over between CPUs of one class (one core design and cache
 # hierarchy), not across classes. (vendor_id, cpu family, model ranges or None for every
@@ -88,15 +92,22 @@ class CpuFeatures:
     vendor: str = ""  # cpuinfo's vendor_id, e.g. AuthenticAMD or GenuineIntel
     family: int = 0  # cpuinfo's cpu family and model numbers (0: not reported)
     model_number: int = 0
+    # Independent FMAs the core keeps in flight (pipes x latency): measured by a JIT
+    # micro-benchmark for this host (mlirtune.peak.measure_fma_in_flight), nominal elsewhere.
+    fma_in_flight: int = FMA_UNITS * NOMINAL_FMA_LATENCY
 
 
 @functools.cache
 def detect_features() -> CpuFeatures:
     """The features of this machine, read once from /proc/cpuinfo and sysfs (Linux), with
-    conservative fallbacks elsewhere; restricted to MLIRTUNE_ISA where that is set."""
+    conservative fallbacks elsewhere; restricted to MLIRTUNE_ISA where that is set; with
+    the FMAs in flight measured at that ISA's width (fma_in_flight.py)."""
     features = read_features(Path("/proc/cpuinfo"), Path("/sys/devices/system/cpu/cpu0/cache"))
     isa = os.environ.get(ISA_VARIABLE, "").strip()
-    return restrict_isa(features, isa, ISA_VARIABLE) if isa else features
+    features = restrict_isa(features, isa, ISA_VARIABLE) if isa else features
+    identity = {"model": features.model, "isa": features.isa, "flags": sorted(features.flags)}
+    in_flight = host_fma_in_flight(identity, features.fma_in_flight)
+    return dataclasses.replace(features, fma_in_flight=in_flight)
 
 
 def restrict_isa(features: CpuFeatures, isa: str, origin: str = "--isa") -> CpuFeatures:

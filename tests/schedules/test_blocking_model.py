@@ -205,20 +205,23 @@ ZEN3_LIKE = HostCPU(
 @pytest.mark.parametrize(
     ("op", "tile", "blocks"),
     [
-        # Neither 4 x 32 nor 8 x 16 fits beside a row of B: of the tiles that fill the 16
-        # registers, 6 x 16 (12 accumulators) divides no power of two, 4 x 16 and 2 x 32
-        # (8 each) do, and 4 rows stream fewer of B's vectors per FMA. K in one block: A's
-        # 4-row panel in half of L1 allows 1024, but B's block in half of L2 (256 KiB) must
-        # span 128 columns -> 512. K = 2048 passes that: blocks that keep A's panel in L1
-        # while B's 16-column micro-panels stream through floor(7 / (1 + 4/16)) = 5 ways
-        # (320 rows) -> 256, and B's block spans 256 KiB / 1 KiB = 256 columns. The 6-row
-        # tile: floor(7 / (1 + 6/16)) = 5 ways too.
-        (matmul(2048, 2048, 2048), (4, 16), (128, 256, 256, 1)),
+        # Neither 4 x 32 nor 8 x 16 fits beside a row of B: the tile that fills the 16
+        # registers is 6 x 16 (12 accumulators + 2 vectors of B + the broadcast = 15), past
+        # the 8 FMAs in flight. 2048 = 6 x 341 + 2: the 2-row tail is split off, re-reading
+        # B for 4 x 2 x 8 / (8 x 2048) = 0.4% of the FMA cycles. MC: 2046 = 6 x 11 x 31
+        # rows in blocks within the bound (192) -> 186. K = 2048 streams: blocks that keep
+        # A's panel in L1 while B's 16-column micro-panels stream through floor(7 / (1 +
+        # 6/16)) = 5 ways (320 rows) -> 256, and B's block spans 256 KiB / 1 KiB = 256
+        # columns.
+        (matmul(2048, 2048, 2048), (6, 16), (186, 256, 256, 1)),
         (matmul(1536, 2048, 2048), (6, 16), (192, 256, 256, 1)),
+        # M = 256: its 4-row tail would re-read B for 4 x 2 x 8 / (8 x 256) = 3.1% of the
+        # FMA cycles, past TAIL_REREAD_SHARE (2%): 4 x 16, which divides M.
+        (matmul(256, 11008, 4096), (4, 16), (128, 256, 256, 1)),
     ],
-    ids=["2048", "rows-of-6"],
+    ids=["2048", "rows-of-6", "short-m"],
 )
-def test_avx2_takes_a_packed_tile_that_fits_and_divides_m(op, tile, blocks):
+def test_avx2_takes_the_tile_that_fills_its_registers(op, tile, blocks):
     config = FAMILIES["contraction"].select(op, ZEN3_LIKE)
     assert (config["MR"], config["NR"]) == tile
     assert (config["MC"], config["NC"], config["KC"], config["PACK"]) == blocks

@@ -75,7 +75,7 @@ def _tile_constraints(
     tails = f"NC % NR and ({n} % NC) % NR"
     outer = [
         _unless_unit(c, knobs["UNIT"], UNIT_ROWS)
-        for c in outer_product("MR", "NR", knobs, domains, lanes, cpu.features.vector_registers)
+        for c in outer_product("MR", "NR", knobs, domains, lanes, cpu)
     ]
     return [
         whole_vectors("NR", n, knobs, lanes),

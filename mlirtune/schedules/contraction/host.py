@@ -33,9 +33,13 @@ from mlirtune.schedules.contraction.packed_host import (
     unpacked_tile,
 )
 from mlirtune.schedules.contraction.packed_tails import packed_nest
-from mlirtune.schedules.contraction.register_tiles import packed_register_tile
+from mlirtune.schedules.contraction.register_tiles import (
+    fullest_register_tile,
+    packed_register_tile,
+)
 from mlirtune.schedules.contraction.rows import UNIT_ROWS
 from mlirtune.schedules.contraction.rows_host import rows_cost, rows_select
+from mlirtune.schedules.contraction.steps.widen import widened_view
 from mlirtune.schedules.cpu_model import (
     ACCUMULATOR_CYCLES,
     L2_BROADCAST_CYCLES,
@@ -114,9 +118,13 @@ def _fma_select(op: OpInfo, cpu: HostCPU) -> Config:
     mr, nr, kc = unpacked_tile(op, cpu)
     if output_in_l2(op, cpu, kc) and not transposed_packs(op, cpu):
         mc, nc = m, n
-    else:  # packing pays (packing_pays)
-        packed_tile = packed_register_tile(op, cpu, *register_tile(cpu, m, n, dtype))
-        packed = packed_blocks(op, cpu, *packed_tile)
+    else:  # packing pays (packing_pays); the nest reads widened operands (widen.py) wide
+        nest_op = widened_view(op, PACK_B, UNIT_FMA)
+        fullest = fullest_register_tile(nest_op, cpu)
+        packed = fullest and packed_blocks(nest_op, cpu, *fullest, split_k_for_tail=True)
+        if not packed:
+            tile = packed_register_tile(nest_op, cpu, *register_tile(cpu, m, n, dtype))
+            packed = packed_blocks(nest_op, cpu, *tile)
         if op.kind == "matmul" and packed is not None:
             return packed
         block = OUTPUT_BLOCK_BYTES // size_out
@@ -180,6 +188,8 @@ def cost(op: OpInfo, cpu: HostCPU, knobs: ContractionKnobs) -> float:
         # once (into pairs) and read from there; an AMX tile product, AMX_SPEEDUP times less.
         pairs = replace(knobs, kc=knobs.kc // DOT_PAIR, pack=PACK_B, unit=UNIT_FMA)
         return cost(pair_view(op), cpu, pairs) / (amx_host.AMX_SPEEDUP if unit == UNIT_AMX else 1)
+    narrow_bytes = element_bytes(op.element_type)
+    op = widened_view(op, knobs.pack, unit)  # the nest reads widened operands wide
     batch, m, n, k, size_in, size_out = contraction_sizes(op)
     lanes = cpu.lanes(op.element_type)
     mc, nc, kc = min(knobs.mc, m), min(knobs.nc, n), min(knobs.kc, k)
@@ -192,7 +202,9 @@ def cost(op: OpInfo, cpu: HostCPU, knobs: ContractionKnobs) -> float:
     # Broadcasts from A rows K elements apart overfill an L1 set; packed A panels do not.
     conflicts = pack != PACK_AB and rows_conflict_in_l1(mr, k * size_in, cpu)
     broadcast = L2_BROADCAST_CYCLES if conflicts else 0.0
-    compute = k * sum(count * step_cycles(r, c, lanes, unroll, broadcast) for r, c, count in tiles)
+    compute = k * sum(
+        count * step_cycles(r, c, cpu, op.element_type, unroll, broadcast) for r, c, count in tiles
+    )
     accumulators = sum(count * r * ceil_div(c, lanes) for r, c, count in tiles)
     row_tiles, col_tiles = sum(rows.values()), sum(cols.values())
     blocks = ceil_div(m, mc) * ceil_div(n, nc) * k_tiles
@@ -207,6 +219,8 @@ def cost(op: OpInfo, cpu: HostCPU, knobs: ContractionKnobs) -> float:
     # Every row of register tiles re-reads the B block, packed or in place.
     b_reread = kc * nc * size_in
     traffic.add(penalty * b_bytes * row_tiles, b_reread)
+    if size_in > narrow_bytes:  # the widening copies: narrow values read, wide ones written
+        traffic.add((a_bytes + b_bytes) * (1 + narrow_bytes / size_in), a_bytes + b_bytes)
     if pack != PACK_NONE:  # the packing copies: read once, written once
         traffic.add(2 * b_bytes, b_bytes)
         if pack == PACK_AB:

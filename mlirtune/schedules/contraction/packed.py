@@ -83,7 +83,7 @@ from mlirtune.schedules.contraction.packed_tails import (
 )
 from mlirtune.schedules.contraction.steps.prefetch_ahead import AHEAD_ATTRIBUTE
 from mlirtune.schedules.contraction.steps.prefetch_panel import PANEL_ATTRIBUTE
-from mlirtune.schedules.contraction.steps.widen import vectorize_widening, widened_type
+from mlirtune.schedules.contraction.steps.widen import vectorize_widening, widened_view
 
 
 def unpackable(op: OpInfo, knobs: ContractionKnobs) -> str | None:
@@ -114,6 +114,7 @@ class _Packed:
     prefetch: int  # PREFETCH where A is read in place, else 0
     tile_order: list[int]  # the register tiles' loops: [] for M outer, N inner
     zeros: list[ir.Attribute]  # padding values, in the (widened) operand types
+    widened: bool  # the operands are widened copies (widen.py), vectorized here
     parallel: bool  # THREADS > 1: the column blocks are an scf.forall
 
     @property
@@ -148,14 +149,13 @@ def packed_schedule(op: OpInfo, knobs: ContractionKnobs) -> ir.Module:
     return s.module
 
 
-def _packed_plan(op: OpInfo, knobs: ContractionKnobs) -> _Packed:
+def _packed_plan(narrow: OpInfo, knobs: ContractionKnobs) -> _Packed:
     """The nest (M and N less the tails split off, `packed_tails.py`) and the choices its
-    steps share."""
+    steps share, on the operands as the nest reads them: widened (widen.py: bf16 to f32,
+    int8 to int32), they are padded with wide zeros and the nest is the wide type's."""
+    op = widened_view(narrow, knobs.pack, knobs.unit)
     pack_a = knobs.pack == PACK_AB
     transposed_a = bool(op.attributes.get("transpose_a"))
-    # Operands widened (widen.py: bf16 to f32, int8 to int32) are padded with wide zeros.
-    wide = widened_type(op, knobs.pack, knobs.unit)
-    dtypes = (wide,) * len(op.dtypes) if wide else op.dtypes
     nest = packed_nest(op, knobs)
     return _Packed(
         op=op,
@@ -168,7 +168,8 @@ def _packed_plan(op: OpInfo, knobs: ContractionKnobs) -> _Packed:
         prefetch=knobs.prefetch if not (pack_a or transposed_a) else 0,
         # ORDER=2 with A packed: the register tiles walk N outer, M inner (module docstring).
         tile_order=[1, 0, 2] if pack_a and knobs.order == 2 else [],
-        zeros=[dtype_named(name).zero() for name in dtypes],
+        zeros=[dtype_named(name).zero() for name in op.dtypes],
+        widened=op is not narrow,
         parallel=knobs.threads > 1,
     )
 
@@ -291,7 +292,7 @@ def _vectorize_and_lower(
         s.apply_patterns(
             function, "fold_masks", tvector.apply_patterns_vector_lower_masked_transfers
         )
-    if widened_type(op, knobs.pack, knobs.unit):
+    if plan.widened:
         vectorize_widening(s)
     s.vectorize_linalg(function)
     if square:

@@ -36,7 +36,9 @@ from mlirtune.targets.host_cpu import HostCPU
 K_CACHE_TILES = cache_tiles("K", floor=64, granule=8)
 
 
-def packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
+def packed_blocks(
+    op: OpInfo, cpu: HostCPU, mr: int, nr: int, *, split_k_for_tail: bool = False
+) -> Config | None:
     """Goto/BLIS blocks for operands past L2: the largest whole blocks within the analytical
     model's bounds (blocking.py), B packed. The packed nest splits off N's columns past the
     last whole register tile (`column_tail`) and takes K's remainder in its first K block,
@@ -45,7 +47,10 @@ def packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
     step's MR values lie a row of A apart. Only then does a shape with no whole M or N
     blocks take this path, in even blocks whose last one is padded: with A read in place
     (PACK=1), A's partial panels are padded per register tile, unvectorized (measured 0.16x
-    numpy at 1000x999x1001 against 0.97x unpacked), so otherwise None."""
+    numpy at 1000x999x1001 against 0.97x unpacked), so otherwise None. A row tail is split
+    off K blocks only (`row_tail`): with `split_k_for_tail`, K that fits one block is taken
+    in two where M has one (AVX2's 6 x 16 tiles, `fullest_register_tile`, on an Intel Xeon
+    restricted to AVX2: 1024^3 KC=1024 4 x 16 -> KC=512 6 x 16 +3.3%, 8 rounds)."""
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
     size = element_bytes(op.element_type)
     bounds = blis_blocking(cpu.features, mr, nr, size)
@@ -56,6 +61,8 @@ def packed_blocks(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> Config | None:
     mc = whole_block(rows, bounds.mc, mr) or (rows if rows % mr == 0 and not pack_a else None)
     ahead = not pack_a and prefetches_rows_ahead(op, nr)
     kc, longest, streamed = _k_blocks(op, bounds, ahead)
+    if split_k_for_tail and rows < m and kc >= k:
+        kc = longest = _k_block(op, -(-k // 2))
     columns = _ColumnBlocks(
         n - column_tail(op, mr, nr, cpu.threads), cpu.threads, nr, size, bounds, streamed
     )

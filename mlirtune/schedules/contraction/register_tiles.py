@@ -9,8 +9,8 @@ from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.ir.prefetch import LINE_BYTES
 from mlirtune.schedules.contraction.packed_tails import row_tail
-from mlirtune.schedules.cpu_model import ACCUMULATORS, MIN_ACCUMULATORS
-from mlirtune.targets.host_cpu import HostCPU
+from mlirtune.schedules.cpu_model import ACCUMULATORS, MEMORY_BYTES_PER_CYCLE
+from mlirtune.targets.host_cpu import FMA_UNITS, HostCPU
 
 # Vectors per row of the packed micro-kernel's register tile (`packed_register_tile`).
 PACKED_VECTORS = 4
@@ -22,6 +22,12 @@ WIDE_TILE_ROWS = 6
 TAIL_SHARE = 0.01
 # The largest share of M a split-off row tail may take (a prime M: 4099 = 4 x 1024 + 3).
 ROW_TAIL_SHARE = 0.02
+# The most a split-off row tail may add, streaming B from memory once more, to the FMA
+# cycles of a fuller tile's nest (`fullest_register_tile`). Measured on an Intel Xeon
+# restricted to AVX2, 6 x 16 with a 4-row tail against 4 x 16 (modelled share: 3.1%):
+# 256x11008x4096 -4.6%, 256x4096x11008 -7.7%; with a 2-row tail at M = 512 (1.6%): +3.8%
+# (N = 1024), +6.8% (N = 4096).
+TAIL_REREAD_SHARE = 0.02
 
 
 def prefetches_rows_ahead(op: OpInfo, nr: int) -> bool:
@@ -64,32 +70,14 @@ def packed_register_tile(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> tuple[in
     39-column tail), 0.97x with 8 x 32 (7 columns)."""
     lanes = cpu.lanes(op.element_type)
     m, n = op.dims["M"], op.dims["N"]
-    registers = cpu.features.vector_registers
-
-    def fits(rows: int, width: int) -> bool:  # accumulators, a row of B and the broadcast
-        vectors = width // lanes
-        spills = prefetches_rows_ahead(op, width) and rows * vectors > ahead_accumulators(registers)
-        return registers >= (rows + 1) * vectors + 1 and not spills
-
     candidates = ((rows, v * lanes) for rows, v in tile_preference(cpu))
-    preferred = [tile for tile in candidates if fits(*tile)]
+    preferred = [tile for tile in candidates if register_file_holds(op, cpu, *tile)]
     filling: list[tuple[int, int]] = []
     if all(m % rows for rows, _ in preferred):
         # None fits and divides M (8205 = 3 x 5 x 547; AVX2's 16 registers, which hold no
         # 16 accumulators beside a row of B): the other row counts that fill the register
         # file, most accumulators first.
-        filling = sorted(
-            (
-                (rows, v * lanes)
-                for v in (PACKED_VECTORS, 2)
-                for rows in range(1, registers)
-                if rows * v >= MIN_ACCUMULATORS and fits(rows, v * lanes)
-            ),
-            # Of as many accumulators, more rows: fewer of B's vectors, which stream from
-            # L2, per FMA (AVX2, 2048^3 f32 on an AMD Zen 3: 4 x 16 0.8-0.9x OpenBLAS,
-            # 2 x 32 0.7x).
-            key=lambda tile: (-tile[0] * tile[1], -tile[0]),
-        )
+        filling = filling_tiles(op, cpu)
     tiles = filling or preferred
     usable = [(rows, width) for rows, width in tiles if m % rows == 0 and n >= width]
     if not usable:  # rows with a short tail, split off (any K past one block: see packed_blocks)
@@ -102,6 +90,55 @@ def packed_register_tile(op: OpInfo, cpu: HostCPU, mr: int, nr: int) -> tuple[in
         (r, w) for r, w in usable if n % w <= lanes or n % w == 2 * lanes or n % w <= TAIL_SHARE * n
     ]
     return (narrow or usable or [(mr, nr)])[0]
+
+
+def register_file_holds(op: OpInfo, cpu: HostCPU, rows: int, width: int) -> bool:
+    """Whether the register file holds a `rows` x `width` tile's accumulators beside a row
+    of B and one broadcast, within `ahead_accumulators` where B's rows are prefetched ahead."""
+    registers, vectors = cpu.features.vector_registers, width // cpu.lanes(op.element_type)
+    spills = prefetches_rows_ahead(op, width) and rows * vectors > ahead_accumulators(registers)
+    return registers >= (rows + 1) * vectors + 1 and not spills
+
+
+def filling_tiles(op: OpInfo, cpu: HostCPU) -> list[tuple[int, int]]:
+    """The register tiles of PACKED_VECTORS or two vectors per row that the register file
+    holds, with at least as many accumulators as the core keeps FMAs in flight
+    (CpuFeatures.fma_in_flight): BLIS's analytical rule. Most accumulators first; of as
+    many, more rows: fewer of B's vectors, which stream from L2, per FMA (AVX2, 2048^3 f32
+    on an AMD Zen 3: 4 x 16 0.8-0.9x OpenBLAS, 2 x 32 0.7x)."""
+    lanes, registers = cpu.lanes(op.element_type), cpu.features.vector_registers
+    floor = cpu.features.fma_in_flight
+    tiles = [
+        (rows, v * lanes)
+        for v in (PACKED_VECTORS, 2)
+        for rows in range(1, registers)
+        if rows * v >= floor and register_file_holds(op, cpu, rows, v * lanes)
+    ]
+    return sorted(tiles, key=lambda tile: (-tile[0] * tile[1], -tile[0]))
+
+
+def fullest_register_tile(op: OpInfo, cpu: HostCPU) -> tuple[int, int] | None:
+    """Where the register file holds none of `tile_preference`'s tiles (AVX2's 16
+    registers), the tile of the most accumulators it holds (`filling_tiles`), with the rows
+    past M's last whole tile split off (`row_tail`) where they are at most ROW_TAIL_SHARE of
+    M; else None. More accumulators than the FMAs in flight leave the pipes fed while
+    loads wait. Measured on an Intel Xeon restricted to AVX2 (8 FMAs in flight), one
+    interleaved run of 8 rounds each: 6 x 16 against 4 x 16, 1536x2048x2048 +6.7%, 2048^3
+    (a 2-row tail) +5.0%; 6 x 16 ran at 89% of the measured FMA peak. The tail re-reads B:
+    it is split off only where that costs at most TAIL_REREAD_SHARE of the FMA cycles."""
+    lanes = cpu.lanes(op.element_type)
+    preferred = [(rows, v * lanes) for rows, v in tile_preference(cpu)]
+    filling = filling_tiles(op, cpu)
+    if not filling or any(register_file_holds(op, cpu, *tile) for tile in preferred):
+        return None
+    rows, width = filling[0]
+    m, n = op.dims["M"], op.dims["N"]
+    tail = row_tail(op, rows, width, 0)
+    # The split-off tail streams all of B once more, from memory: against the nest's FMA
+    # cycles, (K N bytes / MEMORY_BYTES_PER_CYCLE) / (M N K / (FMA_UNITS lanes)).
+    reread = element_bytes(op.element_type) * FMA_UNITS * lanes / (MEMORY_BYTES_PER_CYCLE * m)
+    short = 0 < tail <= ROW_TAIL_SHARE * m and reread <= TAIL_REREAD_SHARE
+    return (rows, width) if (m % rows == 0 or short) and n >= width else None
 
 
 def tile_preference(cpu: HostCPU) -> list[tuple[int, int]]:

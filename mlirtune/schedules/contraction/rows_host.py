@@ -20,13 +20,13 @@ from mlirtune.schedules.contraction.knob_values import PACK_NONE, ContractionKno
 from mlirtune.schedules.contraction.rows import UNIT_ROWS
 from mlirtune.schedules.cpu_model import (
     ACCUMULATORS,
-    FMA_LATENCY,
     LOAD_PORTS,
     LOOP_CYCLES,
-    MIN_ACCUMULATORS,
     TILE_CYCLES,
     Traffic,
+    accumulator_floor,
     ceil_div,
+    fma_latency,
     seconds,
     tile_extents,
     vectors,
@@ -60,7 +60,7 @@ def _x_registers(rows: int, row_vectors: int) -> int:
 
 def rows_select(op: OpInfo, cpu: HostCPU) -> Config | None:
     """MR = ROWS rows (fewer in a shorter M), KC = as many vectors per row as make
-    ACCUMULATORS accumulators (at least MIN_ACCUMULATORS) within the register file; one
+    ACCUMULATORS accumulators (at least the FMAs in flight) within the register file; one
     MC block per thread. None where the path does not apply (`takes_rows`)."""
     if not takes_rows(op):
         return None
@@ -68,7 +68,9 @@ def rows_select(op: OpInfo, cpu: HostCPU) -> Config | None:
     lanes = _accumulator_lanes(op, cpu)
     registers = cpu.features.vector_registers
     mr = min(m, ROWS)
-    row_vectors = min(MAX_ROW_VECTORS, max(ACCUMULATORS // mr, ceil_div(MIN_ACCUMULATORS, mr)))
+    row_vectors = min(
+        MAX_ROW_VECTORS, max(ACCUMULATORS // mr, ceil_div(cpu.features.fma_in_flight, mr))
+    )
     while row_vectors > 1 and mr * row_vectors + _x_registers(mr, row_vectors) + 1 > registers:
         row_vectors //= 2
     kc = min(k, row_vectors * lanes)
@@ -98,7 +100,7 @@ def rows_constraints(
     registers = cpu.features.vector_registers
     v = vectors(kc, lanes)
     reachable = max(domains["MR"], default=0) * ceil_div(max(domains["KC"], default=0), lanes)
-    floor = min(MIN_ACCUMULATORS, reachable)
+    floor = accumulator_floor(cpu, reachable)
     return [
         Constraint(
             "rows_needs_one_column",
@@ -133,8 +135,8 @@ def rows_constraints(
         Constraint(
             "rows_min_accumulators",
             f"UNIT != {UNIT_ROWS} or MR*v >= {floor}: enough independent accumulators to "
-            f"cover the FMA latency ({FMA_UNITS} pipes x {FMA_LATENCY} cycles), or the most "
-            "the candidates reach",
+            f"cover the FMAs the core keeps in flight ({cpu.features.fma_in_flight}), or the "
+            "most the candidates reach",
             z3.Or(other, mr * v >= floor),
         ),
         Constraint(
@@ -173,10 +175,10 @@ def rows_cost(op: OpInfo, cpu: HostCPU, knobs: ContractionKnobs) -> float:
     for rows, count in tiles.items():
         for width, steps in ((kc, k // kc), (k % kc, 1)):
             v = ceil_div(width, lanes)
-            step = max(rows * v / FMA_UNITS, (rows * v + v) / LOAD_PORTS, FMA_LATENCY)
+            step = max(rows * v / FMA_UNITS, (rows * v + v) / LOAD_PORTS, fma_latency(cpu))
             compute += count * steps * (step + LOOP_CYCLES) if width else 0.0
     row_tiles = sum(tiles.values())
-    sums = m * (ceil_div(kc, lanes) + math.log2(lanes) * FMA_LATENCY)
+    sums = m * (ceil_div(kc, lanes) + math.log2(lanes) * fma_latency(cpu))
     a_bytes, x_bytes = m * k * size_in, k * size_in
     traffic = Traffic(cpu)
     traffic.add(a_bytes * (ONE_STREAM_PENALTY if mr == 1 else 1.0), a_bytes)

@@ -253,7 +253,7 @@ class Convolution(HostFamily[ConvolutionKnobs]):
             dim = d["F"] if pixel_rows(op) else d["OW"]
             shared = [
                 whole_vectors(columns, dim, knobs, lanes),
-                *outer_product(rows, columns, knobs, domains, lanes, f.vector_registers),
+                *outer_product(rows, columns, knobs, domains, lanes, cpu),
                 Constraint(
                     "c_tile_divides_c",
                     f"{d['C']} % C_TILE == 0: whole channel steps, no peeled remainder",
@@ -303,7 +303,7 @@ class Convolution(HostFamily[ConvolutionKnobs]):
         return [
             whole_vectors("F_TILE", d["F"], knobs, lanes),
             whole_tiles_constraint(op, knobs),
-            *outer_product("OW_TILE", "F_TILE", knobs, domains, lanes, f.vector_registers),
+            *outer_product("OW_TILE", "F_TILE", knobs, domains, lanes, cpu),
             narrow_tails("f_tile_tail", f"{d['F']} % F_TILE", [d["F"] % knobs["F_TILE"]], lanes),
             Constraint(
                 "c_tile_divides_c",
@@ -341,7 +341,9 @@ class Convolution(HostFamily[ConvolutionKnobs]):
         images = d["N"] if flat else d["N"] * d["OH"] // oh_tile
         steps = d["KH"] * d["KW"] * d["C"]
         tiles = [(r * oh_tile, c, rn * cn) for r, rn in cols.items() for c, cn in chans.items()]
-        compute = steps * sum(n * step_cycles(r, c, lanes, c_tile) for r, c, n in tiles)
+        compute = steps * sum(
+            n * step_cycles(r, c, cpu, op.element_type, c_tile) for r, c, n in tiles
+        )
         accumulators = sum(n * r * ceil_div(c, lanes) for r, c, n in tiles)
         pixel_tiles, channel_tiles = sum(cols.values()), sum(chans.values())
         transposed = TRANSPOSE_CYCLES if op.attributes.get("nchw") and pixel_rows(op) else 0.0

@@ -1,0 +1,99 @@
+"""The packed micro-kernel's register tile, derived from the host's facts (register_tiles.py):
+the register file, the FMAs the core keeps in flight, the caches. Checked for each CPU class
+through overridden features, whatever CPU runs the tests. Nothing is compiled."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.schedules.contraction.knob_values import UNIT_AMX
+from mlirtune.schedules.contraction.register_tiles import (
+    filling_tiles,
+    fullest_register_tile,
+    register_file_holds,
+)
+from mlirtune.schedules.registry import FAMILIES
+from mlirtune.targets.host_cpu import HostCPU
+from tests.cpu_classes import AMX, AVX2, AVX512
+
+CONTRACTION = FAMILIES["contraction"]
+
+
+def matmul(m: int, n: int, k: int, dtype: str = "f32") -> OpInfo:
+    out = "f32" if dtype == "bf16" else dtype
+    return OpInfo("matmul", {"M": m, "N": n, "K": k}, (dtype, dtype, out), "linalg.matmul")
+
+
+def with_in_flight(features, in_flight: int) -> HostCPU:
+    return HostCPU(dataclasses.replace(features, fma_in_flight=in_flight))
+
+
+def test_avx2_fills_sixteen_registers_with_twelve_accumulators():
+    """6 rows of two 8-lane vectors: 12 accumulators + 2 of B + 1 broadcast = 15 registers;
+    7 rows would take 17. 4 x 4 vectors would take 21. Of the tiles with at least the 8
+    FMAs in flight, the most accumulators come first; of as many, more rows."""
+    cpu, op = HostCPU(AVX2), matmul(2048, 2048, 2048)
+    assert register_file_holds(op, cpu, 6, 16) and not register_file_holds(op, cpu, 7, 16)
+    assert not register_file_holds(op, cpu, 4, 32)
+    assert filling_tiles(op, cpu) == [(6, 16), (5, 16), (4, 16), (2, 32)]
+    assert fullest_register_tile(op, cpu) == (6, 16)
+
+
+def test_more_fmas_in_flight_raise_the_accumulator_floor():
+    """10 in flight leave AVX2 6 x 16 and 5 x 16; 12 only 6 x 16, which the selector takes
+    within the family's constraints."""
+    op = matmul(2048, 2048, 2048)
+    assert filling_tiles(op, with_in_flight(AVX2, 10)) == [(6, 16), (5, 16)]
+    assert filling_tiles(op, with_in_flight(AVX2, 12)) == [(6, 16)]
+    config = {**CONTRACTION.select(op, with_in_flight(AVX2, 12)), "KU": 1, "ORDER": 1}
+    assert (config["MR"], config["NR"]) == (6, 16)
+    assert not CONTRACTION.violations(op, with_in_flight(AVX2, 12), config)
+    assert "min_accumulators" in CONTRACTION.violations(
+        op, with_in_flight(AVX2, 12), {**config, "MR": 5, "MC": 185}
+    )
+
+
+def test_the_floor_is_a_named_constraint():
+    """Four accumulators (4 x 8) cover fewer FMAs than the 8 in flight."""
+    op, cpu = matmul(1024, 1024, 1024), HostCPU(AVX2)
+    config = {**CONTRACTION.select(op, cpu), "KU": 1, "ORDER": 1}
+    assert "min_accumulators" in CONTRACTION.violations(op, cpu, {**config, "MR": 4, "NR": 8})
+    loose = with_in_flight(AVX2, 4)
+    assert "min_accumulators" not in CONTRACTION.violations(op, loose, {**config, "MR": 4, "NR": 8})
+
+
+def test_avx512_keeps_its_measured_tile_preference():
+    """32 registers hold tile_preference's 16- and 24-accumulator tiles: the fullest-tile
+    rule stands aside, and 2048^3 takes 4 x 64 on an 8-way L1 and 8 x 32 on a 12-way one."""
+    op = matmul(2048, 2048, 2048)
+    assert fullest_register_tile(op, HostCPU(AVX512)) is None
+    picks = {name: CONTRACTION.select(op, HostCPU(f)) for name, f in (("8", AVX512), ("12", AMX))}
+    assert {name: (c["MR"], c["NR"]) for name, c in picks.items()} == {"8": (4, 64), "12": (8, 32)}
+
+
+def test_amx_takes_bf16_products_and_the_fma_tile_for_f32():
+    cpu = HostCPU(AMX)
+    assert CONTRACTION.select(matmul(2048, 2048, 2048, "bf16"), cpu)["UNIT"] == UNIT_AMX
+    assert CONTRACTION.select(matmul(2048, 2048, 2048), cpu)["UNIT"] == 0
+
+
+def test_k_in_one_block_is_split_for_a_row_tail():
+    """1024 = 6 x 170 + 4: the tail is split off K blocks only, so K (one block at 4 x 16)
+    is taken in two."""
+    cpu = HostCPU(AVX2, l1d_bytes=48 << 10, l1d_ways=12, l2_bytes=2 << 20, l2_ways=16)
+    config = CONTRACTION.select(matmul(1024, 1024, 1024), cpu)
+    assert (config["MR"], config["NR"], config["KC"]) == (6, 16, 512)
+
+
+@pytest.mark.parametrize("features", [AVX2, AVX512], ids=["avx2", "avx512"])
+def test_bf16_widened_for_fma_takes_the_f32_blocks(features):
+    """Widened before the nest (widen.py), bf16 operands are f32 in its blocks: sized for
+    2 bytes, B's block held twice its bytes."""
+    cpu = HostCPU(features)
+    keys = ("MC", "NC", "KC", "MR", "NR", "PACK", "PREFETCH")
+    f32, bf16 = (CONTRACTION.select(matmul(2048, 2048, 2048, t), cpu) for t in ("f32", "bf16"))
+    assert bf16["UNIT"] == 0
+    assert {k: bf16[k] for k in keys} == {k: f32[k] for k in keys}
