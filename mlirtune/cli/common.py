@@ -75,7 +75,7 @@ def plural(count: int, noun: str, many: str | None = None) -> str:
 def target_of(args: argparse.Namespace) -> Target:
     """The --target, on --threads cores where the command takes it (the host only)."""
     from mlirtune.targets import HostCPU, target_named
-    from mlirtune.targets.host_cpu import restrict_isa
+    from mlirtune.targets.host_cpu import restrict_isa, with_fma_in_flight
 
     target = target_named(args.target)
     threads, isa = getattr(args, "threads", 1), getattr(args, "isa", None)
@@ -86,7 +86,7 @@ def target_of(args: argparse.Namespace) -> Target:
             name for name, on in (("--threads", threads > 1), ("--isa", isa)) if on
         )
         raise UsageError(f"{given} applies to the host target, not {args.target}")
-    features = restrict_isa(target.features, isa) if isa else target.features
+    features = with_fma_in_flight(restrict_isa(target.features, isa)) if isa else target.features
     return HostCPU(features, threads=threads)
 
 

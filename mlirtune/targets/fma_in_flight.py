@@ -15,6 +15,7 @@ import sys
 import warnings
 
 from mlirtune.interfaces.errors import UsageError
+from mlirtune.targets.isa import ISA_VARIABLE
 from mlirtune.targets.measured_facts import cache_key, cached
 
 VARIABLE = "MLIRTUNE_FMA_IN_FLIGHT"
@@ -46,7 +47,7 @@ def host_fma_in_flight(identity: dict[str, object], nominal: int) -> int:
     try:
         measured = cached(
             cache_key(identity) + SUFFIX,
-            lambda: _measure_in_child(nominal),
+            lambda: _measure_in_child(str(identity["isa"]), nominal),
             valid=lambda value: 1 <= value <= MOST,
         )
     except MeasurementFailed as error:
@@ -58,13 +59,14 @@ def host_fma_in_flight(identity: dict[str, object], nominal: int) -> int:
     return max(1, round(measured))
 
 
-def _measure_in_child(nominal: int) -> float:
-    """`python -m mlirtune.peak`'s figure; the child selects with `nominal` FMAs in flight
-    (its micro-benchmark has no register tiles), so it never measures again itself."""
+def _measure_in_child(isa: str, nominal: int) -> float:
+    """`python -m mlirtune.peak`'s figure at `isa`'s width; the child selects with
+    `nominal` FMAs in flight (its micro-benchmark has no register tiles), so it never
+    measures again itself."""
     try:
         done = subprocess.run(
             [sys.executable, "-m", "mlirtune.peak"],
-            env={**os.environ, VARIABLE: str(nominal)},
+            env={**os.environ, VARIABLE: str(nominal), ISA_VARIABLE: isa},
             capture_output=True,
             text=True,
             timeout=CHILD_TIMEOUT_S,

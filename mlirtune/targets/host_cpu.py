@@ -92,8 +92,7 @@ class CpuFeatures:
     vendor: str = ""  # cpuinfo's vendor_id, e.g. AuthenticAMD or GenuineIntel
     family: int = 0  # cpuinfo's cpu family and model numbers (0: not reported)
     model_number: int = 0
-    # Independent FMAs the core keeps in flight (pipes x latency): measured by a JIT
-    # micro-benchmark for this host (mlirtune.peak.measure_fma_in_flight), nominal elsewhere.
+    # Independent FMAs a core keeps in flight (pipes x latency); measured for this host.
     fma_in_flight: int = FMA_UNITS * NOMINAL_FMA_LATENCY
 
 
@@ -104,9 +103,13 @@ def detect_features() -> CpuFeatures:
     the FMAs in flight measured at that ISA's width (fma_in_flight.py)."""
     features = read_features(Path("/proc/cpuinfo"), Path("/sys/devices/system/cpu/cpu0/cache"))
     isa = os.environ.get(ISA_VARIABLE, "").strip()
-    features = restrict_isa(features, isa, ISA_VARIABLE) if isa else features
+    return with_fma_in_flight(restrict_isa(features, isa, ISA_VARIABLE) if isa else features)
+
+
+def with_fma_in_flight(features: CpuFeatures) -> CpuFeatures:
+    """This host's `features` with the FMAs in flight at their ISA's width (fma_in_flight.py)."""
     identity = {"model": features.model, "isa": features.isa, "flags": sorted(features.flags)}
-    in_flight = host_fma_in_flight(identity, features.fma_in_flight)
+    in_flight = host_fma_in_flight(identity, FMA_UNITS * NOMINAL_FMA_LATENCY)
     return dataclasses.replace(features, fma_in_flight=in_flight)
 
 

@@ -23,14 +23,16 @@ def unpinned(monkeypatch, peaks_file):
     """No figure given: the cache decides, and each measurement is counted (10 FMAs)."""
     monkeypatch.delenv(fma_in_flight.VARIABLE)
     calls = []
-    monkeypatch.setattr(fma_in_flight, "_measure_in_child", lambda nominal: calls.append(1) or 10.0)
+    monkeypatch.setattr(
+        fma_in_flight, "_measure_in_child", lambda isa, n: calls.append(isa) or 10.0
+    )
     return calls
 
 
 def test_measured_once_then_cached(unpinned, peaks_file):
     assert fma_in_flight.host_fma_in_flight(IDENTITY, 8) == 10
     assert fma_in_flight.host_fma_in_flight(IDENTITY, 8) == 10
-    assert len(unpinned) == 1
+    assert unpinned == ["avx2"]  # measured at the ISA the kernels use
     assert json.loads(peaks_file.read_text()) == {KEY: 10.0}
 
 
@@ -48,7 +50,7 @@ def test_a_failed_measurement_warns_takes_the_nominal_figure_and_caches_nothing(
 ):
     monkeypatch.delenv(fma_in_flight.VARIABLE)
 
-    def fail(nominal):
+    def fail(isa, nominal):
         raise fma_in_flight.MeasurementFailed("the micro-benchmark exited 3: boom")
 
     monkeypatch.setattr(fma_in_flight, "_measure_in_child", fail)
@@ -73,6 +75,6 @@ def test_a_bad_variable_is_a_usage_error_naming_it(monkeypatch, given):
 def test_the_child_measures_this_host():
     """The real measurement, in its child process: whole cycles of latency on FMA_UNITS
     pipes, from one pipe of 2 cycles to the most the chains could show."""
-    figure = fma_in_flight._measure_in_child(8)
+    figure = fma_in_flight._measure_in_child(HostCPU().features.isa, 8)
     assert figure % FMA_UNITS == 0
     assert 4 <= figure <= peak.fma_chains(HostCPU())
