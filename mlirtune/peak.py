@@ -106,8 +106,8 @@ def measured_peak_gflops(target: HostCPU, dtype: str = "f32") -> float:
     return peak
 
 
-def _best_gflops(target: HostCPU, workload: FmaPeak, options: BenchOptions = PEAK_OPTIONS) -> float:
-    result = engine_for(target, use_specs=False).benchmark(workload, options=options)
+def _best_gflops(target: HostCPU, workload: FmaPeak) -> float:
+    result = engine_for(target, use_specs=False).benchmark(workload, options=PEAK_OPTIONS)
     return result.complexity.flops / result.stats.min / 1e9  # the best run: a peak
 
 
