@@ -7,7 +7,7 @@ import pytest
 
 from mlirtune.engine import MlirJitEngine
 from mlirtune.targets import fma_in_flight
-from mlirtune.targets.host_cpu import FMA_UNITS, NOMINAL_FMA_LATENCY
+from mlirtune.targets.host_cpu import NOMINAL_FMA_IN_FLIGHT
 from tests.payloads import MATMUL_16x8x32
 
 
@@ -16,7 +16,7 @@ def pytest_configure(config):
     HostCPU measures (targets/fma_in_flight.py): the tests pin the nominal figure, before
     any module builds a HostCPU, so that their selections are the same on every CI host
     (tests/targets/test_fma_in_flight.py measures it)."""
-    os.environ[fma_in_flight.VARIABLE] = str(FMA_UNITS * NOMINAL_FMA_LATENCY)
+    os.environ[fma_in_flight.VARIABLE] = str(NOMINAL_FMA_IN_FLIGHT)
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -264,13 +264,11 @@ class SpecSet:
         if origin.entry.metadata.get("won") is False and selector_moved(
             config, op, lowering, self.target
         ):
-            applies, note = (
-                False,
-                (
-                    f"spec entry {origin.label} found no config faster than the selector it was "
-                    "raced against, and the selector now chooses another, so it is not applied "
-                    "(`mlirtune specs adapt` races it again)"
-                ),
+            applies = False
+            note = (
+                f"spec entry {origin.label} found no config faster than the selector it was "
+                "raced against, and the selector now chooses another, so it is not applied "
+                "(`mlirtune specs adapt` races it again)"
             )
         elif not stale:
             broken = [

@@ -39,10 +39,10 @@ FALLBACK_CACHES = {
     "line_bytes": 64,
 }
 FALLBACK_GHZ = 3.0
-# FMA pipes per core, and the cycles of one FMA's result latency where none was measured
-# (CpuFeatures.fma_in_flight).
+# FMA pipes per core, and the FMAs in flight where none were measured (two pipes of 4
+# cycles' latency; CpuFeatures.fma_in_flight).
 FMA_UNITS = 2
-NOMINAL_FMA_LATENCY = 4
+NOMINAL_FMA_IN_FLIGHT = FMA_UNITS * 4
 
 # CPU classes: tuned configs carry over between CPUs of one class (one core design and cache
 # hierarchy), not across classes. (vendor_id, cpu family, model ranges or None for every
@@ -93,7 +93,7 @@ class CpuFeatures:
     family: int = 0  # cpuinfo's cpu family and model numbers (0: not reported)
     model_number: int = 0
     # Independent FMAs a core keeps in flight (pipes x latency); measured for this host.
-    fma_in_flight: int = FMA_UNITS * NOMINAL_FMA_LATENCY
+    fma_in_flight: int = NOMINAL_FMA_IN_FLIGHT
 
 
 @functools.cache
@@ -109,7 +109,7 @@ def detect_features() -> CpuFeatures:
 def with_fma_in_flight(features: CpuFeatures) -> CpuFeatures:
     """This host's `features` with the FMAs in flight at their ISA's width (fma_in_flight.py)."""
     identity = {"model": features.model, "isa": features.isa, "flags": sorted(features.flags)}
-    in_flight = host_fma_in_flight(identity, FMA_UNITS * NOMINAL_FMA_LATENCY)
+    in_flight = host_fma_in_flight(identity, NOMINAL_FMA_IN_FLIGHT)
     return dataclasses.replace(features, fma_in_flight=in_flight)
 
 
