@@ -29,6 +29,8 @@ INSTALL = "pip install -e '.[torch]' (or pip install 'mlirtune[torch]')"
 # (0.8 GiB measured after their imports); the compile ceiling comes on top.
 CHILD_BASE_BYTES = 2 << 30
 ENTRY = "main"
+# A Python number among a module's example inputs, baked into the IR as a constant.
+Scalar = bool | int | float
 
 
 @dataclass(frozen=True)
@@ -69,17 +71,16 @@ def import_module(
         raise UsageError(f"expected a torch.nn.Module, got {type(module).__name__}", stage="torch")
     if weights not in ("inputs", "constants"):
         raise UsageError(f"weights={weights!r}: give 'inputs' or 'constants'", stage="torch")
-    examples = tuple(example_inputs)
-    if not examples or not all(isinstance(x, torch.Tensor) for x in examples):
-        raise UsageError("example inputs must be a non-empty tuple of tensors", stage="torch")
     module = module.eval()
+    examples, scalars = _tensors_and_scalars(tuple(example_inputs), type(module).__name__)
+    eager_module = _bound(module, scalars)
     state = dict(module.named_parameters()) | dict(module.named_buffers())
     # Floating-point weights only: integer buffers (a batchnorm's batch count) stay constants.
     names = (
         tuple(n for n, t in state.items() if t.is_floating_point()) if weights == "inputs" else ()
     )
     weight_values = tuple(state[name].detach() for name in names)
-    callable_module = _flat_outputs(_functional(module, names) if names else module)
+    callable_module = _flat_outputs(_functional(module, names, scalars) if names else eager_module)
     arguments = (*weight_values, *examples)
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # torch's own deprecations
@@ -107,7 +108,7 @@ def import_module(
         input_names=(*names, *(f"input{i}" for i in range(len(examples)))),
         inputs=tuple(_numpy(x) for x in arguments),
         outputs=tuple(_numpy(y) for y in outputs),
-        module=module,
+        module=eager_module,
         examples=len(examples),
     )
 
@@ -183,7 +184,36 @@ def _conversion_failure(done: subprocess.CompletedProcess, cap: int | None, orig
         )
     if done.returncode < 0:
         return f"torch-mlir's conversion crashed ({signal.Signals(-done.returncode).name})"
+    diagnostic = _first_diagnostic(done.stderr)
+    if diagnostic:
+        return diagnostic
     return lines[-1] if lines else f"torch-mlir exited {done.returncode}"
+
+
+# An MLIR error diagnostic as torch-mlir prints it: its location (a call-site chain,
+# innermost first), the message, and the op dumped after ": %".
+DIAGNOSTIC = re.compile(r"^loc\((?P<loc>.*)\): error: (?P<message>.*?)(?:: %.*)?$", re.MULTILINE)
+FILE_LINE = re.compile(r'"([^"]+)":(\d+):\d+')
+
+
+def _first_diagnostic(stderr: str) -> str | None:
+    """torch-mlir's first error as one line, the op and where the module made it (`error:
+    failed to legalize operation 'torch.aten.convolution'` at the model's file and line),
+    or None where it printed none; the exception after it only says that one was printed."""
+    found = DIAGNOSTIC.search(stderr)
+    if found is None:
+        return None
+    import torch
+
+    # The innermost frame of the model's own code: not torch's layers, not this package.
+    library = (Path(torch.__file__).parent, Path(__file__).parents[1])
+    places = [
+        (Path(file), line)
+        for file, line in FILE_LINE.findall(found["loc"])
+        if not any(Path(file).is_relative_to(folder) for folder in library)
+    ]
+    where = f" at {places[0][0].name}:{places[0][1]}" if places else ""
+    return f"{found['message'].strip()}{where}"
 
 
 def _numpy(tensor: object) -> np.ndarray:
@@ -222,13 +252,65 @@ def _flat_outputs(module: object) -> object:
     return FlatOutputs()
 
 
-def _functional(module: object, names: tuple[str, ...]) -> object:
-    """`module` called with its weights as leading arguments (torch.func.functional_call)."""
+def _functional(module: object, names: tuple[str, ...], scalars: dict[int, Scalar]) -> object:
+    """`module` called with its weights as leading arguments (torch.func.functional_call),
+    then its tensor inputs, the `scalars` put back where they stood."""
     import torch
 
     class Functional(torch.nn.Module):
         def forward(self, *args: torch.Tensor) -> object:
             state = dict(zip(names, args[: len(names)], strict=True))
-            return torch.func.functional_call(module, state, args[len(names) :])
+            inputs = _with_scalars(args[len(names) :], scalars)
+            return torch.func.functional_call(module, state, inputs)
 
     return Functional()
+
+
+def _tensors_and_scalars(
+    examples: tuple[object, ...], name: str
+) -> tuple[tuple[object, ...], dict[int, Scalar]]:
+    """The tensors among `examples`, which become the function's inputs, and the Python
+    numbers by position, which are baked in as the constants torch.export makes of them (a
+    problem file's `get_inputs()` may return a scale beside its tensors)."""
+    import torch
+
+    tensors, scalars = [], {}
+    for position, value in enumerate(examples):
+        if isinstance(value, torch.Tensor):
+            tensors.append(value)
+        elif isinstance(value, (bool, int, float)):
+            scalars[position] = value
+        else:
+            raise UsageError(
+                f"{name}: example input {position} is a {type(value).__name__}; inputs are "
+                "tensors, or Python numbers (bool, int, float) baked in as constants",
+                stage="torch",
+            )
+    if not tensors:
+        raise UsageError(f"{name}: the example inputs hold no tensor", stage="torch")
+    return tuple(tensors), scalars
+
+
+def _with_scalars(tensors: tuple[object, ...], scalars: dict[int, Scalar]) -> tuple[object, ...]:
+    """The module's full argument list: `tensors` in order, `scalars` at their positions."""
+    rest = iter(tensors)
+    count = len(tensors) + len(scalars)
+    return tuple(scalars[i] if i in scalars else next(rest) for i in range(count))
+
+
+def _bound(module: object, scalars: dict[int, Scalar]) -> object:
+    """`module` taking its tensor inputs alone, the `scalars` bound (itself if none)."""
+    import torch
+
+    if not scalars:
+        return module
+
+    class BoundScalars(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = module
+
+        def forward(self, *tensors: torch.Tensor) -> object:
+            return self.inner(*_with_scalars(tensors, scalars))
+
+    return BoundScalars()

@@ -7,7 +7,8 @@ project's MLIR parses. It imports nothing from mlirtune.
 Beside torch-mlir's decompositions it applies its own, where torch-mlir's make kernels this
 project cannot make fast: variances in the input's precision (not f64), a group norm as
 rows, a softmax's masked rows found by its maximum, a cumulative sum as products with
-triangular blocks, and strided convolutions as convolutions of stride one.
+triangular blocks, strided convolutions as convolutions of stride one, and 3-D depthwise
+convolutions as grouped ones.
 
     python -I to_linalg.py PROGRAM.pt2 OUT.mlir FUNC_NAME
 """
@@ -30,7 +31,7 @@ def main(program_path: str, text_path: str, func_name: str) -> None:
     table[aten.native_group_norm.default] = group_norm
     table[aten._safe_softmax.default] = safe_softmax
     table[aten.cumsum.default] = cumsum
-    table[aten.convolution.default] = strided_convolution
+    table[aten.convolution.default] = convolution
     table[aten.view.default] = view
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # torch's own deprecations
@@ -138,13 +139,16 @@ def group_norm(x, weight, bias, batch, channels, spatial, groups, eps):
     return out, mean.reshape(batch, groups), rstd.reshape(batch, groups)
 
 
-def strided_convolution(
-    x, weight, bias, stride, padding, dilation, transposed, output_padding, groups
-):
-    """A strided convolution (1-D or 3-D, or transposed) as convolutions of stride one,
-    whose windows read contiguous rows that vector loads take; others (stride one,
-    dilation, a 2-D convolution, whose own families read strided rows) are left to
-    torch-mlir."""
+def convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    """A 3-D depthwise convolution as a grouped one (`_depthwise_as_grouped`), and a strided
+    convolution (1-D or 3-D, or transposed) as convolutions of stride one, whose windows
+    read contiguous rows that vector loads take; others (stride one, dilation, a 2-D
+    convolution, whose own families read strided rows) are left to torch-mlir."""
+    out_channels = weight.shape[1] * groups if transposed else weight.shape[0]
+    if x.dim() == 5 and groups == x.shape[1] == out_channels:
+        return _depthwise_as_grouped(
+            x, weight, bias, stride, padding, dilation, transposed, output_padding, groups
+        )
     if any(d != 1 for d in dilation) or all(s == 1 for s in stride):
         return NotImplemented
     if transposed:
@@ -152,6 +156,29 @@ def strided_convolution(
     if x.dim() == 4:  # the 2-D convolution families read strided rows themselves
         return NotImplemented
     return _strided_phases(x, weight, bias, stride, padding, groups)
+
+
+def _depthwise_as_grouped(
+    x, weight, bias, stride, padding, dilation, transposed, output_padding, groups
+):
+    """A 3-D depthwise convolution (one input and one output channel per group), which
+    torch-mlir has no lowering for, as its grouped convolution with two output channels
+    per group, the second of zeros, then every other channel: twice the multiply-adds,
+    where eager's own 3-D depthwise kernel is slower still (2x16x16^3 from 16 channels:
+    10x eager at twice the channels)."""
+    import torch
+
+    zeros = torch.zeros_like(weight)
+    # Output channels per group: dim 1 of a transposed weight, runs of dim 0 of another.
+    paired = (
+        torch.cat([weight, zeros], 1)
+        if transposed
+        else torch.stack([weight, zeros], 1).flatten(0, 1)
+    )
+    ones = torch.ops.aten.convolution.default(
+        x, paired, None, stride, padding, dilation, transposed, output_padding, groups
+    )[:, ::2]
+    return ones if bias is None else ones + bias.reshape(1, -1, 1, 1, 1)
 
 
 def _strided_phases(x, weight, bias, stride, padding, groups):

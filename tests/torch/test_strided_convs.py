@@ -2,8 +2,9 @@
 stride-one convolution per output phase (s^D of them, interleaved), not as a convolution
 of an input dilated with zeros, which does s^D times the multiply-adds; a strided 1-D or
 3-D one as a sum of stride-one convolutions over the input's phases, whose rows vector
-loads read. They verify, with padding, output padding and groups. Skipped without the
-torch extra."""
+loads read. They verify, with padding, output padding and groups. A 3-D depthwise one,
+which torch-mlir has no lowering for, imports as a grouped one and verifies. Skipped
+without the torch extra."""
 
 from __future__ import annotations
 
@@ -100,5 +101,20 @@ def test_a_strided_conv_is_convolutions_of_stride_one(tmp_path, name):
     with ir.Context(), ir.Location.unknown():
         reads = windows(workload.payload_module())
     assert reads and not any("*" in read for op in reads for read in op), reads
+    result = engine_for(HostCPU(), use_specs=False).execute(workload)
+    assert result.verification.ok, result.verification
+
+
+DEPTHWISE = {
+    "plain": "torch.nn.Conv3d(8, 8, 3, padding=1, groups=8)",
+    "strided": "torch.nn.Conv3d(8, 8, 3, stride=2, padding=1, groups=8, bias=False)",
+    "transposed": "torch.nn.ConvTranspose3d(8, 8, 3, stride=2, padding=1, groups=8)",
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEPTHWISE))
+def test_a_3d_depthwise_conv_imports_as_a_grouped_one(tmp_path, name):
+    text = PROBLEM.replace("torch.nn.ConvTranspose{dims}d({options})", DEPTHWISE[name])
+    workload = problem_workload(tmp_path, f"depthwise_{name}.py", text.format(shape="5, 6, 7"))
     result = engine_for(HostCPU(), use_specs=False).execute(workload)
     assert result.verification.ok, result.verification

@@ -39,6 +39,14 @@ if importlib.util.find_spec("torch") is not None:
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return torch.nonzero(x)  # a result of data-dependent shape
 
+    class Spectrum(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.fft.rfft(x).abs()  # torch-mlir has no lowering to linalg for it
+
+    class Scaled(torch.nn.Module):
+        def forward(self, x: torch.Tensor, scale: float, shift: int) -> torch.Tensor:
+            return x * scale + shift
+
 
 def verified(workload) -> bool:
     return engine_for(HostCPU(), use_specs=False).execute(workload).verification.ok
@@ -106,13 +114,32 @@ def test_examples_import_and_verify(example, capsys):
         ("branchy", (4,), r"Branchy cannot be imported \(torch.export"),
         ("nonzero", (4,), r"NonZero: aten.nonzero.default at .* shape depends on the input's"),
         ("linear", (7,), r"Linear fails on its example inputs: RuntimeError"),
+        # torch-mlir's own diagnostic, and the line of this file that made the op.
+        ("spectrum", (8,), r"linalg\): .*complex<f32>.* at test_torch_ingress.py:\d+$"),
     ],
 )
 def test_modules_that_cannot_be_imported_are_clean_errors(module, inputs, message):
-    made = {"branchy": Branchy(), "nonzero": NonZero(), "linear": torch.nn.Linear(4, 2)}[module]
+    made = {
+        "branchy": Branchy(),
+        "nonzero": NonZero(),
+        "linear": torch.nn.Linear(4, 2),
+        "spectrum": Spectrum(),
+    }[module]
     with pytest.raises(UsageError, match=message) as error:
         mt.workload(made, (torch.randn(3, *inputs),))
     assert error.value.stage == "torch"
+
+
+def test_python_numbers_among_the_inputs_are_constants():
+    """A problem file's `get_inputs()` may return a scale beside its tensors: the numbers
+    are baked in, the tensors alone are inputs, and eager runs with the numbers bound."""
+    workload = mt.workload(Scaled(), (torch.randn(4, 8), 2.5, 3))
+    assert workload.imported.input_names == ("input0",)
+    assert verified(workload)
+    with pytest.raises(UsageError, match="Scaled: example input 1 is a str"):
+        mt.workload(Scaled(), (torch.randn(4, 8), "2.5", 3))
+    with pytest.raises(UsageError, match="Scaled: the example inputs hold no tensor"):
+        mt.workload(Scaled(), (1.0, 2.5, 3))
 
 
 def test_the_memory_estimate_holds_torchs_outputs_as_they_are():

@@ -34,7 +34,7 @@ def generic_schedule(op: OpInfo, knobs: GenericKnobs) -> ir.Module:
         if "pad_rank" in attrs:
             function = s.match(s.root, ["func.func"], step="match_padded_function")
             s.materialize_padding(function, attrs["pad_rank"], attrs["pad_row"], attrs["pad"])
-        if "pad_rank" in attrs or "fused_output" in attrs:
+        if "fused_output" in attrs:
             # The last op's loops are the root's parallel ones, in order: its tiles fuse
             # the root and the element-wise ops between them.
             anchor = s.last_op()
