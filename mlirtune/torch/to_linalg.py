@@ -142,20 +142,22 @@ def group_norm(x, weight, bias, batch, channels, spatial, groups, eps):
 def convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     """A 3-D depthwise convolution as a grouped one (`_depthwise_as_grouped`), and a strided
     convolution (1-D or 3-D, or transposed) as convolutions of stride one, whose windows
-    read contiguous rows that vector loads take; others (stride one, dilation, a 2-D
-    convolution, whose own families read strided rows) are left to torch-mlir."""
+    read contiguous rows that vector loads take; others (stride one, a dilated transposed
+    one, a 2-D one, whose own families read strided rows) are left to torch-mlir."""
     out_channels = weight.shape[1] * groups if transposed else weight.shape[0]
     if x.dim() == 5 and groups == x.shape[1] == out_channels:
         return _depthwise_as_grouped(
             x, weight, bias, stride, padding, dilation, transposed, output_padding, groups
         )
-    if any(d != 1 for d in dilation) or all(s == 1 for s in stride):
+    if all(s == 1 for s in stride):
         return NotImplemented
     if transposed:
+        if any(d != 1 for d in dilation):
+            return NotImplemented
         return _transposed_phases(x, weight, bias, stride, padding, output_padding, groups)
     if x.dim() == 4:  # the 2-D convolution families read strided rows themselves
         return NotImplemented
-    return _strided_phases(x, weight, bias, stride, padding, groups)
+    return _strided_phases(x, weight, bias, stride, padding, dilation, groups)
 
 
 def _depthwise_as_grouped(
@@ -181,12 +183,13 @@ def _depthwise_as_grouped(
     return ones if bias is None else ones + bias.reshape(1, -1, 1, 1, 1)
 
 
-def _strided_phases(x, weight, bias, stride, padding, groups):
-    """A convolution of stride s as the sum of up to s^D convolutions of stride one: the
-    one of input phase r (the elements at r, r + s, ... along each dim, zero padding
-    included) with filter taps r, r + s, ... Each reads its phase as contiguous rows;
-    together they do the strided convolution's multiply-adds, once. A phase is sliced
-    from the input and then padded, so the input is never copied padded whole."""
+def _strided_phases(x, weight, bias, stride, padding, dilation, groups):
+    """A convolution of stride s and dilation d as the sum of up to s^D convolutions of
+    stride one: along each dim, the taps k0, k0 + s/g, ... (g = gcd(s, d)) read the input
+    phase of the elements at d * k0, d * k0 + s, ... (zero padding included), as a
+    convolution of dilation d/g. Each reads its phase as contiguous rows; together they do
+    the strided convolution's multiply-adds, once. A phase is sliced from the input and
+    then padded, so the input is never copied padded whole."""
     import itertools
 
     import torch
@@ -194,20 +197,24 @@ def _strided_phases(x, weight, bias, stride, padding, groups):
     dims = x.dim() - 2
     kernel, lengths = list(weight.shape[2:]), list(x.shape[2:])
     out = [
-        (n + 2 * p - k) // s + 1
-        for n, p, k, s in zip(lengths, padding, kernel, stride, strict=True)
+        (n + 2 * p - d * (k - 1) - 1) // s + 1
+        for n, p, k, s, d in zip(lengths, padding, kernel, stride, dilation, strict=True)
     ]
+    # Per dim: the filter's step between the taps of one phase, and the phase's dilation.
+    steps = [s // math.gcd(s, d) for s, d in zip(stride, dilation, strict=True)]
+    spread = [d // math.gcd(s, d) for s, d in zip(stride, dilation, strict=True)]
     ones, zeros = [1] * dims, [0] * dims
     total = None
-    for residues in itertools.product(
-        *(range(min(s, k)) for s, k in zip(stride, kernel, strict=True))
+    for firsts in itertools.product(
+        *(range(min(t, k)) for t, k in zip(steps, kernel, strict=True))
     ):
-        steps = [slice(r, None, s) for r, s in zip(residues, stride, strict=True)]
-        sub_filter = weight[(slice(None), slice(None), *steps)]
+        taps = [slice(k0, None, t) for k0, t in zip(firsts, steps, strict=True)]
+        sub_filter = weight[(slice(None), slice(None), *taps)]
         rows, pads = [], []
-        for d in range(dims):
-            r, s, p, n = residues[d], stride[d], padding[d], lengths[d]
-            count = out[d] + sub_filter.shape[2 + d] - 1  # phase elements the taps read
+        for i in range(dims):
+            s, p, n = stride[i], padding[i], lengths[i]
+            r = dilation[i] * firsts[i]  # the padded position of the phase's first element
+            count = out[i] + spread[i] * (sub_filter.shape[2 + i] - 1)  # elements read
             # Padded position r + s * m is input r + s * m - p: the first inside, the
             # number inside, and the zeros before and after them.
             first = max(0, -(-(p - r) // s))
@@ -219,7 +226,7 @@ def _strided_phases(x, weight, bias, stride, padding, groups):
         if any(before or after for before, after in pads):
             phase = torch.nn.functional.pad(phase, [n for pair in reversed(pads) for n in pair])
         part = torch.ops.aten.convolution.default(
-            phase, sub_filter, None, ones, zeros, ones, False, zeros, groups
+            phase, sub_filter, None, ones, zeros, spread, False, zeros, groups
         )
         total = part if total is None else total + part
     if bias is not None:

@@ -37,10 +37,19 @@ MAX_ROW_VECTORS = 4
 def vector_tiles(op: OpInfo, lanes: int) -> list[int]:
     """VECTOR candidates: the divisors of the vector loop up to MAX_ROW_VECTORS vectors
     that are whole vectors or the whole loop, and the largest divisor in that range (a
-    loop of 100 has no multiple of 16 among its divisors)."""
+    loop of 100 has no multiple of 16 among its divisors); where the vector loop is a
+    parallel one, whole vectors up to that many too, the tail split off (transform.py)."""
     size = op.dims["V"]
-    fitting = [d for d in range(1, min(size, MAX_ROW_VECTORS * lanes) + 1) if size % d == 0]
-    return sorted({d for d in fitting if d % lanes == 0 or d == size} | {max(fitting)})
+    most = min(size, MAX_ROW_VECTORS * lanes)
+    fitting = [d for d in range(1, most + 1) if size % d == 0]
+    tiles = {d for d in fitting if d % lanes == 0 or d == size} | {max(fitting)}
+    if _vector_loop_is_parallel(op):
+        tiles |= set(range(lanes, most + 1, lanes))
+    return sorted(tiles)
+
+
+def _vector_loop_is_parallel(op: OpInfo) -> bool:
+    return op.attributes["vector_loop"] in parallel_loops(op)
 
 
 class Generic(HostFamily[GenericKnobs]):
@@ -82,14 +91,19 @@ class Generic(HostFamily[GenericKnobs]):
         return generic_schedule(op, self.knob_values(op, parameters))
 
     def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
-        """VECTOR: the candidate closest to two vectors, whole ones preferred; UNROLL x
+        """VECTOR: the candidate closest to two vectors, whole ones that divide the loop
+        preferred, then whole ones (the tail split off) where the loop is parallel; UNROLL x
         UNROLL2: the divisors of the reuse loops whose accumulators fill at most half the
         vector registers (the rest hold loaded rows and broadcasts), as many as can be,
         then as square as can be (fewest loads per FMA)."""
         lanes = cpu.lanes(op.element_type)
         candidates = vector_tiles(op, lanes)
         whole = [c for c in candidates if c % lanes == 0 and c <= 2 * lanes]
-        vector = max(whole) if whole else min(candidates, key=lambda c: abs(c - 2 * lanes))
+        dividing = [c for c in whole if op.dims["V"] % c == 0]
+        if dividing or whole:
+            vector = max(dividing or whole)
+        else:
+            vector = min(candidates, key=lambda c: abs(c - 2 * lanes))
         budget = max(1, cpu.features.vector_registers // 2 // ceil_div(vector, lanes))
         pairs = [
             (u, u2)
@@ -107,12 +121,20 @@ class Generic(HostFamily[GenericKnobs]):
         lanes = cpu.lanes(op.element_type)
         budget = cpu.features.vector_registers // 2
         v, u, u2 = knobs["VECTOR"], knobs["UNROLL"], knobs["UNROLL2"]
+        if _vector_loop_is_parallel(op):  # a partial tile is split off (transform.py)
+            divides, tail, vector_whole = "", "; VECTOR's tail is split off", z3.BoolVal(True)
+        else:
+            divides, tail, vector_whole = (
+                f"VECTOR divides {op.dims['V']}, ",
+                "",
+                op.dims["V"] % v == 0,
+            )
         return [
             Constraint(
                 "whole_tiles",
-                f"VECTOR, UNROLL and UNROLL2 divide {op.dims['V']}, {op.dims['U']} and "
-                f"{op.dims['U2']}: no partial register tile (it would not vectorize)",
-                z3.And(op.dims["V"] % v == 0, op.dims["U"] % u == 0, op.dims["U2"] % u2 == 0),
+                f"{divides}UNROLL and UNROLL2 divide {op.dims['U']} and {op.dims['U2']}: no "
+                f"partial register tile (it would not vectorize){tail}",
+                z3.And(vector_whole, op.dims["U"] % u == 0, op.dims["U2"] % u2 == 0),
             ),
             Constraint(
                 "register_budget",

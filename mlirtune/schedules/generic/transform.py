@@ -38,11 +38,16 @@ def generic_schedule(op: OpInfo, knobs: GenericKnobs) -> ir.Module:
             # The last op's loops are the root's parallel ones, in order: its tiles fuse
             # the root and the element-wise ops between them.
             anchor = s.last_op()
-            tile = [sizes[loop] for loop in parallel_loops(op)]
+            anchor_loops = parallel_loops(op)
         else:
             anchor = s.match_root(s.root, KIND)
-            tile = sizes
-        s.fuse_with_loops(anchor, tile, step="register_tiles", parallel=parallel)
+            anchor_loops = list(range(attrs["loops"]))
+        tile = [sizes[loop] for loop in anchor_loops]
+        vector_loop = attrs["vector_loop"]
+        if vector_loop in anchor_loops and op.dims["V"] % knobs.vector:
+            _peeled_register_tiles(s, anchor, tile, anchor_loops.index(vector_loop), parallel)
+        else:
+            s.fuse_with_loops(anchor, tile, step="register_tiles", parallel=parallel)
         function = s.match(s.root, ["func.func"], step="match_function")
         s.shrink_temporaries(function)
         if any(reductions):
@@ -55,3 +60,18 @@ def generic_schedule(op: OpInfo, knobs: GenericKnobs) -> ir.Module:
             structured.GeneralizeOp(ops)
         vectorize_unit_steps(s, function)
     return s.module
+
+
+def _peeled_register_tiles(
+    s: ScheduleBuilder, anchor: ir.Value, tile: list[int], dimension: int, parallel: bool
+) -> None:
+    """Register tiles where VECTOR does not divide the (parallel) vector loop, the anchor's
+    `dimension`: its other loops tiled first (over threads where `parallel`), then the
+    vector loop, which is peeled into whole tiles and one partial tile, each static, so
+    each vectorizes (a partial tile would not). Whole tiles alone left a loop of 1018
+    outputs (2 x 509) to tiles of 2."""
+    outer = [0 if i == dimension else size for i, size in enumerate(tile)]
+    inner = [tile[i] if i == dimension else 0 for i in range(len(tile))]
+    tiled, _ = s.fuse_with_loops(anchor, outer, step="register_tiles", parallel=parallel)
+    _, (vector_loop,) = s.fuse_with_loops(tiled, inner, step="vector_tiles")
+    s.peel(vector_loop, step="peel_vector_tail")
