@@ -20,7 +20,7 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import arith, linalg, tensor
 
-from mlirtune.ir.inspect import defining_op, linalg_index_loop, ops_named
+from mlirtune.ir.inspect import defining_op, filled_with, linalg_index_loop, ops_named
 from mlirtune.ir.maps import generic, projection_map
 from mlirtune.ir.roots import indexing_maps, loop_sizes, reduction_loops
 
@@ -69,7 +69,7 @@ def _arg_reduction(op: ir.Operation) -> str | None:
         return None
     if not _is_reduced_index(new_index, reduction_loops(op)[0]):
         return None
-    if _filled_with(op.operands[1]) != start or _filled_with(op.operands[2]) != 0:
+    if filled_with(op.operands[1]) != start or filled_with(op.operands[2]) != 0:
         return None
     return extreme.name
 
@@ -80,20 +80,6 @@ def _is_reduced_index(value: ir.Value, loop: int) -> bool:
     if cast is not None and cast.name == "arith.index_cast":
         value = cast.operands[0]
     return linalg_index_loop(value) == loop
-
-
-def _filled_with(value: ir.Value) -> float | None:
-    """The scalar constant a `linalg.fill` defining `value` fills with, else None."""
-    fill = defining_op(value)
-    if fill is None or fill.name != "linalg.fill":
-        return None
-    constant = defining_op(fill.operands[0])
-    if constant is None or constant.name != "arith.constant":
-        return None
-    attribute = constant.attributes["value"]
-    if isinstance(attribute, ir.FloatAttr):
-        return attribute.value
-    return ir.IntegerAttr(attribute).value if isinstance(attribute, ir.IntegerAttr) else None
 
 
 def _split(op: ir.Operation, combiner: str) -> None:

@@ -24,7 +24,7 @@ from mlirtune.dispatch.collapse import store_through_views
 from mlirtune.dispatch.prepare import collapse_row_dims, prepare_for_dispatch
 from mlirtune.ir.context import run_passes
 from mlirtune.ir.inspect import defining_op, find_function
-from mlirtune.ir.roots import has_reduction
+from mlirtune.ir.roots import has_reduction, loop_sizes
 from mlirtune.schedules.roots import describe
 
 # Root kinds whose schedules fuse element-wise consumers into their output tiles (the
@@ -133,8 +133,31 @@ def _accepts(group: Group, op: ir.Operation, kind: str | None) -> bool:
             (kind is None or kind == "reduction")
             and op.name != "tensor.pad"
             and not (group.kind == "reduction" and _regroups_rows(op))
+            and not _leaves_the_rows(group, op, kind)
         )
     return False
+
+
+def _leaves_the_rows(group: Group, op: ir.Operation, kind: str | None) -> bool:
+    """Whether `op` would leave the rows that the first reduction of `group` tiles it by: a
+    reduction that yields other rows (a mean of a loss's per-row terms, across them), or
+    an element-wise op over neither those rows nor their elements (a tensor divided by
+    its norm, a reduction of all of it)."""
+    reductions = [member for member in group.ops if has_reduction(member)]
+    if not reductions:
+        return False
+    rows = _nonunit(reductions[0].results[0].type)
+    if kind == "reduction":
+        return _nonunit(op.results[0].type) != rows
+    if not _is_elementwise(op):
+        return False
+    elements = [n for n in loop_sizes(reductions[0]) or [] if n != 1]
+    return _nonunit(op.results[0].type) not in (rows, elements)
+
+
+def _nonunit(tensor: ir.Type) -> list[int]:
+    """A tensor's shape without its unit dims (a keepdim's)."""
+    return [d for d in ir.ShapedType(tensor).shape if d != 1]
 
 
 def _regroups_rows(op: ir.Operation) -> bool:

@@ -15,7 +15,8 @@
 - The element-wise ops and reductions between a channels-last transpose and its inverse (a
   LayerNorm2d) are computed on the untransposed input (`channels_last`).
 - An argmax or argmin becomes two row reductions the row families vectorize
-  (`arg_reductions`).
+  (`arg_reductions`), and a reduction of a whole tensor to a scalar a row reduction and a
+  reduction of its rows (`full_reductions`).
 - A contraction over several row dims (a Linear on [batch, tokens, features], once
   element-wise fusion has moved its reshapes into it) becomes a 2-D `linalg.matmul` between
   reshapes, the root the contraction family schedules.
@@ -31,6 +32,7 @@ from mlir.dialects import linalg, tensor
 from mlirtune.dispatch.arg_reductions import split_arg_reductions
 from mlirtune.dispatch.channels_last import compute_channels_first
 from mlirtune.dispatch.collapse import collapse_row_dims, store_into_whole_buffers
+from mlirtune.dispatch.full_reductions import split_full_reductions
 from mlirtune.ir.gathers import read_indices_in_bodies
 from mlirtune.ir.inspect import defining_op, ops_named
 from mlirtune.ir.maps import projection_map
@@ -170,4 +172,5 @@ CLEAN_UPS: tuple[tuple[Callable[[ir.Operation], int], str], ...] = (
     (read_indices_in_bodies, "gather index input(s) read in the gather's body"),
     (compute_channels_first, "channels-last chain(s) computed on the channels-first input"),
     (split_arg_reductions, "argmax/argmin reduction(s) split into an extreme and its index"),
+    (split_full_reductions, "whole-tensor reduction(s) split into rows and a sum of rows"),
 )

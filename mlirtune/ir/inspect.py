@@ -41,6 +41,20 @@ def linalg_index_loop(value: ir.Value) -> int | None:
     return ir.IntegerAttr(op.attributes["dim"]).value
 
 
+def filled_with(value: ir.Value) -> float | None:
+    """The scalar constant a `linalg.fill` defining `value` fills with, else None."""
+    fill = defining_op(value)
+    if fill is None or fill.name != "linalg.fill":
+        return None
+    constant = defining_op(fill.operands[0])
+    if constant is None or constant.name != "arith.constant":
+        return None
+    attribute = constant.attributes["value"]
+    if isinstance(attribute, ir.FloatAttr):
+        return attribute.value
+    return ir.IntegerAttr(attribute).value if isinstance(attribute, ir.IntegerAttr) else None
+
+
 def ops_named(scope: ir.Operation, name: str) -> list[ir.Operation]:
     """The ops called `name` nested in `scope` (not `scope` itself), outer before inner,
     collected before the caller rewrites any."""
