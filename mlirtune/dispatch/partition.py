@@ -142,10 +142,12 @@ def _leaves_the_rows(group: Group, op: ir.Operation, kind: str | None) -> bool:
     """Whether `op` would leave the rows that the first reduction of `group` tiles it by: a
     reduction that yields other rows (a mean of a loss's per-row terms, across them), or
     an element-wise op over neither those rows nor their elements (a tensor divided by
-    its norm, a reduction of all of it)."""
+    its norm, a reduction of all of it); or whether the first reduction would have rows
+    that the group's element-wise ops were regrouped into (a group norm's [N, G, C/G*H*W]
+    of an activation's [N, C, H, W]: the row tiles cannot fuse it through the reshape)."""
     reductions = [member for member in group.ops if has_reduction(member)]
     if not reductions:
-        return False
+        return kind == "reduction" and any(_regroups_rows(member) for member in group.ops)
     rows = _nonunit(reductions[0].results[0].type)
     if kind == "reduction":
         return _nonunit(op.results[0].type) != rows
