@@ -4,7 +4,8 @@ which cannot be loaded beside this project's), then the IR moved into this proje
 through its generic text form, which both read.
 
 Weights become function inputs by default (the module is called functionally, its
-parameters and buffers passed first), or constants baked into the IR when asked.
+parameters and buffers passed first), or constants baked into the IR when asked. Python
+numbers among the example inputs are baked in too; the tensors are the inputs.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ def vector_tiles(op: OpInfo, lanes: int) -> list[int]:
     """VECTOR candidates: the divisors of the vector loop up to MAX_ROW_VECTORS vectors
     that are whole vectors or the whole loop, and the largest divisor in that range (a
     loop of 100 has no multiple of 16 among its divisors); where the vector loop is a
-    parallel one, whole vectors up to that many too, the tail split off (transform.py)."""
+    parallel one, whole vectors up to that many too, the tail peeled (transform.py)."""
     size = op.dims["V"]
     most = min(size, MAX_ROW_VECTORS * lanes)
     fitting = [d for d in range(1, most + 1) if size % d == 0]
@@ -92,7 +92,7 @@ class Generic(HostFamily[GenericKnobs]):
 
     def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
         """VECTOR: the candidate closest to two vectors, whole ones that divide the loop
-        preferred, then whole ones (the tail split off) where the loop is parallel; UNROLL x
+        preferred, then whole ones (the tail peeled) where the loop is parallel; UNROLL x
         UNROLL2: the divisors of the reuse loops whose accumulators fill at most half the
         vector registers (the rest hold loaded rows and broadcasts), as many as can be,
         then as square as can be (fewest loads per FMA)."""
@@ -121,8 +121,8 @@ class Generic(HostFamily[GenericKnobs]):
         lanes = cpu.lanes(op.element_type)
         budget = cpu.features.vector_registers // 2
         v, u, u2 = knobs["VECTOR"], knobs["UNROLL"], knobs["UNROLL2"]
-        if _vector_loop_is_parallel(op):  # a partial tile is split off (transform.py)
-            divides, tail, vector_whole = "", "; VECTOR's tail is split off", z3.BoolVal(True)
+        if _vector_loop_is_parallel(op):  # a partial tile is peeled (transform.py)
+            divides, tail, vector_whole = "", "; VECTOR's tail is peeled", z3.BoolVal(True)
         else:
             divides, tail, vector_whole = (
                 f"VECTOR divides {op.dims['V']}, ",
