@@ -68,8 +68,7 @@ def _split(op: ir.Operation, combiner: str) -> None:
         rows = _rows(op, identity)
         shape = ir.RankedTensorType(rows.type).shape
         if len(shape) > 1:  # one loop of rows: a reduction of several would be split again
-            flat = ir.RankedTensorType.get([math.prod(shape)], _element(op))
-            rows = tensor.collapse_shape(flat, rows, [list(range(len(shape)))])
+            rows = _collapsed(rows, [math.prod(shape)], [list(range(len(shape)))])
         total = generic(
             [rows],
             init,

@@ -66,8 +66,10 @@ class Rowwise(RowTiles[RowwiseKnobs]):
     ) -> OpInfo | None:
         """A reduction along rows (after the axis reductions have had their say): rows of
         COLS elements, and how many transcendentals the function holds (a softmax's exp)."""
-        if not has_reduction(op) or is_windowed(op) or len(loops) < 2:  # a window is no
-            return None  # row, nor is one vector summed whole (a mean of a loss's terms)
+        if not has_reduction(op) or is_windowed(op):  # a window is no row
+            return None
+        if len(loops) < 2:  # nor is one vector summed whole (a mean of a loss's terms)
+            return None
         reduced = reduction_loops(op)
         if reduced != [len(loops) - 1] and len(reduced) < len(loops):  # a global pool's
             return None  # two reduced loops are no row: the generic family's (a loss's

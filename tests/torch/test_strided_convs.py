@@ -103,10 +103,15 @@ def windows(module: ir.Module) -> list[list[str]]:
     return found
 
 
+def layer_problem(tmp_path, name: str, layer: str, shape: str):
+    """The workload of PROBLEM with `layer` in place of its transposed convolution."""
+    text = PROBLEM.replace("torch.nn.ConvTranspose{dims}d({options})", layer)
+    return problem_workload(tmp_path, f"{name}.py", text.format(shape=shape))
+
+
 @pytest.mark.parametrize("name", sorted(STRIDED))
 def test_a_strided_conv_is_convolutions_of_stride_one(tmp_path, name):
-    text = PROBLEM.replace("torch.nn.ConvTranspose{dims}d({options})", STRIDED[name])
-    workload = problem_workload(tmp_path, f"{name}.py", text.format(shape=SHAPES[name]))
+    workload = layer_problem(tmp_path, name, STRIDED[name], SHAPES[name])
     with ir.Context(), ir.Location.unknown():
         reads = windows(workload.payload_module())
     # The output position steps by one (`d2 + d5`, not `d2 * 2 + d5`); a tap may be dilated.
@@ -124,7 +129,6 @@ DEPTHWISE = {
 
 @pytest.mark.parametrize("name", sorted(DEPTHWISE))
 def test_a_3d_depthwise_conv_imports_as_a_grouped_one(tmp_path, name):
-    text = PROBLEM.replace("torch.nn.ConvTranspose{dims}d({options})", DEPTHWISE[name])
-    workload = problem_workload(tmp_path, f"depthwise_{name}.py", text.format(shape="5, 6, 7"))
+    workload = layer_problem(tmp_path, f"depthwise_{name}", DEPTHWISE[name], "5, 6, 7")
     result = engine_for(HostCPU(), use_specs=False).execute(workload)
     assert result.verification.ok, result.verification

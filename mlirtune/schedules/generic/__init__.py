@@ -121,14 +121,10 @@ class Generic(HostFamily[GenericKnobs]):
         lanes = cpu.lanes(op.element_type)
         budget = cpu.features.vector_registers // 2
         v, u, u2 = knobs["VECTOR"], knobs["UNROLL"], knobs["UNROLL2"]
-        if _vector_loop_is_parallel(op):  # a partial tile is peeled (transform.py)
-            divides, tail, vector_whole = "", "; VECTOR's tail is peeled", z3.BoolVal(True)
-        else:
-            divides, tail, vector_whole = (
-                f"VECTOR divides {op.dims['V']}, ",
-                "",
-                op.dims["V"] % v == 0,
-            )
+        parallel = _vector_loop_is_parallel(op)  # a partial tile along it is peeled
+        vector_whole = z3.BoolVal(True) if parallel else op.dims["V"] % v == 0
+        divides = "" if parallel else f"VECTOR divides {op.dims['V']}, "
+        tail = "; VECTOR's tail is peeled" if parallel else ""
         return [
             Constraint(
                 "whole_tiles",
