@@ -1,8 +1,8 @@
-"""bf16 and int8 kernels against PyTorch, and kernels on several cores against one and
-against numpy with as many BLAS threads, measured side by side in one run.
+"""bf16 and int8 kernels against PyTorch and against our f32, and kernels on several cores
+against one and against numpy with as many BLAS threads, measured side by side in one run.
 
     python benchmarks/units_threads.py [--threads 2] [--rounds 3] [--max-time 1.0]
-        [--parts low-precision threads families] [--without-amx]
+        [--parts low-precision widened threads families] [--without-amx]
 
 First the bf16 and int8 matmuls on one thread, against PyTorch's CPU matmul (oneDNN, which
 uses AMX or AVX512-BF16 where the host has them; `torch._int_mm` for int8 x int8 -> int32)
@@ -11,7 +11,12 @@ and the benchmark says so. Each row names the micro-kernel path the target chose
 tile products, bf16 on hosts with AMX-BF16; dot: dot products of K pairs, AVX512-BF16 for
 bf16 and AVX2 vpmaddwd for int8; fma: FMA, or int32 multiply-add, on widened operands).
 
-For each shape, rounds alternate: ours on one thread, ours on --threads, numpy (OpenBLAS) on
+The widened part times bf16 matmuls on the FMA path (UNIT=0: operands converted to f32, the
+path of hosts with neither AVX512-BF16 nor AMX, taken on any host) against our f32 matmuls
+of the same shapes, in alternating rounds: with half the bytes to read, bf16 should be no
+slower (f32 time / bf16 time >= 1).
+
+For the threads part, rounds alternate: ours on one thread, ours on --threads, numpy (OpenBLAS) on
 one thread, numpy on --threads, in an order that rotates every round; each side's time is the
 median of its per-round medians.
 Prints our scaling (one-thread time / N-thread time) and the N-thread ratio to numpy. Then
@@ -63,7 +68,7 @@ OTHER_FAMILIES = {
 }
 
 
-PARTS = ("low-precision", "threads", "families")
+PARTS = ("low-precision", "widened", "threads", "families")
 
 
 def main() -> None:
@@ -80,7 +85,7 @@ def main() -> None:
         default=list(PARTS),
         help="which tables to print (default: all). Where the host has neither AVX512-BF16 "
         "nor AMX, PyTorch's bf16 and int8 take minutes per call at 2048^3, so "
-        "'--parts threads families' leaves out the low-precision table",
+        "'--parts widened threads families' leaves out the low-precision table",
     )
     parser.add_argument(
         "--without-amx",
@@ -100,6 +105,8 @@ def main() -> None:
     engines = {threads: engine_for(HostCPU(threads=threads, flags=flags)) for threads in (1, n)}
     if "low-precision" in args.parts:
         low_precision_against_torch(engines[1], options, args.rounds)
+    if "widened" in args.parts:
+        widened_against_f32(engines[1], options, args.rounds)
     if "threads" in args.parts:
         threads_against_numpy(engines, options, args.rounds, n)
     if "families" in args.parts:
@@ -179,8 +186,29 @@ def low_precision_against_torch(engine, options: BenchOptions, rounds: int) -> N
     print()
 
 
-def _ours_s(engine, workload, options: BenchOptions) -> float:
-    return engine.benchmark(workload, options=options).median_s
+def widened_against_f32(engine, options: BenchOptions, rounds: int) -> None:
+    """bf16 matmuls on the FMA path and f32 ones of the same shapes, in alternating rounds."""
+    print(f"{'workload':24s} {'bf16':>8s} {'f32':>8s}   f32 time / bf16 time   (GFLOP/s)")
+    fma = {"UNIT": UNIT_FMA}
+    for label, narrow in LOW_PRECISION_SHAPES.items():
+        if narrow.options["dtype"] != "bf16":
+            continue
+        wide = Matmul(**{**narrow.options, "dtype": "f32"})
+        assert engine.execute(narrow, fma).verification.ok, label
+        sides = {
+            "bf16": partial(_ours_s, engine, narrow, options, fma),
+            "f32": partial(_ours_s, engine, wide, options),
+        }
+        median = {side: statistics.median(t) for side, t in rotating_rounds(sides, rounds).items()}
+        flops = narrow.get_complexity().flops
+        rates = " ".join(f"{flops / median[side] / 1e9:8.1f}" for side in sides)
+        print(f"{label:24s} {rates}   {median['f32'] / median['bf16']:8.3f}", flush=True)
+        engine.clear_cache()
+    print()
+
+
+def _ours_s(engine, workload, options: BenchOptions, parameters: dict | None = None) -> float:
+    return engine.benchmark(workload, parameters, options=options).median_s
 
 
 def _numpy_s(workload, options: BenchOptions, threads: int) -> float:

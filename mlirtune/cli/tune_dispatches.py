@@ -139,10 +139,19 @@ def _tunable_shares(
 
 def allot(budget: int, shares: dict[Key, float]) -> dict[Key, int]:
     """`budget` candidates shared out by `shares` (summing to 1): each its whole part, and
-    the candidates left over to the largest remainders."""
+    the candidates left over to the largest remainders. Then each dispatch left under
+    MIN_CANDIDATES (it would not be tuned), slowest first, takes what it lacks from the one
+    with the most, where that one keeps MIN_CANDIDATES: a budget of 4 tunes two dispatches
+    whatever their shares."""
     exact = {key: budget * share for key, share in shares.items()}
     counts = {key: int(value) for key, value in exact.items()}
     left = budget - sum(counts.values())
     for key in sorted(exact, key=lambda k: exact[k] - counts[k], reverse=True)[:left]:
         counts[key] += 1
+    for key in sorted(counts, key=shares.__getitem__, reverse=True):
+        lacking = MIN_CANDIDATES - counts[key]
+        richest = max(counts, key=counts.__getitem__)
+        if lacking > 0 and counts[richest] - lacking >= MIN_CANDIDATES:
+            counts[richest] -= lacking
+            counts[key] += lacking
     return counts

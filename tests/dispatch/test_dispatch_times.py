@@ -80,7 +80,10 @@ def test_a_softmax_dispatch_alone_is_planned_as_in_the_model(tmp_path):
 
 
 def test_allot_shares_out_the_whole_budget_by_share():
-    assert allot(10, {"a": 0.56, "b": 0.3, "c": 0.14}) == {"a": 6, "b": 3, "c": 1}
+    assert allot(10, {"a": 0.56, "b": 0.3, "c": 0.14}) == {"a": 5, "b": 3, "c": 2}
+    assert allot(20, {"a": 0.56, "b": 0.3, "c": 0.14}) == {"a": 11, "b": 6, "c": 3}
+    # Each dispatch gets the candidates it needs to be tuned, where the budget has them.
+    assert allot(4, {"a": 0.9, "b": 0.1}) == {"a": 2, "b": 2}
     assert allot(3, {"a": 0.5, "b": 0.5}) in ({"a": 2, "b": 1}, {"a": 1, "b": 2})
     assert sum(allot(7, {"a": 1 / 3, "b": 1 / 3, "c": 1 / 3}).values()) == 7
 

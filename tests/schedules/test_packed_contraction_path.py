@@ -17,6 +17,7 @@ from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.schedules.contraction.knob_values import UNIT_FMA
 from mlirtune.schedules.contraction.packed_host import prefetch_level
+from mlirtune.schedules.contraction.steps.widen_in_packs import widen_in_packs
 from mlirtune.targets.host_cpu import HostCPU, detect_features
 from mlirtune.workloads import BatchMatmul, Matmul, Mlp
 
@@ -31,9 +32,12 @@ def engine() -> MlirJitEngine:
     return MlirJitEngine(use_specs=False)
 
 
-def scheduled(engine: MlirJitEngine, workload, parameters, pick: Callable) -> list:
-    """`pick(op)` for every op of the payload after its schedule, in walk order, where it
-    is not None (taken during the walk: the ops change in the later stages)."""
+def scheduled(
+    engine: MlirJitEngine, workload, parameters, pick: Callable, then: Callable | None = None
+) -> list:
+    """`pick(op)` for every op of the payload after its schedule (and after the step
+    `then`, applied to a copy), in walk order, where it is not None (taken during the walk:
+    the ops change in the later stages)."""
     picked: list = []
 
     def collect(op: ir.Operation) -> ir.WalkResult:
@@ -44,6 +48,9 @@ def scheduled(engine: MlirJitEngine, workload, parameters, pick: Callable) -> li
 
     def observe(stage: str, module: ir.Module) -> None:
         if stage.startswith("schedule"):
+            if then is not None:
+                module = ir.Module.parse(str(module))
+                then(module)
             module.operation.walk(collect)
 
     engine.lower_payload(workload, parameters, observer=observe)
@@ -96,21 +103,26 @@ def test_six_row_register_tiles_verify(engine, workload, pack):
     assert engine.execute(workload, parameters).verification.ok
 
 
+WIDENING_ROW_CONVERSION = ("vector<1x128xbf16>", "vector<1x128xf32>")
+
+
 @pytest.mark.parametrize(
-    ("workload", "pack"),
+    ("workload", "pack", "widened"),
     [
-        (Matmul(M=64, N=128, K=96, dtype="bf16"), 1),
-        (Matmul(M=64, N=128, K=96, dtype="bf16"), 2),
-        (Matmul(M=100, N=99, K=101, dtype="bf16"), 1),  # partial widening tiles, masked
-        (Matmul(M=64, N=128, K=96, dtype="bf16", transpose="b"), 1),  # a Linear's weight
-        (Matmul(M=100, N=99, K=101, dtype="bf16", transpose="ab"), 2),
-        (Matmul(M=64, N=128, K=96, dtype="bf16"), 0),  # unpacked: whole widening tiles
+        (Matmul(M=64, N=128, K=96, dtype="bf16"), 1, 1),  # A, read in place
+        (Matmul(M=64, N=128, K=96, dtype="bf16"), 2, 0),
+        # Partial panels, read through slices: widened before the nest.
+        (Matmul(M=100, N=99, K=101, dtype="bf16"), 1, 2),
+        (Matmul(M=64, N=128, K=96, dtype="bf16", transpose="b"), 1, 1),  # a Linear's weight
+        (Matmul(M=100, N=99, K=101, dtype="bf16", transpose="ab"), 2, 2),
+        (Matmul(M=64, N=128, K=96, dtype="bf16"), 0, 2),  # unpacked: whole widening tiles
     ],
     ids=["pack-b", "pack-ab", "odd", "b-n-by-k", "odd-transposed", "unpacked"],
 )
-def test_bf16_operands_are_widened_once_before_the_nest(engine, workload, pack):
-    """Each bf16 operand is converted to f32 once, a vectorized row at a time, before the nest
-    (widen.py): the only conversions left are those tiles', and the micro-kernel FMAs f32."""
+def test_bf16_operands_are_converted_once_before_the_micro_kernel(engine, workload, pack, widened):
+    """Each bf16 operand is converted to f32 once: by the copies that pack it, where only
+    they read it (widen_in_packs.py), else a vectorized row at a time before the nest
+    (widen.py). The micro-kernel FMAs f32 and converts nothing."""
     parameters = {**BLOCKS, "PACK": pack}
 
     def conversion(op: ir.Operation) -> tuple[str, str] | None:
@@ -118,10 +130,13 @@ def test_bf16_operands_are_widened_once_before_the_nest(engine, workload, pack):
             return None
         return str(op.operands[0].type), str(op.results[0].type)
 
-    assert (
-        scheduled(engine, workload, parameters, conversion)
-        == [("vector<1x128xbf16>", "vector<1x128xf32>")] * 2  # one row a step
-    )
+    conversions = scheduled(engine, workload, parameters, conversion, then=widen_in_packs)
+    rows = [c for c in conversions if c == WIDENING_ROW_CONVERSION]
+    assert len(rows) == widened
+    # The packing copies' conversions, where an operand is not widened first.
+    packed = [c for c in conversions if c != WIDENING_ROW_CONVERSION]
+    assert bool(packed) == (widened < 2)
+    assert scheduled(engine, workload, parameters, conversion) == [WIDENING_ROW_CONVERSION] * 2
 
     def fma_type(op: ir.Operation) -> str | None:
         return str(op.results[0].type.element_type) if op.name == "vector.fma" else None

@@ -97,3 +97,13 @@ def test_bf16_widened_for_fma_takes_the_f32_blocks(features):
     f32, bf16 = (CONTRACTION.select(matmul(2048, 2048, 2048, t), cpu) for t in ("f32", "bf16"))
     assert bf16["UNIT"] == 0
     assert {k: bf16[k] for k in keys} == {k: f32[k] for k in keys}
+
+
+@pytest.mark.parametrize("features", [AVX2, AVX512], ids=["avx2", "avx512"])
+def test_fixed_register_tiles_get_blocks_of_whole_tiles(features):
+    """A caller's MR and NR (--param MR=8 NR=32) are not the selector's (6 x 16 on AVX2):
+    the blocks it selects around them hold whole tiles, the packed path's requirement."""
+    cpu, op = HostCPU(features), matmul(512, 512, 512)
+    for mr, nr in ((8, 32), (4, 16), (5, 16)):
+        chosen = CONTRACTION.select(op, cpu, {"MR": mr, "NR": nr})
+        assert chosen["MC"] % mr == 0 and chosen["NC"] % nr == 0, (mr, nr, chosen)

@@ -43,6 +43,7 @@ from mlirtune.schedules.contraction.steps.pair_products import pair_products
 from mlirtune.schedules.contraction.steps.prefetch_ahead import prefetch_panel_ahead
 from mlirtune.schedules.contraction.steps.prefetch_panel import prefetch_next_panel
 from mlirtune.schedules.contraction.steps.widen import widen_narrow_operands
+from mlirtune.schedules.contraction.steps.widen_in_packs import widen_in_packs
 from mlirtune.schedules.contraction.steps.word_transposes import transpose_groups_as_words
 from mlirtune.schedules.contraction.transform import contraction_schedule
 from mlirtune.schedules.cpu_model import HostFamily, ceil_div
@@ -117,6 +118,7 @@ class Contraction(HostFamily[ContractionKnobs]):
     owns = ("matmul", "batch_matmul")
     steps: ClassVar[Mapping[str, Step]] = {
         "widen-narrow-operands": widen_narrow_operands,
+        "widen-in-packs": widen_in_packs,
         "prefetch-next-panel": prefetch_next_panel,
         "prefetch-panel-ahead": prefetch_panel_ahead,
         "pair-products": pair_products,
@@ -234,8 +236,16 @@ class Contraction(HostFamily[ContractionKnobs]):
 
     def select_around(self, op: OpInfo, cpu: HostCPU, fixed: Config) -> Config:
         """The blocks of the micro-kernel path a fixed UNIT names (e.g. --param UNIT=0 on an
-        AMX host: the FMA path's blocks, not the AMX tiles' with UNIT=0)."""
-        return host.select(op, cpu, fixed.get("UNIT"))
+        AMX host: the FMA path's blocks, not the AMX tiles' with UNIT=0), in whole register
+        tiles of a fixed MR and NR (--param MR=8 on an AVX2 host, whose selector takes 6-row
+        tiles, gets a multiple of 8 rows for MC)."""
+        chosen = host.select(op, cpu, fixed.get("UNIT"))
+        domains = self.knob_domains(op, cpu)
+        for block, tile in (("MC", "MR"), ("NC", "NR")):
+            if tile in fixed and block not in fixed and chosen[block] % fixed[tile]:
+                whole = [v for v in domains[block] if v % fixed[tile] == 0] or [fixed[tile]]
+                chosen[block] = min(whole, key=lambda v: abs(v - chosen[block]))
+        return chosen
 
     def constraints_on(
         self, op: OpInfo, cpu: HostCPU, knobs: KnobVariables, domains: Domains

@@ -8,7 +8,9 @@ see `widened_type`), the descriptor step `widen-narrow-operands` rewrites it fir
 bf16 operand is copied, converted, into an f32 buffer of its own, and the matmul reads
 those, so the nest is the f32 one and its kernel FMAs only (the Zen 3's 1024^3: 59-63
 GFLOP/s). The copies read 2 and write 4 bytes per element, once per call: a few percent
-of a compute-bound matmul. int8 operands are widened the same way: to int32 for the FMA
+of a compute-bound matmul. Where only the packed nest's packing copies read a widened
+operand, the step `widen-in-packs` (widen_in_packs.py) drops its copy after the schedule:
+the packing copies convert it instead. int8 operands are widened the same way: to int32 for the FMA
 path's int32 multiply-adds (the Zen 3's 512^3: 29 -> 34 GOP/s), to int16 for the dot
 path's vpmaddwd (dot.py). Every descriptor that schedules matmuls runs the step before
 the schedule, which pads the widened operands with zeros of the wide type.
@@ -164,4 +166,6 @@ def _widened(value: ir.Value, element: ir.Type) -> ir.Value:
     copy = linalg.copy(source, outs=[buffer])  # on buffers: an empty result list
     copy.owner.attributes[WIDENED_ATTRIBUTE] = ir.UnitAttr.get()
     tensor_type = ir.RankedTensorType.get(shape, element)
-    return bufferization.to_tensor(tensor_type, buffer, restrict=True)
+    view = bufferization.to_tensor(tensor_type, buffer, restrict=True)
+    view.owner.attributes[WIDENED_ATTRIBUTE] = ir.UnitAttr.get()  # for widen_in_packs.py
+    return view
