@@ -33,19 +33,28 @@ COMBINERS = {
 def split_full_reductions(function: ir.Operation) -> int:
     """Rewrite each whole-tensor reduction in `function` as two; returns how many."""
     found = [(op, _combiner(op)) for op in ops_named(function, "linalg.generic")]
-    split = [(op, combiner) for op, combiner in found if combiner]
-    for op, combiner in split:
-        _split(op, combiner)
+    split = [(op, name) for op, name in found if name]
+    for op, name in split:
+        _split(op, name)
     return len(split)
 
 
 def _combiner(op: ir.Operation) -> str | None:
     """The combiner's name where `op` reduces two or more static loops, all of them, into a
-    0-d result filled with the combiner's identity, the result read by the combiner alone."""
+    0-d result (`combiner`)."""
     if len(op.results) != 1 or ir.RankedTensorType(op.results[0].type).rank != 0:
         return None
     sizes = loop_sizes(op)
     if sizes is None or len(sizes) < 2 or len(reduction_loops(op)) != len(sizes):
+        return None
+    return combiner(op)
+
+
+def combiner(op: ir.Operation) -> str | None:
+    """The name of the op (of COMBINERS) that `op`'s body folds each value into its one
+    result with, where that result starts filled with the combiner's identity and is read
+    by the combiner alone; else None."""
+    if len(op.results) != 1:
         return None
     block = op.regions[0].blocks[0]
     accumulator = block.arguments[len(block.arguments) - 1]
@@ -60,15 +69,15 @@ def _combiner(op: ir.Operation) -> str | None:
     return combine.name
 
 
-def _split(op: ir.Operation, combiner: str) -> None:
+def _split(op: ir.Operation, name: str) -> None:
     """The reduction into rows (`_rows`), then over the rows, collapsed into one loop."""
     init = op.operands[len(op.operands) - 1]
-    identity, combine = COMBINERS[combiner]
+    identity, combine = COMBINERS[name]
     with ir.InsertionPoint(op), op.location:
         rows = _rows(op, identity)
         shape = ir.RankedTensorType(rows.type).shape
         if len(shape) > 1:  # one loop of rows: a reduction of several would be split again
-            rows = _collapsed(rows, [math.prod(shape)], [list(range(len(shape)))])
+            rows = collapsed(rows, [math.prod(shape)], [list(range(len(shape)))])
         total = generic(
             [rows],
             init,
@@ -89,34 +98,34 @@ def _rows(op: ir.Operation, identity: float) -> ir.Value:
     inputs = list(op.operands)[: len(op.operands) - 1]
     maps = indexing_maps(op)[: len(inputs)]
     rank = len(sizes)
-    if all(m == identity_map(rank) for m in maps) and not _indexes_loops(op):
+    if all(m == identity_map(rank) for m in maps) and not indexes_loops(op):
         split = max([k for k in range(1, rank) if math.prod(sizes[k:]) >= ROW_ELEMENTS] or [1])
         shape = [math.prod(sizes[:split]), math.prod(sizes[split:])]
         groups = [list(range(split)), list(range(split, rank))]
-        inputs = [_collapsed(value, shape, groups) for value in inputs]
+        inputs = [collapsed(value, shape, groups) for value in inputs]
         sizes, maps, rank = shape, [identity_map(2)] * len(inputs), 2
-    element = _element(op)
+    element = element_of(op)
     start = arith.constant(element, identity)
     out = linalg.fill(start, outs=[tensor.empty(sizes[:-1], element)])
     maps = [*maps, projection_map(rank, range(rank - 1))]
     iterators = ["parallel"] * (rank - 1) + ["reduction"]
-    return generic(inputs, out, maps, iterators, lambda *args: _cloned_body(op, args))
+    return generic(inputs, out, maps, iterators, lambda *args: cloned_body(op, args))
 
 
-def _indexes_loops(op: ir.Operation) -> bool:
+def indexes_loops(op: ir.Operation) -> bool:
     return any(inner.name == "linalg.index" for inner in op.regions[0].blocks[0].operations)
 
 
-def _collapsed(value: ir.Value, shape: list[int], groups: list[list[int]]) -> ir.Value:
+def collapsed(value: ir.Value, shape: list[int], groups: list[list[int]]) -> ir.Value:
     element = ir.RankedTensorType(value.type).element_type
     return tensor.collapse_shape(ir.RankedTensorType.get(shape, element), value, groups)
 
 
-def _element(op: ir.Operation) -> ir.Type:
+def element_of(op: ir.Operation) -> ir.Type:
     return ir.RankedTensorType(op.results[0].type).element_type
 
 
-def _cloned_body(op: ir.Operation, arguments: tuple[ir.Value, ...]) -> ir.Value:
+def cloned_body(op: ir.Operation, arguments: tuple[ir.Value, ...]) -> ir.Value:
     """The ops of `op`'s body cloned at the insertion point, its block arguments read as
     `arguments`; returns the value its yield yields."""
     block = op.regions[0].blocks[0]

@@ -21,7 +21,7 @@ from mlir.dialects import bufferization, func, memref
 from mlir.passmanager import PassManager
 
 from mlirtune.dispatch.collapse import store_through_views
-from mlirtune.dispatch.prepare import collapse_row_dims, prepare_for_dispatch
+from mlirtune.dispatch.prepare import collapse_after_fusion, prepare_for_dispatch
 from mlirtune.ir.context import run_passes
 from mlirtune.ir.inspect import defining_op, find_function
 from mlirtune.ir.roots import has_reduction, loop_sizes
@@ -388,7 +388,7 @@ def split_into_dispatches(module: ir.Module, entry: str) -> tuple[list[Dispatch]
     )
     for dispatch in dispatches:
         function = find_function(module, dispatch.function).operation
-        collapsed = collapse_row_dims(function)  # fusion moved a Linear's reshapes into it
+        collapsed = collapse_after_fusion(function)
         if dispatch.kind in PER_KIND_PASSES:
             PassManager.parse(PER_KIND_PASSES[dispatch.kind]).run(function)
         # After the kind's passes, which may reshape the stored result (unit dims folded).

@@ -33,9 +33,17 @@ from mlirtune.dispatch.arg_reductions import split_arg_reductions
 from mlirtune.dispatch.channels_last import compute_channels_first
 from mlirtune.dispatch.collapse import collapse_row_dims, store_into_whole_buffers
 from mlirtune.dispatch.full_reductions import split_full_reductions
+from mlirtune.dispatch.trailing_reductions import collapse_trailing_reductions
 from mlirtune.ir.gathers import read_indices_in_bodies
 from mlirtune.ir.inspect import defining_op, ops_named
 from mlirtune.ir.maps import projection_map
+
+
+def collapse_after_fusion(function: ir.Operation) -> int:
+    """Collapse again what element-wise fusion expanded (it moves reshapes into their
+    producers): contractions over several row dims (`collapse_row_dims`) and reductions
+    over innermost dims (`collapse_trailing_reductions`); returns how many."""
+    return collapse_row_dims(function) + collapse_trailing_reductions(function)
 
 
 def prepare_for_dispatch(function: ir.Operation) -> list[str]:
@@ -173,4 +181,5 @@ CLEAN_UPS: tuple[tuple[Callable[[ir.Operation], int], str], ...] = (
     (compute_channels_first, "channels-last chain(s) computed on the channels-first input"),
     (split_arg_reductions, "argmax/argmin reduction(s) split into an extreme and its index"),
     (split_full_reductions, "whole-tensor reduction(s) split into rows and a sum of rows"),
+    (collapse_trailing_reductions, "reduction(s) over innermost dims made row reductions"),
 )

@@ -1,5 +1,6 @@
 """A spec entry's config against its schedule family's model here: the constraints it
-breaks, the knobs it leaves unset, and whether the selector now chooses otherwise."""
+breaks, the knobs it leaves unset, whether the selector now chooses otherwise, and whether
+the op it matched stores its operands as the entry's workload did."""
 
 from __future__ import annotations
 
@@ -36,6 +37,29 @@ def unset_knobs(
     family, knobs = modelled
     chosen, defaults = family.select(op, target), family.defaults(op)
     return [k for k, v in chosen.items() if k not in knobs and v != defaults[k]]
+
+
+# A matmul workload's `transpose` option: whether A, and B, are stored transposed.
+STORED_TRANSPOSED = {
+    "none": (False, False),
+    "a": (True, False),
+    "b": (False, True),
+    "ab": (True, True),
+}
+
+
+def layout_differs(workload: dict[str, object], op: OpInfo) -> bool:
+    """Whether `op` stores an operand transposed where the entry's `workload` (its recorded
+    options) did not, or the reverse. The matchers see shapes and element types only: an
+    entry tuned on B [K, N] matched a Linear layer's B [N, K] of the same shape, whose
+    packing its config had not been raced on (on an AMD Zen 3, 48 ms against 5)."""
+    stored = STORED_TRANSPOSED.get(str(workload.get("transpose")))
+    if stored is None:  # an entry of another kind, or of a model's dispatch
+        return False
+    return stored != (
+        bool(op.attributes.get("transpose_a")),
+        bool(op.attributes.get("transpose_b")),
+    )
 
 
 def selector_moved(config: dict[str, int], op: OpInfo, lowering: Lowering, target: Target) -> bool:

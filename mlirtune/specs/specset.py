@@ -31,7 +31,12 @@ from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.lowering import Lowering
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.target import UNKNOWN_CLASS, Target
-from mlirtune.specs.entry_config import config_violations, selector_moved, unset_knobs
+from mlirtune.specs.entry_config import (
+    config_violations,
+    layout_differs,
+    selector_moved,
+    unset_knobs,
+)
 from mlirtune.specs.library import SpecEntry, SpecLibrary
 from mlirtune.specs.matchers import CONFIG_ATTRIBUTE, SOURCE_ATTRIBUTE, read_config
 from mlirtune.specs.merge import EntryFilter, MergedEntry, apply, merge, probe, root_ops
@@ -259,6 +264,8 @@ class SpecSet:
         lowering's notes instead, so a warning is not printed for every compile. An entry
         whose race found nothing faster than the selector of its day applies only while the
         selector still chooses its config: it must not pin an older selector's choice."""
+        if layout_differs(origin.entry.metadata.get("workload") or {}, op):
+            return False, None  # not this op's entry: its operands lie otherwise
         stale = stale_reasons(origin.entry, self.target)
         applies = True
         if origin.entry.metadata.get("won") is False and selector_moved(

@@ -16,7 +16,7 @@ from mlir import ir
 from mlir.dialects import func
 
 from mlirtune.bench.baseline import torch_tensor
-from mlirtune.dispatch.prepare import collapse_row_dims, prepare_for_dispatch
+from mlirtune.dispatch.prepare import collapse_after_fusion, prepare_for_dispatch
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.workload import ArgSpec, Complexity
 from mlirtune.ir.context import run_passes
@@ -96,7 +96,7 @@ class TorchWorkload(PayloadWorkload):
         if len(find_roots(module)) <= 1 and not _gathers(module):
             fuse = "func.func(linalg-fuse-elementwise-ops), canonicalize, cse"
             run_passes(module, f"builtin.module({fuse})", stage="torch")
-            if collapse_row_dims(find_function(module, self.entry).operation):
+            if collapse_after_fusion(find_function(module, self.entry).operation):
                 run_passes(module, "builtin.module(canonicalize, cse)", stage="torch")
         return module
 

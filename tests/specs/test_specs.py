@@ -476,3 +476,15 @@ def test_tune_export_and_compile_end_to_end(tmp_path):
         entries = load(lib2).entries
     assert [e.name for e in entries] == [first.name, second.name]
     assert entries[0].metadata["tuned_at"] > first.metadata["tuned_at"]
+
+
+@pytest.mark.parametrize("transpose", ["b", "a", "ab"])
+def test_an_entry_applies_to_its_own_operand_layout_only(tmp_path, transpose):
+    """The matchers see shapes and element types: an entry tuned on B stored [K, N] also
+    matches a Linear layer's B [N, K] of the same shape, whose packing differs. It applies
+    to the layout it was tuned on only."""
+    name = entry_name(problem(MATMUL).key.workload, "matmul")
+    path = save(tmp_path, "plain", (MATMUL, valid_other(MATMUL)))
+    assert spec_engine(path).plan(workload(MATMUL)).config_source == f"spec:plain:{name}"
+    transposed = ("matmul", (*MATMUL[1], ("transpose", transpose)))
+    assert spec_engine(path).plan(workload(transposed)).config_source == "selector"

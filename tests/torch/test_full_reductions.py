@@ -87,3 +87,28 @@ def test_a_loss_reads_its_rows_in_vectors_for_each_cpu_class(tmp_path, cpu_class
     with ir.Context(), ir.Location.unknown():
         lowered = engine.lower_payload(workload)
         assert largest_vector(lowered) >= (16 if cpu_class == "avx512" else 8)
+
+
+# Reductions over the innermost dims (mlirtune.dispatch.trailing_reductions).
+TRAILING = {
+    "global_avg_pool": ("torch.flatten(F.adaptive_avg_pool2d(x, 1), 1)", "x", "4, 8, 14, 14"),
+    "sum_of_planes": ("x.sum(dim=(2, 3))", "x", "4, 6, 8, 40"),
+    "max_of_planes": ("torch.amax(x, dim=(-2, -1))", "x", "4, 6, 8, 40"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRAILING))
+def test_a_reduction_of_innermost_dims_is_a_row_reduction(tmp_path, name):
+    """[N, C, H, W] reduced over H and W is [N * C] rows of H * W: the row family's
+    reduction, not the generic family's two reduction loops."""
+    forward, arguments, shape = TRAILING[name]
+    text = PROBLEM.format(forward=forward, arguments=arguments, shape=shape, count=1)
+    workload = problem_workload(tmp_path, f"{name}.py", text)
+    engine = engine_for(HostCPU(), use_specs=False)
+    lowering = engine.plan(workload)
+    roots = lowering.dispatches or []
+    kinds = [d.kind for d in roots] or [lowering.descriptor.name]
+    assert "reduction" in kinds and "generic" not in kinds, kinds
+    assert all(d.scheduled for d in roots if d.kind == "reduction"), roots
+    result = engine.execute(workload)
+    assert result.verification.ok, result.verification
