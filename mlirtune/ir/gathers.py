@@ -23,7 +23,7 @@ def read_indices_in_bodies(function: ir.Operation) -> int:
     canonicalization to drop); returns how many inputs moved."""
     moved = 0
     for op in ops_named(function, "linalg.generic"):
-        if not _gathers_in(op):
+        if not gathers_in(op):
             continue
         block = op.regions[0].blocks[0]
         inputs = len(op.operands) - len(op.results)
@@ -52,7 +52,8 @@ def reads_rows(function: ir.Operation) -> bool:
     return bool(rows) and len(rows) + len(indices) == len(extracts)
 
 
-def _gathers_in(op: ir.Operation) -> bool:
+def gathers_in(op: ir.Operation) -> bool:
+    """Whether the body of the linalg op `op` reads a tensor at computed indices."""
     return any(_in_generic(e) for e in ops_named(op, "tensor.extract"))
 
 

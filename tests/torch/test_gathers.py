@@ -39,6 +39,7 @@ def get_init_inputs():
 
 FORMS = {
     "embedding": "self.table(ids)",
+    "embedding_bag": "self.table(ids).sum(dim=1)",  # the axis reduction steps one row
     "index_select": "torch.index_select(self.table.weight, 0, ids.flatten())",
 }
 
@@ -57,12 +58,14 @@ def test_a_gather_reads_its_indices_in_its_body_and_verifies(tmp_path, name):
     assert result.verification.ok, result.verification
 
 
+@pytest.mark.parametrize("name", ["embedding", "embedding_bag"])
 @pytest.mark.parametrize("cpu_class", ["avx2", "avx512"])
-def test_an_embedding_row_is_a_vector_load_for_each_cpu_class(tmp_path, cpu_class):
-    workload = problem(tmp_path, "embedding")
-    engine = engine_for(cpu(cpu_class), use_specs=False)
+def test_an_embedding_row_is_a_vector_load_for_each_cpu_class(tmp_path, cpu_class, name):
     """Every f32 the kernel loads comes in a vector of the target's width at least (the
-    ids are the only scalars it reads), and none through a gather."""
+    ids are the only scalars it reads), and none through a gather: summed over a bag, the
+    rows are stepped one at a time (two per step were one vector.gather)."""
+    workload = problem(tmp_path, name)
+    engine = engine_for(cpu(cpu_class), use_specs=False)
     lanes = 16 if cpu_class == "avx512" else 8
     with ir.Context(), ir.Location.unknown():
         lowered = engine.lower_payload(workload)
