@@ -178,10 +178,14 @@ def rowwise_schedule(
         # Static row counts in every row tile before the column loops are made (they cannot
         # carry a tile that becomes static later), and per-tile buffers for intermediates.
         s.shrink_temporaries(function)
-        elementwise = s.match_generic(function, PARALLEL, step="match_elementwise")
-        reductions = s.match_generic(function, ROW_REDUCTION, step="match_reductions")
-        _, col_loops = s.tile(elementwise, [0, cols], step="tile_columns")
-        _, _, reduction_loops = s.tile_reduction(reductions, [0, cols], step="tile_reductions")
+        # Tiles of one row under leading dims lost their row dim too: 1-D ops (a GroupNorm's
+        # [4, 8, 25200] rows were matched by neither, and vectorized 25200 columns at once).
+        one_row = bool(leading) and rows == 1
+        columns = [cols] if one_row else [0, cols]
+        elementwise = s.match_generic(function, PARALLEL[one_row:], step="match_elementwise")
+        reductions = s.match_generic(function, ROW_REDUCTION[one_row:], step="match_reductions")
+        _, col_loops = s.tile(elementwise, columns, step="tile_columns")
+        _, _, reduction_loops = s.tile_reduction(reductions, columns, step="tile_reductions")
         if n % cols:
             for loop_handle in (*col_loops, reduction_loops):
                 s.peel(loop_handle, step="peel_columns")

@@ -42,6 +42,8 @@ def get_init_inputs():
 NORMS = {
     "layer_norm": ("torch.nn.LayerNorm(48)", "self.norm(x)", "10, 48"),
     "group_norm": ("torch.nn.GroupNorm(4, 16)", "self.norm(x)", "16, 6, 8"),
+    # Rows of 25200 (a 3-D conv's output): tiles of one row, whose 1-D ops are still tiled.
+    "group_norm_long_rows": ("torch.nn.GroupNorm(8, 16)", "self.norm(x)", "16, 14, 30, 30"),
     "instance_norm": ("torch.nn.InstanceNorm2d(8)", "self.norm(x)", "8, 6, 16"),
     "variance": ("torch.nn.Identity()", "torch.var(x, dim=-1, keepdim=True)", "12, 40"),
 }
