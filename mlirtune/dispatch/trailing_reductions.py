@@ -53,16 +53,15 @@ def _trailing_combiner(op: ir.Operation) -> str | None:
     *inputs, output = indexing_maps(op)
     if any(m != identity_map(len(sizes)) for m in inputs):
         return None
-    if output != _output_map(op, parallel):
+    if output != _output_map(op, parallel, len(sizes)):
         return None
     return combiner(op)
 
 
-def _output_map(op: ir.Operation, parallel: int) -> ir.AffineMap:
-    """The map of an output indexed by the first `parallel` loops in order, a constant 0
-    in each of its unit dims past them."""
+def _output_map(op: ir.Operation, parallel: int, rank: int) -> ir.AffineMap:
+    """The map over `rank` loops of an output indexed by the first `parallel` loops in
+    order, a constant 0 in each of its unit dims past them."""
     shape = ir.RankedTensorType(op.results[0].type).shape
-    rank = len(loop_sizes(op))
     results = [ir.AffineDimExpr.get(d) for d in range(parallel)]
     results += [ir.AffineConstantExpr.get(0)] * (len(shape) - parallel)
     return ir.AffineMap.get(rank, 0, results)
