@@ -13,7 +13,13 @@ class Model(torch.nn.Module):
     def __init__(self):
         super().__init__()
         config = GPT2Config(
-            vocab_size=vocabulary, n_embd=256, n_layer=4, n_head=4, n_positions=sequence
+            vocab_size=vocabulary,
+            n_embd=256,
+            n_layer=4,
+            n_head=4,
+            n_positions=sequence,
+            bos_token_id=vocabulary - 1,  # the end-of-text token, within the smaller vocabulary
+            eos_token_id=vocabulary - 1,
         )
         config.use_cache = False
         self.net = GPT2Model(config)

@@ -39,7 +39,7 @@ def signature_of(op: ir.Operation) -> OpSignature:
     """The signature of a static linalg root op (see `mlirtune.ir.roots`)."""
     view = op.opview
     inputs, inits = list(view.inputs), list(view.outputs)
-    element = ir.ShapedType(inputs[0].type).element_type
+    element = ir.ShapedType((inputs or inits)[0].type).element_type  # an iota has no inputs
     contraction, strides, dilations = None, (), ()
     conv = linalg.infer_convolution_dimensions(op)
     if conv is not None:
@@ -79,11 +79,35 @@ def build_matcher(name: str, signature: OpSignature) -> transform.NamedSequenceO
     with ir.InsertionPoint(sequence.body):
         target = sequence.bodyTarget
         transform.MatchOperationNameOp(target, [signature.op_name])
-        checks = _structured_checks(target, signature)
-        for found, expected in checks:
-            transform.MatchParamCmpIOp(found, _constants(expected), transform.MatchCmpIPredicate.eq)
+        # The operand counts first: a later check of input 0 on an op that has none (an
+        # iota, say) is an assertion in MLIR, not a failed match.
+        for measure in (_operand_counts, _structured_checks):
+            for found, expected in measure(target, signature):
+                transform.MatchParamCmpIOp(
+                    found, _constants(expected), transform.MatchCmpIPredicate.eq
+                )
         transform.YieldOp([target])
     return sequence
+
+
+def _operand_counts(
+    target: ir.Value, signature: OpSignature
+) -> list[tuple[ir.Value, Sequence[int]]]:
+    """A `transform.match.structured` region that yields the op's numbers of inputs and
+    inits, paired with the signature's."""
+    counts = ("num_inputs", len(signature.input_bits)), ("num_inits", len(signature.init_bits))
+    param = ir.Type.parse(_PARAM)
+    region_op = ir.Operation.create(
+        "transform.match.structured", results=[param] * 2, operands=[target], regions=1
+    )
+    block = region_op.regions[0].blocks.append(ir.Type.parse(_ANY_OP))
+    with ir.InsertionPoint(block):
+        measured = [
+            _create(f"transform.match.structured.{name}", [block.arguments[0]], [param])
+            for name, _ in counts
+        ]
+        ir.Operation.create("transform.match.structured.yield", operands=measured)
+    return [(found, [count]) for found, (_, count) in zip(region_op.results, counts, strict=True)]
 
 
 def _structured_checks(

@@ -21,7 +21,7 @@ from mlirtune.engine.mlir_jit import MlirJitEngine
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.ir.context import new_context
 from mlirtune.specs.library import SpecLibrary
-from mlirtune.specs.matchers import CONFIG_ATTRIBUTE, SOURCE_ATTRIBUTE, read_config
+from mlirtune.specs.matchers import CONFIG_ATTRIBUTE, SOURCE_ATTRIBUTE, read_config, signature_of
 from mlirtune.specs.merge import apply, merge, probe, root_ops
 from mlirtune.specs.sources import fetch
 from mlirtune.specs.specset import DEFAULTS_DIR, SpecSet, SpecWarning
@@ -161,6 +161,41 @@ def test_matchers_tell_shapes_strides_and_types_apart(ctx):
     conv, conv_s2 = (root_ops(p)[0] for p in payloads[3:])
     assert conv.opview.outputs[0].type == conv_s2.opview.outputs[0].type  # only strides differ
     assert [probe(library, module) for module in payloads] == [[[name]] for name in names]
+
+
+IOTA_AND_SCALE = """
+#map = affine_map<(d0, d1) -> (d0, d1)>
+func.func @payload(%x: tensor<8x16xf32>) -> (tensor<8x16xi64>, tensor<8x16xf32>) {
+  %e = tensor.empty() : tensor<8x16xi64>
+  %iota = linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel"],
+      mlirtune.root = "elementwise"} outs(%e : tensor<8x16xi64>) {
+  ^bb0(%out: i64):
+    %i = linalg.index 1 : index
+    %c = arith.index_cast %i : index to i64
+    linalg.yield %c : i64
+  } -> tensor<8x16xi64>
+  %f = tensor.empty() : tensor<8x16xf32>
+  %scaled = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel",
+      "parallel"], mlirtune.root = "elementwise"} ins(%x : tensor<8x16xf32>)
+      outs(%f : tensor<8x16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %in : f32
+    linalg.yield %s : f32
+  } -> tensor<8x16xf32>
+  return %iota, %scaled : tensor<8x16xi64>, tensor<8x16xf32>
+}
+"""
+
+
+def test_matchers_take_ops_without_inputs(ctx):
+    """An op with no inputs (an iota) gets an entry of its own, and another generic's
+    matcher, which checks input 0, fails on it instead of aborting in MLIR."""
+    module = ir.Module.parse(IOTA_AND_SCALE)
+    iota, scaled = root_ops(module)
+    library = SpecLibrary.create("lib")
+    for name, op in (("iota", iota), ("scaled", scaled)):
+        library.add(name, signature_of(op), {"TILE": 4}, {"kind": "elementwise"})
+    assert probe(library, module) == [["iota"], ["scaled"]]
 
 
 def test_entries_differing_only_in_stride_are_both_kept(ctx):
