@@ -71,7 +71,8 @@ def test_ops_no_family_owns_are_vectorized_and_verify(tmp_path, name):
 @pytest.mark.parametrize("cpu_class", ["avx2", "avx512"])
 def test_a_3d_convolution_is_register_tiled_for_each_cpu_class(tmp_path, cpu_class):
     """The tiles follow the target's vectors: 16 f32 lanes with 32 registers, 8 with 16;
-    the accumulators fill half the registers."""
+    the accumulators fill half the registers, one loaded row of the input against
+    broadcast filter taps."""
     workload = problem(tmp_path, "conv3d")
     engine = engine_for(cpu(cpu_class), use_specs=False)
     lowering = engine.plan(workload)
@@ -81,6 +82,11 @@ def test_a_3d_convolution_is_register_tiled_for_each_cpu_class(tmp_path, cpu_cla
     assert values["VECTOR"] == 16  # the 16-wide output row: one vector, or two of 8
     assert values["UNROLL"] * values["UNROLL2"] * (16 // lanes) <= registers // 2
     assert values["UNROLL"] * values["UNROLL2"] > 1  # an outer product, not one row
+    # UNROLL runs along the output rows (loaded), UNROLL2 along the 8 filters (broadcast):
+    # the filters first, the rows only for what is left.
+    accumulators = registers // 2 // (16 // lanes)
+    assert values["UNROLL2"] == min(8, accumulators)
+    assert values["UNROLL"] == accumulators // values["UNROLL2"]
     with ir.Context(), ir.Location.unknown():
         lowered = engine.lower_payload(workload)
         assert largest_vector(lowered) >= lanes

@@ -65,6 +65,9 @@ def recognise_generic(op: ir.Operation, loops: list[int], dtypes: tuple[str, ...
     readers = [r for r in reads if reuse in r]
     second = [loop for loop in unread if loop != reuse and any(loop not in r for r in readers)]
     reuse2 = second[-1] if second else -1
+    # The reuse loops along which each step loads another row of vectors (an input that
+    # holds the vector loop reads them), rather than broadcasting another value.
+    loaded = {loop for r in reads if vector in r for loop in r}
     row = _row_loop(inputs, parallel, strided, vector)
     if row >= 0:  # vectors along the rows summed; the output's loops make the tile
         vector, reuse, reuse2 = row, vector, reuse
@@ -78,6 +81,8 @@ def recognise_generic(op: ir.Operation, loops: list[int], dtypes: tuple[str, ...
         "vector_loop": vector,
         "reuse_loop": reuse,
         "reuse2_loop": reuse2,
+        "reuse_loads_rows": int(reuse in loaded),
+        "reuse2_loads_rows": int(reuse2 in loaded),
         "windowed": int(is_windowed(op)),
     }
     attrs.update(padded_input(op))
