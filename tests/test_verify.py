@@ -52,6 +52,20 @@ def test_an_unwritten_element_fails(chunk):
     assert result.max_abs_error == np.inf
 
 
+def test_infinities_match_the_same_infinities_only(chunk):
+    """A masked score (-inf) or an overflow the reference shares passes; an infinity where
+    the reference is finite, or of the other sign, fails."""
+    want = reference()
+    want[1, 2], want[2, 3] = -np.inf, np.inf
+    got = want.astype(np.float32)
+    assert verify.compare([(SPEC, got)], [want], accumulation_length=1).ok
+    for index, value in (((1, 2), np.inf), ((0, 0), -np.inf)):
+        wrong = got.copy()
+        wrong[index] = value
+        result = verify.compare([(SPEC, wrong)], [want], accumulation_length=1)
+        assert not result.ok and result.worst_index == index
+
+
 def test_a_scalar_output_is_compared():
     spec = ArgSpec("loss", (), DTYPES["f64"], is_output=True)
     assert verify.compare([(spec, np.array(1.5))], [np.array(1.5)], 10).ok
