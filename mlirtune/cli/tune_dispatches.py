@@ -20,7 +20,7 @@ from rich.console import Console
 
 from mlirtune.cli.common import engine_of, plural
 from mlirtune.interfaces.engine import Engine
-from mlirtune.interfaces.errors import UsageError
+from mlirtune.interfaces.errors import BaselineFailed, UsageError
 from mlirtune.interfaces.workload import Workload
 from mlirtune.tune.results import TuneReport
 from mlirtune.workloads.dispatch_times import DispatchTime
@@ -73,7 +73,13 @@ def tune_dispatches(
         if budget is not None and budget < MIN_CANDIDATES:
             skipped.append(share)
             continue
-        report = tune_one(part, budget, share)
+        try:
+            report = tune_one(part, budget, share)
+        except BaselineFailed as failure:
+            # The model's compile drops such a dispatch to the next path that works; the
+            # other dispatches are still worth their budget.
+            console.print(f"  {part.function} ({share:.1%}): left untuned: {failure}", markup=False)
+            continue
         if report is None:
             return 130
         entry = write_verdict(args.update_spec, report)

@@ -25,3 +25,8 @@ class VerificationError(MlirtuneError):
     """The kernel ran but its output disagrees with the reference."""
 
     exit_code = 1
+
+
+class BaselineFailed(MlirtuneError):
+    """A tuning run's starting point, the config its pipeline chooses, fails to compile or
+    to verify: nothing can be measured against it."""

@@ -18,7 +18,7 @@ from typing import Protocol
 
 import numpy as np
 
-from mlirtune.interfaces.errors import MlirtuneError, UsageError
+from mlirtune.interfaces.errors import BaselineFailed, UsageError
 from mlirtune.tune.db import TuningDB, Verdict
 from mlirtune.tune.evaluator import EvaluatorSettings, IsolatedEvaluator
 from mlirtune.tune.outcome import Outcome
@@ -237,7 +237,7 @@ def _baseline(problem: TuningProblem, db: TuningDB, outcome: Outcome) -> Outcome
     """Store a baseline measurement; a failed baseline ends the run."""
     db.record(problem.key, problem.slot_values(problem.baseline), outcome, role="baseline")
     if not outcome.ok:
-        raise MlirtuneError(
+        raise BaselineFailed(
             f"the baseline config {problem.baseline} failed ({outcome.status}): "
             f"{outcome.detail}; fix the pipeline's defaults before tuning",
             stage="tune",

@@ -147,6 +147,31 @@ def test_tune_torch_leaves_a_dispatch_given_too_few_candidates_to_its_selector(t
 
 
 @needs_torch
+def test_tune_torch_goes_on_past_a_dispatch_whose_baseline_fails(tmp_path, capsys, monkeypatch):
+    """A dispatch whose selector config fails alone (the model's compile drops it to the
+    next path) is left untuned, with the reason; the other one is still tuned."""
+    from mlirtune.interfaces.errors import BaselineFailed
+    from mlirtune.tune import tuner
+
+    calls = []
+    measured = tuner._baseline
+
+    def first_fails(problem, db, outcome):
+        calls.append(problem.key)
+        if len(calls) == 1:
+            raise BaselineFailed("the baseline config failed: test", stage="tune")
+        return measured(problem, db, outcome)
+
+    monkeypatch.setattr(tuner, "_baseline", first_fails)
+    code, library, factory = _tune_small_mlp(tmp_path, budget=4)
+    err = " ".join(capsys.readouterr().err.split())  # unwrapped
+    assert code == 0, err
+    assert err.count("left untuned: [tune] the baseline config failed: test") == 1
+    assert main(["run", "--torch", factory, "--spec", str(library)]) == 0
+    assert capsys.readouterr().out.count("matmul, spec:specs:") == 1
+
+
+@needs_torch
 def test_tune_torch_needs_a_library_to_write(tmp_path, capsys):
     factory = tmp_path / "small.py"
     factory.write_text(SMALL_MLP)
