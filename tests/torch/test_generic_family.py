@@ -94,11 +94,21 @@ def test_a_3d_convolution_is_register_tiled_for_each_cpu_class(tmp_path, cpu_cla
 
 @pytest.mark.parametrize("cpu_class", ["avx2", "avx512"])
 def test_a_vector_loop_of_odd_length_gets_whole_vectors(tmp_path, cpu_class):
-    """A conv1d whose 58 outputs (2 x 29) no whole vector divides: two vectors a tile (the
-    tail peeled, transform.py), not tiles of the divisor 2 (a quarter of eager's speed)."""
+    """A conv1d whose 58 outputs (2 x 29) no whole vector divides: tiles of whole vectors
+    (the tail peeled, transform.py), not of the divisor 2 (a quarter of eager's speed); one
+    vector, whose tail is the shorter (2 of 58 with 8 lanes, 10 with 16; two vectors leave
+    10 and 26)."""
     workload = problem_workload(tmp_path, "conv1d.py", ODD_ROWS)
     lanes = 16 if cpu_class == "avx512" else 8
-    assert engine_for(cpu(cpu_class), use_specs=False).plan(workload).values["VECTOR"] == 2 * lanes
+    assert engine_for(cpu(cpu_class), use_specs=False).plan(workload).values["VECTOR"] == lanes
+
+
+def test_a_long_vector_loop_keeps_two_vectors_where_its_tail_is_short():
+    from mlirtune.schedules.generic import _short_tail
+
+    assert _short_tail(1018, [8, 16]) == 16  # a tail of 10: 1% of the loop
+    assert _short_tail(30, [8, 16]) == 8  # 14 of 30 left to the partial tile, against 6
+    assert _short_tail(58, [16, 32]) == 16  # neither is short: the shorter tail
 
 
 @pytest.mark.parametrize("threads", [1, 2])
