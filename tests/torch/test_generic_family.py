@@ -9,6 +9,7 @@ from mlir import ir
 
 from mlirtune.api import engine_for
 from mlirtune.ir.inspect import largest_vector
+from mlirtune.schedules.generic import _short_tail
 from mlirtune.targets.host_cpu import HostCPU
 from tests.cpu_classes import cpu
 from tests.torch import needs_torch, problem_workload
@@ -104,8 +105,6 @@ def test_a_vector_loop_of_odd_length_gets_whole_vectors(tmp_path, cpu_class):
 
 
 def test_a_long_vector_loop_keeps_two_vectors_where_its_tail_is_short():
-    from mlirtune.schedules.generic import _short_tail
-
     assert _short_tail(1018, [8, 16]) == 16  # a tail of 10: 1% of the loop
     assert _short_tail(30, [8, 16]) == 8  # 14 of 30 left to the partial tile, against 6
     assert _short_tail(58, [16, 32]) == 16  # neither is short: the shorter tail
