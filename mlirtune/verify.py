@@ -28,13 +28,10 @@ class _Errors:
     max_rel: float | None = None  # None: no reference value is far from 0
     reference_nans: int = 0  # reference elements that are NaN: nothing checks against them
 
+    @np.errstate(invalid="ignore")  # inf - inf and inf / inf are handled below
     def add(self, got: np.ndarray, want: np.ndarray, start: int, atol: float, rtol: float):
         """Fold in one chunk (float64 arrays starting at flat index `start`), with four
         temporaries of its size at most (the masks are a byte an element)."""
-        with np.errstate(invalid="ignore"):  # inf - inf, inf / inf: handled below
-            self._add(got, want, start, atol, rtol)
-
-    def _add(self, got: np.ndarray, want: np.ndarray, start: int, atol: float, rtol: float):
         error = got - want
         np.abs(error, out=error)
         error[got == want] = 0.0  # an infinity where the reference has the same one

@@ -9,7 +9,7 @@ a dictionary of integers) for the pipeline's parameterised schedules to read.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mlir import ir
@@ -93,21 +93,34 @@ def build_matcher(name: str, signature: OpSignature) -> transform.NamedSequenceO
 def _operand_counts(
     target: ir.Value, signature: OpSignature
 ) -> list[tuple[ir.Value, Sequence[int]]]:
-    """A `transform.match.structured` region that yields the op's numbers of inputs and
-    inits, paired with the signature's."""
+    """The op's numbers of inputs and inits, measured in a region of their own, paired with
+    the signature's."""
     counts = ("num_inputs", len(signature.input_bits)), ("num_inits", len(signature.init_bits))
     param = ir.Type.parse(_PARAM)
+    found = _structured_region(
+        target,
+        len(counts),
+        lambda op: [
+            _create(f"transform.match.structured.{name}", [op], [param]) for name, _ in counts
+        ],
+    )
+    return [(value, [count]) for value, (_, count) in zip(found, counts, strict=True)]
+
+
+def _structured_region(
+    target: ir.Value, count: int, measure: Callable[[ir.Value], list[ir.Value]]
+) -> list[ir.Value]:
+    """A `transform.match.structured` region on `target` that yields the `count` params
+    `measure` builds from its block's op handle; those params, as the region's results."""
+    param = ir.Type.parse(_PARAM)
     region_op = ir.Operation.create(
-        "transform.match.structured", results=[param] * 2, operands=[target], regions=1
+        "transform.match.structured", results=[param] * count, operands=[target], regions=1
     )
     block = region_op.regions[0].blocks.append(ir.Type.parse(_ANY_OP))
     with ir.InsertionPoint(block):
-        measured = [
-            _create(f"transform.match.structured.{name}", [block.arguments[0]], [param])
-            for name, _ in counts
-        ]
+        measured = measure(block.arguments[0])
         ir.Operation.create("transform.match.structured.yield", operands=measured)
-    return [(found, [count]) for found, (_, count) in zip(region_op.results, counts, strict=True)]
+    return list(region_op.results)
 
 
 def _structured_checks(
@@ -123,15 +136,8 @@ def _structured_checks(
     if signature.strides:
         expected += [signature.strides, signature.dilations]
     param = ir.Type.parse(_PARAM)
-    region_op = ir.Operation.create(
-        "transform.match.structured",
-        results=[param] * len(expected),
-        operands=[target],
-        regions=1,
-    )
-    block = region_op.regions[0].blocks.append(ir.Type.parse(_ANY_OP))
-    with ir.InsertionPoint(block):
-        op = block.arguments[0]
+
+    def measure(op: ir.Value) -> list[ir.Value]:
         all_dims = {"is_all": ir.UnitAttr.get(), "raw_dim_list": ir.DenseI64ArrayAttr.get([])}
         measured = [_create("transform.match.structured.dim", [op], [param], all_dims)]
         for index in range(len(signature.input_bits) + len(signature.init_bits)):
@@ -162,8 +168,9 @@ def _structured_checks(
                 "transform.match.structured.classify_convolution_dims", [op], [param] * 8
             )
             measured += [conv[6], conv[7]]
-        ir.Operation.create("transform.match.structured.yield", operands=measured)
-    return list(zip(region_op.results, expected, strict=True))
+        return measured
+
+    return list(zip(_structured_region(target, len(expected), measure), expected, strict=True))
 
 
 def _create(name: str, operands, results, attributes=None) -> ir.Value | None:

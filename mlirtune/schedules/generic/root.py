@@ -65,12 +65,12 @@ def recognise_generic(op: ir.Operation, loops: list[int], dtypes: tuple[str, ...
     readers = [r for r in reads if reuse in r]
     second = [loop for loop in unread if loop != reuse and any(loop not in r for r in readers)]
     reuse2 = second[-1] if second else -1
-    # The reuse loops along which each step loads another row of vectors (an input that
-    # holds the vector loop reads them), rather than broadcasting another value.
-    loaded = {loop for r in reads if vector in r for loop in r}
     row = _row_loop(inputs, parallel, strided, vector)
     if row >= 0:  # vectors along the rows summed; the output's loops make the tile
         vector, reuse, reuse2 = row, vector, reuse
+    # The reuse loops along which each step loads another row of vectors (an input that
+    # holds the vector loop reads them), rather than broadcasting another value.
+    loaded = {loop for r in reads if vector in r for loop in r}
     dims = {f"L{i}": size for i, size in enumerate(loops)}
     dims["V"] = loops[vector] if vector >= 0 else 1
     dims["U"] = loops[reuse] if reuse >= 0 else 1
