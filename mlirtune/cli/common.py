@@ -74,10 +74,15 @@ def plural(count: int, noun: str, many: str | None = None) -> str:
 
 def target_of(args: argparse.Namespace) -> Target:
     """The --target, on --threads cores where the command takes it (the host only)."""
-    from mlirtune.targets import HostCPU, target_named
+    from mlirtune.targets import HostCPU, NvidiaGPU, target_named
     from mlirtune.targets.host_cpu import restrict_isa, with_fma_in_flight
 
     target = target_named(args.target)
+    chip = getattr(args, "chip", None)
+    if chip:
+        if not isinstance(target, NvidiaGPU):
+            raise UsageError(f"--chip applies to --target nvidia-gpu, not {args.target}")
+        target = NvidiaGPU(chip=chip)
     threads, isa = getattr(args, "threads", 1), getattr(args, "isa", None)
     if threads == 1 and not isa:
         return target
@@ -282,6 +287,12 @@ def add_target_argument(cmd: argparse.ArgumentParser) -> None:
         help="restrict the host's kernels to a narrower ISA than its CPU has, e.g. avx2 on an "
         "AVX-512 machine to measure an AVX2 CPU class (also $MLIRTUNE_ISA; with numpy's side "
         "restricted too: OPENBLAS_CORETYPE=Haswell)",
+    )
+    cmd.add_argument(
+        "--chip",
+        metavar="sm_NN",
+        help="with --target nvidia-gpu: the compute capability to compile for, e.g. sm_90 "
+        "for an H100 or H200 (default: sm_80)",
     )
 
 

@@ -7,6 +7,7 @@ import json
 import sys
 import warnings
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mlir import ir
@@ -148,6 +149,20 @@ def _add_run_arguments(cmd: argparse.ArgumentParser) -> None:
         "replacing the entry for this workload and pipeline and keeping the others",
     )
     cmd.add_argument(
+        "--export-batch",
+        metavar="DIR",
+        type=Path,
+        help="with --target nvidia-gpu: compile the baseline and --budget candidates into DIR "
+        "and stop; time them where the GPU is with `python -m mlirtune.cli.gpu_batch DIR`",
+    )
+    cmd.add_argument(
+        "--import-batch",
+        metavar="DIR",
+        type=Path,
+        help="with --target nvidia-gpu: record a batch measured on a GPU (same workload "
+        "options as its export) in the database, keyed on that GPU, and report it",
+    )
+    cmd.add_argument(
         "--show-space",
         action="store_true",
         help="print the space (constraints, and its knobs as transform.tune.knob IR); no tuning",
@@ -195,7 +210,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         return tune_dispatches(args, workload, tune_dispatch)
     report = _tune_one(args, workload, target, options)
     if report is None:
-        return 0 if args.show_space else 130
+        return 0 if args.show_space or args.export_batch else 130
     if args.update_spec:
         entry = write_verdict(args.update_spec, report)
         if not args.json:
@@ -213,7 +228,6 @@ def _tune_one(args: argparse.Namespace, workload, target: Target, options) -> Tu
     from mlirtune.curation.export import library_at
     from mlirtune.tune.db import TuningDB
     from mlirtune.tune.problem import generate
-    from mlirtune.tune.tuner import tune
 
     problem = generate(
         workload,
@@ -249,7 +263,7 @@ def _tune_one(args: argparse.Namespace, workload, target: Target, options) -> Tu
         progress = ProgressBar(console, options.budget or problem.space.count())
         try:
             with progress.bar:
-                return tune(problem, options, db, progress)
+                return _search(args, problem, options, db, progress)
         except KeyboardInterrupt:
             saved = progress.done - progress.resumed
             print(
@@ -258,6 +272,35 @@ def _tune_one(args: argparse.Namespace, workload, target: Target, options) -> Tu
                 file=sys.stderr,
             )
             return None
+
+
+def _search(args: argparse.Namespace, problem, options, db, progress) -> TuneReport | None:
+    """The tuner for the target: on the host, or through device batches on a GPU (compiled
+    here, timed on this machine's GPU or on another one: --export-batch, --import-batch)."""
+    from mlirtune.targets import NvidiaGPU
+    from mlirtune.tune import device
+    from mlirtune.tune.tuner import tune
+
+    on_gpu = isinstance(problem.target, NvidiaGPU)
+    if (args.export_batch or args.import_batch) and not on_gpu:
+        raise UsageError("--export-batch and --import-batch apply to --target nvidia-gpu")
+    if not on_gpu:
+        return tune(problem, options, db, progress)
+    if args.export_batch and args.import_batch:
+        raise UsageError("give --export-batch or --import-batch, not both")
+    if args.import_batch:
+        return device.import_batch(problem, args.import_batch, db, progress)
+    if args.export_batch:
+        batch = device.export_batch(problem, options, args.export_batch, progress)
+        progress.bar.stop()
+        print_plain(
+            Console(stderr=True),
+            f"wrote {plural(len(batch.candidates), 'program')} (the baseline first) to "
+            f"{args.export_batch}; where the GPU is: python -m mlirtune.cli.gpu_batch "
+            f"{args.export_batch}; then here: the same command with --import-batch",
+        )
+        return None
+    return device.tune_on_device(problem, options, db, progress)
 
 
 DEFAULT_SPECS = "<default>"

@@ -82,16 +82,9 @@ def run_program(
     outputs against `data`'s, then time it with `options`, every argument placed at
     `placement` (on the host, each timed call uploads the inputs and downloads the
     outputs)."""
-    rng = np.random.default_rng(SEED)
     buffers = []
     try:
-        for argument in program.arguments:
-            if argument.is_output:
-                initial = np.full(argument.shape, np.nan, dtype=argument.numpy_dtype)
-            elif data is not None:
-                initial = _array(data, argument.name, argument.shape, argument.numpy_dtype)
-            else:
-                initial = rng.uniform(-1, 1, argument.shape).astype(argument.numpy_dtype)
+        for argument, initial in zip(program.arguments, initial_arrays(program, data), strict=True):
             buffers.append(device.allocate(argument.name, initial, placement))
         with device.load(program) as loaded:
             loaded.launch(buffers)
@@ -109,6 +102,21 @@ def run_program(
         for buffer in buffers:
             device.release(buffer)
     return ProgramRun(program, verification, seconds)
+
+
+def initial_arrays(program: GpuProgram, data: dict[str, np.ndarray] | None) -> list[np.ndarray]:
+    """Each argument's first contents: inputs from `data` (seeded random values without),
+    outputs NaN, so that an element a kernel never writes fails verification."""
+    rng = np.random.default_rng(SEED)
+    arrays = []
+    for argument in program.arguments:
+        if argument.is_output:
+            arrays.append(np.full(argument.shape, np.nan, dtype=argument.numpy_dtype))
+        elif data is not None:
+            arrays.append(_array(data, argument.name, argument.shape, argument.numpy_dtype))
+        else:
+            arrays.append(rng.uniform(-1, 1, argument.shape).astype(argument.numpy_dtype))
+    return arrays
 
 
 def _array(data: dict[str, np.ndarray], name: str, shape: tuple[int, ...], dtype: np.dtype):

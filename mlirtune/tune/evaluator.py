@@ -51,6 +51,7 @@ class EvaluatorSettings:
     # How a worker makes its engine: engine_for, or (in tests) a picklable function that
     # wraps it, e.g. to inject faults.
     engine: EngineFactory = engine_for
+    runs: bool = True  # False: workers only compile (compile_all), so skip the reference
 
     def worker_count(self) -> int:
         """The worker processes an evaluator starts: `workers`, else one per usable core,
@@ -186,6 +187,23 @@ class IsolatedEvaluator:
         self.evaluate(next_config, on_result)
         return [outcomes[i] for i in range(len(configs))]
 
+    def compile_all(self, jobs: list[tuple[Config, str]]) -> list[Outcome | None]:
+        """Compile each config into the program file beside it (for a GPU elsewhere to
+        time), in parallel; per job, None once written, else why not (a compile error,
+        crash or timeout costs that job only)."""
+        queue = list(enumerate(jobs))
+        results: dict[int, Outcome | None] = {}
+        while True:
+            for index, worker in enumerate(self._workers):
+                if queue and (worker is None or worker.job is None):
+                    position, (config, path) = queue.pop(0)
+                    self._assign(index, ("compile", dict(config), path), position)
+            busy = [w for w in self._workers if w is not None and w.job is not None]
+            if not busy:
+                return [results[i] for i in range(len(jobs))]
+            for position, reply in self._collect(busy):
+                results[position] = reply
+
     def race(
         self, configs: list[Config], rounds: int, *, worker_index: int = 0
     ) -> list[list[list[float]]] | Outcome:
@@ -293,6 +311,7 @@ class IsolatedEvaluator:
             lock_path=str(self._scratch / "benchmark.lock"),
             pids_path=str(self._scratch / "workers.pids"),
             log_path=log_path,
+            runs=self.settings.runs,
         )
         parent_socket, child_socket = socket.socketpair()
         with open(log_path, "ab") as log:

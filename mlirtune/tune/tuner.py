@@ -21,6 +21,7 @@ import numpy as np
 from mlirtune.interfaces.errors import BaselineFailed, UsageError
 from mlirtune.tune.db import TuningDB, Verdict
 from mlirtune.tune.evaluator import EvaluatorSettings, IsolatedEvaluator
+from mlirtune.tune.key import TuningKey
 from mlirtune.tune.outcome import Outcome
 from mlirtune.tune.problem import Config, TuningProblem
 from mlirtune.tune.results import Candidate, TuneReport, rank, relative_change
@@ -85,7 +86,7 @@ def tune(
     """Search `problem`'s space within the budget and race the finalists."""
     options.check()
     strategy = strategy_class(options.strategy)(problem.space, options.seed)
-    starters, warnings = _starters(problem, options, strategy)
+    starters, warnings = starting_configs(problem, options, strategy)
     search = _Search(problem, options, db, strategy, observer or _Silent(), starters)
     with IsolatedEvaluator(
         problem.workload, problem.target, problem.pipeline, options.evaluator
@@ -113,7 +114,7 @@ def tune(
     )  # fmt: skip
 
 
-def _starters(
+def starting_configs(
     problem: TuningProblem, options: TuneOptions, strategy: Strategy
 ) -> tuple[list[Config], list[str]]:
     """The configs tried before the strategy's: the given starters inside the space (a
@@ -167,7 +168,7 @@ class _Search:
             return self.first
         while True:
             spent = _spent(self.options, self.asked, self.started)
-            if spent or (config := _ask(self.starters, self.strategy)) is None:
+            if spent or (config := next_proposal(self.starters, self.strategy)) is None:
                 if len(self.issued) == 2:
                     return None
                 self.issued.append(self.last)
@@ -228,7 +229,7 @@ def _spent(options: TuneOptions, asked: int, started: float) -> bool:
     return bool(options.time_limit_s and time.monotonic() - started > options.time_limit_s)
 
 
-def _ask(starters: list[Config], strategy) -> Config | None:
+def next_proposal(starters: list[Config], strategy) -> Config | None:
     """The next starter config, else the strategy's next proposal (None: nothing left)."""
     return starters.pop(0) if starters else strategy.ask()
 
@@ -269,6 +270,20 @@ def race_finalists(problem, ev, db, ranked: list[Candidate], options: TuneOption
     if any(isinstance(part, Outcome) for part in parts):  # a race worker failed: no winner
         return {}, None
     result = [[r for part in parts for r in part[index]] for index in range(len(contenders))]
+    return judge_race(problem, db, problem.key, contenders, result)
+
+
+def judge_race(
+    problem: TuningProblem,
+    db: TuningDB,
+    key: TuningKey,
+    contenders: list[Config],
+    result: list[list[list[float]]],
+) -> tuple[dict[tuple, list[float]], Config | None]:
+    """Store each contender's race samples (per config, per round; the baseline first)
+    under `key`, and pick the winner: the fastest by median of the finalists that beat the
+    baseline in every round (see `race_finalists`), else None."""
+    baseline, finalists = contenders[0], contenders[1:]
     flops = problem.workload.get_complexity().flops
     race, round_medians = {}, {}
     for config, rounds in zip(contenders, result, strict=True):
@@ -276,7 +291,7 @@ def race_finalists(problem, ev, db, ranked: list[Candidate], options: TuneOption
         race[config_key(config)] = pooled
         round_medians[config_key(config)] = np.asarray([np.median(r) for r in rounds])
         outcome = Outcome("ok", samples=tuple(pooled), flops=flops)
-        db.record(problem.key, problem.slot_values(config), outcome, role="race")
+        db.record(key, problem.slot_values(config), outcome, role="race")
     base = round_medians[config_key(baseline)]
     passed = [c for c in finalists if (round_medians[config_key(c)] < base).all()]
     return race, min(passed, key=lambda c: np.median(race[config_key(c)]), default=None)

@@ -30,6 +30,7 @@ import numpy as np
 from mlirtune.bench.harness import run_benchmark
 from mlirtune.contain.limits import cap_child
 from mlirtune.engine.mlir_jit import MlirJitEngine
+from mlirtune.engine.ptx import PtxEngine
 from mlirtune.interfaces.bench import BenchOptions
 from mlirtune.interfaces.errors import MlirtuneError, VerificationError
 from mlirtune.interfaces.target import Target
@@ -78,9 +79,10 @@ def settled(samples: list[list[list[float]]]) -> bool:
     )
 
 
-# make_engine(target, pipeline, use_specs=...): the JIT engine a worker compiles, runs and
-# times candidates with (it compiles once per candidate and clears its cache after).
-EngineFactory = Callable[..., MlirJitEngine]
+# make_engine(target, pipeline, use_specs=...): the engine a worker uses, the host's JIT
+# engine (it compiles, runs and times a candidate, then clears its cache) or the PTX
+# engine (it compiles programs for a GPU to time: "compile" requests).
+EngineFactory = Callable[..., MlirJitEngine | PtxEngine]
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,7 @@ class WorkerSetup:
     lock_path: str
     pids_path: str
     log_path: str
+    runs: bool = True  # False: it only compiles programs, so needs no reference outputs
 
 
 def main() -> None:
@@ -122,8 +125,9 @@ def main() -> None:
 
 
 def serve(connection: Connection, setup: WorkerSetup) -> None:
-    """Serve ("evaluate", params, cutoff_s) and ("race", [params], rounds, until_settled) requests
-    until None; EOFError or BrokenPipeError when the parent goes away."""
+    """Serve ("evaluate", params, cutoff_s), ("race", [params], rounds, until_settled) and
+    ("compile", params, path) requests until None; EOFError or BrokenPipeError when the
+    parent goes away."""
     _redirect_output(setup.log_path)
     cap_child(setup.memory_bytes)  # never above a limit it was given
     # The parent admitted the workload for all workers against the machine's budget; here
@@ -135,7 +139,8 @@ def serve(connection: Connection, setup: WorkerSetup) -> None:
     COMPILE_CHECKS.fresh_contexts = False
     engine = setup.make_engine(setup.target, setup.pipeline, use_specs=False)
     flops = setup.workload.get_complexity().flops
-    setup.workload.reference_outputs  # noqa: B018 - computed once, before any timeout runs
+    if setup.runs:
+        setup.workload.reference_outputs  # noqa: B018 - computed once, before any timeout runs
     connection.send(("ready",))
     while True:
         request = connection.recv()
@@ -144,6 +149,9 @@ def serve(connection: Connection, setup: WorkerSetup) -> None:
         if request == "stop":  # meant for a race that had already ended
             continue
         kind, *arguments = request
+        if kind == "compile":
+            connection.send(("done", _compile(setup, engine, *arguments)))
+            continue
         try:
             if kind == "evaluate":
                 reply = _evaluate(connection, setup, engine, *arguments, flops=flops)
@@ -152,6 +160,16 @@ def serve(connection: Connection, setup: WorkerSetup) -> None:
         finally:
             engine.clear_cache()  # one candidate's JIT'd code at a time keeps memory flat
         connection.send(("done", reply))
+
+
+def _compile(setup: WorkerSetup, engine: PtxEngine, params: dict, path: str) -> Outcome | None:
+    """Compile a candidate into a program file that another process (on a GPU) times:
+    None once it is written, else the compile error."""
+    try:
+        engine.compile(setup.workload, params).save(path)
+    except MlirtuneError as error:
+        return Outcome("compile_error", detail=str(error))
+    return None
 
 
 def _evaluate(
