@@ -8,19 +8,23 @@ iteration j starts the asynchronous copies (`cp.async`, sm_80 and newer) of step
 one buffer while the block computes step j - S + 1 from another, S - 1 steps behind:
 
     for j in 0 .. n + S - 2:              # n + S - 1 iterations for n steps
+        barrier
         if j < n: cp.async step j into buffer j % S
-        commit the group; wait until only the S - 1 newest groups are in flight; barrier
+        commit the group
         if j >= S - 1: compute step j - S + 1 from buffer (j + 1) % S
-        barrier                           # before that buffer is refilled
+        wait until only the S - 2 newest groups are in flight
 
-The loop's accumulators pass through the guarded compute unchanged in the first S - 1
-iterations.
+One barrier per step does both jobs: the step the next iteration computes has arrived
+(each thread waited for its own copies, the barrier shows them to the block), and every
+warp is done reading the buffer that the next iteration's copies refill (the one computed
+here). The barriers that promoting the tiles left around the copies go. The loop's
+accumulators pass through the guarded compute unchanged in the first S - 1 iterations.
 """
 
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, memref, nvgpu, scf
+from mlir.dialects import arith, gpu, memref, nvgpu, scf
 
 from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.ir.inspect import ops_named
@@ -79,8 +83,16 @@ def _multi_buffer(launch_body: ir.Block, loop: ir.Operation) -> None:
     for use in list(iv.uses):  # the copies' addresses: step `copied`
         if not any(use.owner == op for op in mine):
             use.owner.operands[use.operand_number] = copied
-    _copy_asynchronously(copies, copying, stages - 1)
+    for op in ops:
+        if op.name == "gpu.barrier":
+            op.erase()
+    with ir.InsertionPoint.at_block_begin(body), loop.location:
+        gpu.barrier()
+    group = _copy_asynchronously(copies, copying)
     _guard(compute[0], computing)
+    terminator = body.operations[len(body.operations) - 1]
+    with ir.InsertionPoint(terminator), loop.location:  # after the compute, before the yield
+        nvgpu.device_async_wait(group, num_groups=stages - 2)
     loop.operands[0] = first
     del loop.attributes[STAGES_ATTRIBUTE]
 
@@ -128,11 +140,11 @@ def _stage_buffers(
 
 
 def _copy_asynchronously(
-    copies: list[tuple[ir.Operation, ir.Operation]], copying: ir.Value, in_flight: int
-) -> None:
+    copies: list[tuple[ir.Operation, ir.Operation]], copying: ir.Value
+) -> ir.Value:
     """Replace each copy's load and store by one cp.async, all of them in an scf.if on
-    `copying` placed after the last store, and wait until `in_flight` groups are left:
-    the step about to be computed has arrived."""
+    `copying` placed after the last store; returns the token of their group (an empty
+    group where `copying` fails, so that every iteration commits one)."""
     token = ir.Type.parse(TOKEN)
     last = copies[-1][0]
     with ir.InsertionPoint(last), last.location:
@@ -154,10 +166,10 @@ def _copy_asynchronously(
             scf.YieldOp([nvgpu.device_async_create_group(tokens)])
         with ir.InsertionPoint(guard.else_block):
             scf.YieldOp([nvgpu.device_async_create_group([])])
-        nvgpu.device_async_wait(guard.results[0], num_groups=in_flight)
     for store, load in copies:
         store.erase()
         load.erase()
+    return guard.results[0]
 
 
 def _guard(compute: ir.Operation, computing: ir.Value) -> None:

@@ -37,6 +37,7 @@ def share_workgroup_tiles(module: ir.Module) -> None:
     for launch in ops_named(module.operation, "gpu.launch"):
         _attribute_workgroup_allocs(launch)
         copies = [c for c in ops_named(launch, "memref.copy") if in_workgroup(c.operands[1])]
+        _drop_barriers_between_copies(copies)
         for copy in copies:
             _distribute(copy, _static_threads(launch))
         if copies:
@@ -181,6 +182,29 @@ def _delinearize(element: ir.Value, sizes: list[int] | list[ir.Value]) -> list[i
         indices.append(arith.remui(rest, size))
         rest = arith.divui(rest, size)
     return [rest, *reversed(indices)]
+
+
+def _drop_barriers_between_copies(copies: list[ir.Operation]) -> None:
+    """Erase the barrier promotion leaves between two copies into shared memory (A's tile,
+    then B's): nothing reads shared memory between them, so the barriers before the first
+    and after the last order them against the reads on either side."""
+    blocks: list[ir.Block] = []
+    for copy in copies:
+        if not any(copy.block == block for block in blocks):
+            blocks.append(copy.block)
+
+    def is_copy(op: ir.Operation) -> bool:
+        return any(op == copy for copy in copies)
+
+    for block in blocks:
+        ops = [op.operation for op in block.operations]
+        between = [
+            barrier
+            for before, barrier, after in zip(ops, ops[1:], ops[2:], strict=False)
+            if barrier.name == "gpu.barrier" and is_copy(before) and is_copy(after)
+        ]
+        for barrier in between:
+            barrier.erase()
 
 
 def _merge_adjacent_barriers(block: ir.Block) -> None:
