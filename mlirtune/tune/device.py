@@ -51,6 +51,9 @@ from mlirtune.tune.tuner import (
 # Seconds one candidate may run on the device (verification and timing) before it counts
 # as hung: a 4096^3 GEMM verifies and times in well under a second.
 CANDIDATE_TIMEOUT_S = 60.0
+# Seconds one candidate may take to compile: the benchmark's 4096^3 kernels take 0.3 s
+# each; some odd tiles (a block one column wide) ran past 120 s, stalling the batch.
+COMPILE_TIMEOUT_S = 30.0
 
 
 def export_batch(
@@ -69,7 +72,11 @@ def export_batch(
         (problem.slot_values(c), str(directory / f"compiled-{i}.json"))
         for i, c in enumerate(configs)
     ]
-    settings = dataclasses.replace(options.evaluator, runs=False)
+    settings = dataclasses.replace(
+        options.evaluator,
+        runs=False,
+        compile_timeout_s=min(options.evaluator.compile_timeout_s, COMPILE_TIMEOUT_S),
+    )
     with IsolatedEvaluator(problem.workload, problem.target, problem.pipeline, settings) as ev:
         failures = ev.compile_all(jobs)
     if failures[0] is not None:
@@ -85,7 +92,7 @@ def export_batch(
         name = f"candidate-{len(candidates)}.json"
         Path(path).rename(directory / name)
         candidates.append(BatchCandidate(len(candidates), slot_values, name))
-    np.savez(directory / DATA, **program_data(problem.workload))
+    np.savez(directory / DATA, **_verification_data(problem))
     batch = DeviceBatch(
         problem.workload.describe(),
         problem.workload.get_complexity().flops,
@@ -96,6 +103,17 @@ def export_batch(
     )
     batch.save(directory)
     return batch
+
+
+def _verification_data(problem: TuningProblem) -> dict[str, np.ndarray]:
+    """The inputs and the expected outputs, these in the outputs' own type: a float64
+    reference would double what travels to the GPU machine (2048^3: 48 MiB instead of 32)
+    for digits below the tolerance."""
+    data = program_data(problem.workload)
+    for spec in problem.workload.arguments():
+        if spec.is_output:
+            data[spec.name] = data[spec.name].astype(spec.dtype.numpy)
+    return data
 
 
 def _proposals(problem: TuningProblem, options: TuneOptions) -> list[Config]:
