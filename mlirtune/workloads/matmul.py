@@ -1,5 +1,5 @@
-"""Matrix multiplication, alone or as an MLP layer with fused bias and ReLU; int8 matmuls
-sum their products exactly in int32.
+"""Matrix multiplication, alone or as an MLP layer with fused bias and ReLU; bf16 and f16
+matmuls sum their products in f32, int8 ones exactly in int32.
 
 Options as in KernelBench level 1: operands stored transposed (`transpose`: A as [K, M],
 B as [N, K], or both; a linalg.matmul with explicit indexing maps, still a "matmul" root)
@@ -25,8 +25,10 @@ SHAPE_PARAMS = (
     Param("N", int, 256, "columns of B and C"),
     Param("K", int, 256, "reduction size"),
 )
-# int8 operands, their products summed in int32 (C is int32), as int8 GEMMs do.
-INT_OPERANDS = {"i8": "i32"}
+# Narrow operands and the type their products sum in (C's), as GEMMs on them do: bf16 and
+# f16 in f32, int8 exactly in int32.
+SUM_TYPES = {"bf16": "f32", "f16": "f32", "i8": "i32"}
+INT_OPERANDS = ("i8",)
 
 
 # Stored layouts: which operands are transposed (A as [K, M], B as [N, K]).
@@ -66,7 +68,7 @@ class Matmul(PayloadWorkload):
             "dtype",
             str,
             "f32",
-            "element type of A and B (i8: C is i32, exact)",
+            "element type of A and B (bf16, f16: C is f32; i8: C is i32, exact)",
             (*FLOAT_DTYPES, *INT_OPERANDS),
         ),
         SEED_PARAM,
@@ -80,16 +82,13 @@ class Matmul(PayloadWorkload):
         if self.dtype.is_integer and self.has_epilogue:
             raise UsageError(
                 f"{self.name}: dtype={self.dtype.name} takes no bias, relu or mask (C is the "
-                f"exact {INT_OPERANDS[self.dtype.name]} sum of the products; the epilogues "
+                f"exact {SUM_TYPES[self.dtype.name]} sum of the products; the epilogues "
                 "are float)"
             )
 
     @property
     def out_dtype(self) -> DType:
-        # bf16 products accumulate in f32, as every bf16 GEMM does; int8 ones in int32.
-        if self.dtype.name in INT_OPERANDS:
-            return DTYPES[INT_OPERANDS[self.dtype.name]]
-        return DTYPES["f32"] if self.dtype.name == "bf16" else self.dtype
+        return DTYPES[SUM_TYPES.get(self.dtype.name, self.dtype.name)]
 
     @property
     def has_epilogue(self) -> bool:
@@ -167,7 +166,7 @@ class Matmul(PayloadWorkload):
         )
         a, b = self._operand_view(a, "a"), self._operand_view(b, "b")
         m, n = self.options["M"], self.options["N"]
-        # f32 for operands converted to f32 (bf16, i8: OpenBLAS's sgemm on the same shape).
+        # f32 for operands converted to f32 (bf16, f16, i8: OpenBLAS's sgemm on the same shape).
         out = np.empty((m, n), dtype=np.result_type(a, b))
         # Where the triangle mask zeroes C (np.triu/tril would allocate a new array).
         dropped = None
@@ -189,7 +188,8 @@ class Matmul(PayloadWorkload):
 
     def torch_baseline(self):
         """torch.matmul on the stored operands, transposed ones as views (`.T`), then bias,
-        ReLU and torch.triu / torch.tril. bf16 products stay bf16 in PyTorch."""
+        ReLU and torch.triu / torch.tril. bf16 and f16 products stay in their own type in
+        PyTorch."""
         import torch
 
         from mlirtune.bench.baseline import torch_tensor

@@ -94,7 +94,7 @@ def test_opt_prints_scheduled_and_lowered_ir(capsys):
         (["run", "matmul", "--param", "XX=2"], "unknown parameter(s) XX"),
         (["run", "matmul", "--param", "MR=two"], "MR='two' is not an integer"),
         (["run"], "name a workload"),
-        (["bench", "matmul", "dtype=f16"], "dtype='f16' is not one of"),
+        (["bench", "matmul", "dtype=f8"], "dtype='f8' is not one of"),
     ],
 )
 def test_bad_input_is_one_clear_line_with_exit_2(capsys, argv, message):

@@ -27,9 +27,13 @@ from mlirtune.runtime.cuda import CudaDevice, CudaError, cuda_devices, device_co
 from mlirtune.runtime.gpu_run import load_data, run_program, save_data
 
 PROGRAM = Path(__file__).parent / "data" / "matmul_64x48x32.json"
-# bf16 into f32 on tensor cores (mma.sync, sm_80 and newer): 2 x 2 warps of 64 x 64 in
-# double-buffered K steps of 64, in 70 KiB of dynamic shared memory.
-MMA_PROGRAM = Path(__file__).parent / "data" / "matmul_bf16_128x128x256_mma.json"
+# bf16 (and f16) into f32 on tensor cores (mma.sync, sm_80 and newer): 2 x 2 warps of
+# 64 x 64 in double-buffered K steps of 64, in 70 KiB of dynamic shared memory.
+MMA_PROGRAMS = {
+    inputs: Path(__file__).parent / "data" / f"matmul_{inputs}_128x128x256_mma.json"
+    for inputs in ("bf16", "f16")
+}
+MMA_PROGRAM = MMA_PROGRAMS["bf16"]
 NO_GPU = f"needs an NVIDIA GPU: {cuda.cuda_unavailable() or 'the driver sees none'}"
 needs_gpu = pytest.mark.skipif(device_count() == 0, reason=NO_GPU)
 without_gpu = pytest.mark.skipif(device_count() > 0, reason="this host has a GPU")
@@ -172,11 +176,12 @@ def test_shared_memory_past_the_device_is_refused_before_launch():
 
 @pytest.mark.gpu
 @needs_gpu
-def test_the_tensor_core_program_verifies(device):
-    program = GpuProgram.load(MMA_PROGRAM)
+@pytest.mark.parametrize("inputs", MMA_PROGRAMS)
+def test_the_tensor_core_programs_verify(device, inputs):
+    program = GpuProgram.load(MMA_PROGRAMS[inputs])
     major, _ = device.compute_capability
     if major < 8:
-        pytest.skip(f"bf16 mma.sync needs sm_80 or newer, this GPU is {device.chip}")
+        pytest.skip(f"{inputs} mma.sync needs sm_80 or newer, this GPU is {device.chip}")
     run = run_program(device, program, matmul_data(program))
     assert run.verification.ok, run.verification.summary()
 

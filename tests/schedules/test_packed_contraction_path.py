@@ -103,27 +103,38 @@ def test_six_row_register_tiles_verify(engine, workload, pack):
     assert engine.execute(workload, parameters).verification.ok
 
 
-WIDENING_ROW_CONVERSION = ("vector<1x128xbf16>", "vector<1x128xf32>")
+# The 2-byte float operands the FMA path widens to f32.
+HALF_PRECISION = ("bf16", "f16")
 
 
+def widening_row_conversion(narrow: str) -> tuple[str, str]:
+    """The types of one row's conversion in a widening copy of `narrow` operands."""
+    return f"vector<1x128x{narrow}>", "vector<1x128xf32>"
+
+
+@pytest.mark.parametrize("narrow", HALF_PRECISION)
 @pytest.mark.parametrize(
-    ("workload", "pack", "widened"),
+    ("options", "pack", "widened"),
     [
-        (Matmul(M=64, N=128, K=96, dtype="bf16"), 1, 1),  # A, read in place
-        (Matmul(M=64, N=128, K=96, dtype="bf16"), 2, 0),
+        ({"M": 64, "N": 128, "K": 96}, 1, 1),  # A, read in place
+        ({"M": 64, "N": 128, "K": 96}, 2, 0),
         # Partial panels, read through slices: widened before the nest.
-        (Matmul(M=100, N=99, K=101, dtype="bf16"), 1, 2),
-        (Matmul(M=64, N=128, K=96, dtype="bf16", transpose="b"), 1, 1),  # a Linear's weight
-        (Matmul(M=100, N=99, K=101, dtype="bf16", transpose="ab"), 2, 2),
-        (Matmul(M=64, N=128, K=96, dtype="bf16"), 0, 2),  # unpacked: whole widening tiles
+        ({"M": 100, "N": 99, "K": 101}, 1, 2),
+        ({"M": 64, "N": 128, "K": 96, "transpose": "b"}, 1, 1),  # a Linear's weight
+        ({"M": 100, "N": 99, "K": 101, "transpose": "ab"}, 2, 2),
+        ({"M": 64, "N": 128, "K": 96}, 0, 2),  # unpacked: whole widening tiles
     ],
     ids=["pack-b", "pack-ab", "odd", "b-n-by-k", "odd-transposed", "unpacked"],
 )
-def test_bf16_operands_are_converted_once_before_the_micro_kernel(engine, workload, pack, widened):
-    """Each bf16 operand is converted to f32 once: by the copies that pack it, where only
-    they read it (widen_in_packs.py), else a vectorized row at a time before the nest
+def test_half_precision_operands_are_converted_once_before_the_micro_kernel(
+    engine, options, pack, widened, narrow
+):
+    """Each bf16 (f16) operand is converted to f32 once: by the copies that pack it, where
+    only they read it (widen_in_packs.py), else a vectorized row at a time before the nest
     (widen.py). The micro-kernel FMAs f32 and converts nothing."""
+    workload = Matmul(**options, dtype=narrow)
     parameters = {**BLOCKS, "PACK": pack}
+    row_conversion = widening_row_conversion(narrow)
 
     def conversion(op: ir.Operation) -> tuple[str, str] | None:
         if op.name != "arith.extf":
@@ -131,12 +142,12 @@ def test_bf16_operands_are_converted_once_before_the_micro_kernel(engine, worklo
         return str(op.operands[0].type), str(op.results[0].type)
 
     conversions = scheduled(engine, workload, parameters, conversion, then=widen_in_packs)
-    rows = [c for c in conversions if c == WIDENING_ROW_CONVERSION]
+    rows = [c for c in conversions if c == row_conversion]
     assert len(rows) == widened
     # The packing copies' conversions, where an operand is not widened first.
-    packed = [c for c in conversions if c != WIDENING_ROW_CONVERSION]
+    packed = [c for c in conversions if c != row_conversion]
     assert bool(packed) == (widened < 2)
-    assert scheduled(engine, workload, parameters, conversion) == [WIDENING_ROW_CONVERSION] * 2
+    assert scheduled(engine, workload, parameters, conversion) == [row_conversion] * 2
 
     def fma_type(op: ir.Operation) -> str | None:
         return str(op.results[0].type.element_type) if op.name == "vector.fma" else None
@@ -147,12 +158,13 @@ def test_bf16_operands_are_converted_once_before_the_micro_kernel(engine, worklo
     assert result.verification.ok, result.verification.summary()
 
 
+@pytest.mark.parametrize("narrow", HALF_PRECISION)
 def test_unpacked_operands_with_partial_widening_tiles_are_converted_as_they_are_loaded(
-    engine,
+    engine, narrow
 ):
     """100 rows are no whole 8-row widening tiles: masked copies cost more than converting
     in the micro-kernel, so nothing is widened and the kernel converts its loads."""
-    workload = Matmul(M=100, N=99, K=101, dtype="bf16")
+    workload = Matmul(M=100, N=99, K=101, dtype=narrow)
     parameters = {**BLOCKS, "PACK": 0}
     widened = scheduled(engine, workload, parameters, lambda op: op.name == "linalg.copy" or None)
     conversions = scheduled(

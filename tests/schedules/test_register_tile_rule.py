@@ -23,7 +23,7 @@ CONTRACTION = FAMILIES["contraction"]
 
 
 def matmul(m: int, n: int, k: int, dtype: str = "f32") -> OpInfo:
-    out = "f32" if dtype == "bf16" else dtype
+    out = "f32" if dtype in ("bf16", "f16") else dtype
     return OpInfo("matmul", {"M": m, "N": n, "K": k}, (dtype, dtype, out), "linalg.matmul")
 
 
@@ -88,15 +88,16 @@ def test_k_in_one_block_is_split_for_a_row_tail():
     assert (config["MR"], config["NR"], config["KC"]) == (6, 16, 512)
 
 
+@pytest.mark.parametrize("narrow", ["bf16", "f16"])
 @pytest.mark.parametrize("features", [AVX2, AVX512], ids=["avx2", "avx512"])
-def test_bf16_widened_for_fma_takes_the_f32_blocks(features):
-    """Widened before the nest (widen.py), bf16 operands are f32 in its blocks: sized for
-    2 bytes, B's block held twice its bytes."""
+def test_half_precision_widened_for_fma_takes_the_f32_blocks(features, narrow):
+    """Widened before the nest (widen.py), bf16 and f16 operands are f32 in its blocks:
+    sized for 2 bytes, B's block held twice its bytes."""
     cpu = HostCPU(features)
     keys = ("MC", "NC", "KC", "MR", "NR", "PACK", "PREFETCH")
-    f32, bf16 = (CONTRACTION.select(matmul(2048, 2048, 2048, t), cpu) for t in ("f32", "bf16"))
-    assert bf16["UNIT"] == 0
-    assert {k: bf16[k] for k in keys} == {k: f32[k] for k in keys}
+    f32, half = (CONTRACTION.select(matmul(2048, 2048, 2048, t), cpu) for t in ("f32", narrow))
+    assert half["UNIT"] == 0
+    assert {k: half[k] for k in keys} == {k: f32[k] for k in keys}
 
 
 @pytest.mark.parametrize("features", [AVX2, AVX512], ids=["avx2", "avx512"])

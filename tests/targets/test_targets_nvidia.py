@@ -140,7 +140,7 @@ def test_partial_tiles_stage_shared_steps_as_scalar_loops(nvptx):
         ({"block_k": 64}, "constraint k_steps"),
         ({"block_k": -1}, "parameter block_k=-1 must be an integer >= 0"),
         ({"warp_k": 2}, "unknown parameter"),
-        ({"mma": 1}, r"mma=1: inputs f32 into f32 \(needs bf16 into f32\)"),
+        ({"mma": 1}, r"mma=1: inputs f32 into f32 \(needs bf16 or f16 into f32\)"),
         ({"chip": "sm_90"}, "set by the target"),  # the target's, not a schedule parameter
     ],
 )

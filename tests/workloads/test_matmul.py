@@ -20,6 +20,9 @@ from mlirtune.workloads import Matmul, Mlp, Softmax
         {"M": 8, "N": 200, "K": 3},
         {"M": 32, "N": 48, "K": 16, "dtype": "f64"},
         {"M": 16, "N": 64, "K": 32, "dtype": "bf16"},
+        {"M": 16, "N": 64, "K": 32, "dtype": "f16"},
+        {"M": 50, "N": 30, "K": 70, "dtype": "f16"},  # partial tiles: converted as loaded
+        {"M": 64, "N": 96, "K": 200, "dtype": "f16", "bias": True, "relu": True},
         {"M": 24, "N": 40, "K": 8, "bias": True},
         {"M": 24, "N": 40, "K": 8, "relu": True},
     ],
@@ -99,7 +102,7 @@ def test_complexity():
         ({"M": 0}, "M must be positive"),
         ({"K": -3}, "K must be positive"),
         ({"M": 2.5}, "M must be an integer"),
-        ({"dtype": "f16"}, "dtype='f16' is not one of"),
+        ({"dtype": "f8"}, "dtype='f8' is not one of f32, f64, bf16, f16, i8"),
         ({"Q": 1}, "unknown option"),
     ],
 )
@@ -153,6 +156,26 @@ def test_int8_matmul_sums_in_int32_exactly():
     assert workload.numpy_baseline()().dtype == np.float32
     # PyTorch's is torch._int_mm, int32 sums like ours (torch.matmul keeps int8 ones).
     np.testing.assert_array_equal(workload.torch_baseline()().numpy(), exact)
+
+
+@pytest.mark.parametrize("narrow", ["bf16", "f16"])
+def test_half_precision_matmuls_sum_in_f32(narrow):
+    """bf16 and f16 operands, C in f32: the reference sums the stored (rounded) operands in
+    float64, and numpy's baseline is sgemm on f32 copies of them."""
+    workload = Matmul(M=8, N=6, K=40, dtype=narrow, bias=True)
+    a, b, bias, c = workload.arguments()
+    assert (a.dtype.name, b.dtype.name, bias.dtype.name, c.dtype.name) == (
+        narrow,
+        narrow,
+        "f32",
+        "f32",
+    )
+    x, y, z = workload.inputs
+    exact = x.astype(np.float64) @ y.astype(np.float64) + z
+    np.testing.assert_allclose(workload.reference_outputs[0], exact)
+    baseline = workload.numpy_baseline()()
+    assert baseline.dtype == np.float32
+    np.testing.assert_allclose(baseline, exact, rtol=1e-5, atol=1e-5)
 
 
 def test_int8_is_for_plain_matmuls():

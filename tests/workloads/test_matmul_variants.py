@@ -44,9 +44,10 @@ def test_packed_path_absorbs_the_transpose(engine, transpose, pack):
 
 
 @pytest.mark.jit
+@pytest.mark.parametrize("narrow", ["bf16", "f16"])
 @pytest.mark.parametrize("transpose", ["a", "ab"])
-def test_bf16_with_a_transposed_takes_the_fma_path(engine, transpose):
-    workload = Matmul(M=16, N=32, K=16, dtype="bf16", transpose=transpose, mask="lower")
+def test_half_precision_with_a_transposed_takes_the_fma_path(engine, transpose, narrow):
+    workload = Matmul(M=16, N=32, K=16, dtype=narrow, transpose=transpose, mask="lower")
     result = engine.execute(workload)
     assert result.verification.ok, result.verification.summary()
     assert result.parameters["UNIT"] == 0
@@ -63,6 +64,16 @@ def test_bf16_with_b_stored_n_by_k_runs_on_every_path_the_host_has(engine, unit)
     workload = Matmul(M=64, N=96, K=64, dtype="bf16", transpose="b")
     result = engine.execute(workload, {"UNIT": unit})
     assert result.verification.ok, result.verification.summary()
+
+
+def test_f16_has_no_pair_paths():
+    """x86 has no f16 dot products or AMX tiles here: UNIT=1 is refused by name."""
+    with (
+        new_context(),
+        ir.Location.unknown(),
+        pytest.raises(UsageError, match=r"dot_needs_pair_types.*not matmul of f16"),
+    ):
+        Matmul(M=16, N=32, K=16, dtype="f16").schedule_module({"UNIT": 1})
 
 
 def test_bf16_pair_paths_refuse_a_stored_k_by_m():

@@ -12,10 +12,11 @@ epilogue inside it are each split among the same grid of threads (thread_m x thr
 outputs per thread), so a thread reads back only what it wrote. Where every tile is whole,
 each thread's tiles are vectorized and its accumulators stay in registers across the K
 steps; partial tiles run as scalar loops. With block_k = 0 each thread reads A and B
-straight from global memory. With mma = 1 (bf16, tensor cores) warps take the place of
-threads: each computes a warp_m x warp_n tile as 16 x 8 x 16 contractions, which the
-descriptor step `lower-warp-mma` turns into ldmatrix and mma.sync (mma.py). The kernel
-outlining, NVVM lowering and PTX serialization are pass stages of nvidia/lower_gpu.yaml.
+straight from global memory. With mma = 1 (tensor cores: bf16 or f16 inputs into f32)
+warps take the place of threads: each computes a warp_m x warp_n tile as 16 x 8 x 16
+contractions, which the descriptor step `lower-warp-mma` turns into ldmatrix and mma.sync
+(mma.py). The kernel outlining, NVVM lowering and PTX serialization are pass stages of
+nvidia/lower_gpu.yaml.
 
 family.py holds the knobs, selector, constraints and cost model; tiles.py the tile
 arithmetic they share with transform.py, which builds the transform module; mma.py the

@@ -152,7 +152,8 @@ class GpuContraction(LibraryFamily[GpuTiles]):
         ),
         Knob(
             "mma",
-            "1: tensor cores (bf16 mma.sync, a warp per warp_m x warp_n tile); 0: FMAs",
+            "1: tensor cores (bf16 or f16 mma.sync into f32, a warp per warp_m x warp_n tile); "
+            "0: FMAs",
             0,
             choices(0, 1),
             minimum=0,

@@ -24,13 +24,15 @@ from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Constraint, KnobVariables
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.gpu_contraction.accumulators import hoist_accumulators
+from mlirtune.schedules.gpu_contraction.steps.warp_mma import MMA_INPUT_TYPES
 from mlirtune.schedules.gpu_contraction.tiles import GpuTiles
 from mlirtune.targets.nvidia_gpu import GpuFacts, NvidiaGPU
 
 # The mma.sync shape for 2-byte inputs: rows, columns and K of one instruction.
 MMA_SHAPE = (16, 8, 16)
-# mma.sync.m16n8k16 with bf16 inputs needs sm_80 (Ampere) or newer.
+# mma.sync.m16n8k16 with bf16 or f16 inputs needs sm_80 (Ampere) or newer.
 MMA_MIN_SM = 80
+INPUTS = " or ".join(MMA_INPUT_TYPES)  # for messages: "bf16 or f16"
 # Cost-model assumptions: shared memory bytes an SM serves per cycle, and the cycles a K
 # step waits for its copies from global memory.
 SHARED_BYTES_PER_CYCLE = 128
@@ -47,11 +49,12 @@ def chip_has_mma(chip: str) -> bool:
 
 
 def mma_unsupported(op: OpInfo) -> str | None:
-    """Why this op cannot run on tensor cores (None where it can): the path takes bf16
-    inputs with an f32 result, A [M, K] and B [K, N] as stored, and no epilogue (its lanes
-    would read C tiles that other lanes of the warp write)."""
-    if op.dtypes[:2] != ("bf16", "bf16") or op.dtypes[-1] != "f32":
-        return f"inputs {op.dtypes[0]} into {op.dtypes[-1]} (needs bf16 into f32)"
+    """Why this op cannot run on tensor cores (None where it can): the path takes bf16 or
+    f16 inputs (both the same) with an f32 result, A [M, K] and B [K, N] as stored, and no
+    epilogue (its lanes would read C tiles that other lanes of the warp write)."""
+    (a, b), c = op.dtypes[:2], op.dtypes[-1]
+    if a != b or a not in MMA_INPUT_TYPES or c != "f32":
+        return f"inputs {a} into {c} (needs {INPUTS} into f32)"
     for attribute in ("epilogue", "transpose_a", "transpose_b"):
         if op.attributes.get(attribute):
             return f"the matmul has {attribute.replace('_', ' ')} (not supported with mma = 1)"
@@ -90,8 +93,9 @@ def mma_constraints(op: OpInfo, gpu: NvidiaGPU, knobs: KnobVariables) -> list[Co
         knobs[k] for k in ("mma", "block_m", "block_n", "block_k", "warp_m", "warp_n")
     )
     m, n, k = MMA_SHAPE
-    why = "" if chip_has_mma(gpu.chip) else f"{gpu.chip} has no bf16 mma.sync"
-    why = why or mma_unsupported(op) or ""
+    why = mma_unsupported(op) or ""
+    if not chip_has_mma(gpu.chip):
+        why = f"{gpu.chip} has no {INPUTS} mma.sync (sm_{MMA_MIN_SM} and newer)"
     whole = [op.dims[d] % knobs[f"block_{d.lower()}"] == 0 for d in "MNK"]
     limit, warp = gpu.max_threads_per_block, gpu.warp_size
     return [

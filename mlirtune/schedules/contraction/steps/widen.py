@@ -1,4 +1,4 @@
-"""Narrow matmul operands (bf16, int8) widened once, before the nest.
+"""Narrow matmul operands (bf16, f16, int8) widened once, before the nest.
 
 A bf16 operand read by the f32 FMA micro-kernel is converted where it is read: every K step
 shifts B's row and each of A's broadcasts into f32 lanes, beside the FMAs and on the same
@@ -8,9 +8,11 @@ see `widened_type`), the descriptor step `widen-narrow-operands` rewrites it fir
 bf16 operand is copied, converted, into an f32 buffer of its own, and the matmul reads
 those, so the nest is the f32 one and its kernel FMAs only (the Zen 3's 1024^3: 59-63
 GFLOP/s). The copies read 2 and write 4 bytes per element, once per call: a few percent
-of a compute-bound matmul. Where only the packed nest's packing copies read a widened
-operand, the step `widen-in-packs` (widen_in_packs.py) drops its copy after the schedule:
-the packing copies convert it instead. int8 operands are widened the same way: to int32 for the FMA
+of a compute-bound matmul. f16 operands are widened the same way, by analogy (read
+unwidened, every K step would convert them beside the FMAs: F16C's vcvtph2ps on x86; not
+measured on its own). Where only the packed nest's packing copies read a widened operand,
+the step `widen-in-packs` (widen_in_packs.py) drops its copy after the schedule: the
+packing copies convert it instead. int8 operands are widened the same way: to int32 for the FMA
 path's int32 multiply-adds (the Zen 3's 512^3: 29 -> 34 GOP/s), to int16 for the dot
 path's vpmaddwd (dot.py). Every descriptor that schedules matmuls runs the step before
 the schedule, which pads the widened operands with zeros of the wide type.
@@ -48,12 +50,12 @@ WIDENING_ROW = 128
 # WIDENING_GROUP and whose columns in whole rows (see `widened_type`).
 WIDENING_GROUP = 8
 # The operand types widened, and the accumulator type they are widened to.
-WIDENED_TYPES = {("bf16", "bf16"): "f32", ("i8", "i8"): "i32"}
+WIDENED_TYPES = {("bf16", "bf16"): "f32", ("f16", "f16"): "f32", ("i8", "i8"): "i32"}
 
 
 def widened_type(op: OpInfo, pack: int, unit: int) -> str | None:
     """The element type the knobs PACK = `pack` and UNIT = `unit` take `op`'s operands widened
-    to before the nest, or None. On the FMA path (UNIT = 0), a bf16 or i8 matmul (operands
+    to before the nest, or None. On the FMA path (UNIT = 0), a bf16, f16 or i8 matmul (operands
     stored transposed or not) is widened to its result's type: on the packed path always, on the
     unpacked one where the widening copies tile into whole blocks (on an AVX2 AMD Zen 3, bf16
     256^3 32 -> 63 GFLOP/s and 64^3 30 -> 51, but 100x99x101, whose partial blocks take masked
@@ -155,7 +157,7 @@ def _widen(op: ir.Operation, wide: ir.Type) -> None:
 
 
 def _widened(value: ir.Value, element: ir.Type) -> ir.Value:
-    """`value` (a bf16 or i8 tensor) copied into a new buffer of `element` (linalg.copy
+    """`value` (a bf16, f16 or i8 tensor) copied into a new buffer of `element` (linalg.copy
     extends each value), viewed as a tensor."""
     narrow = ir.RankedTensorType(value.type)
     shape = narrow.shape

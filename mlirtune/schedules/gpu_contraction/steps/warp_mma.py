@@ -11,12 +11,15 @@ fragments lay them out:
 - each accumulator becomes the lane's 2 x 2 fragment (rows lane/4 and lane/4 + 8, columns
   2 (lane % 4) and the next), stored to C as two 2-element vectors; it starts from zeros
   where a zero fill of C comes just before (the fill is dropped), else it is loaded;
-- each contract becomes one `nvvm.mma.sync`.
+- each contract becomes one `nvvm.mma.sync`, its PTX input type that of A and B
+  (MMA_INPUT_TYPES: bf16 or f16, summed in f32).
 
-Upstream's `convert-vector-to-gpu` does the same for f16 only; this step takes bf16.
+Upstream's `convert-vector-to-gpu` does the same for f16 only; this step takes bf16 too.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from mlir import ir
 from mlir.dialects import arith, gpu, llvm, nvgpu, nvvm, vector
@@ -37,6 +40,24 @@ ROW_ALIGNMENT = 8
 WRITES_NOTHING = ("gpu.barrier", "affine.apply", "vector.transfer_read")
 
 
+@dataclass(frozen=True)
+class MmaInputs:
+    """How `nvvm.mma.sync` takes one input element type: the PTX type it names, and the
+    form of a register (a pair of elements), as NVVM's verifier wants it: bitcast to i32
+    (`as_word`, bf16) or the pair itself (f16, vector<2xf16>)."""
+
+    ptx: nvvm.MMATypes
+    as_word: bool
+
+
+# The input element types (as MLIR prints them) that mma.sync.m16n8k16 multiplies into f32
+# sums.
+MMA_INPUT_TYPES = {
+    "bf16": MmaInputs(nvvm.MMATypes.bf16, as_word=True),
+    "f16": MmaInputs(nvvm.MMATypes.f16, as_word=False),
+}
+
+
 def lower_warp_mma(module: ir.Module) -> None:
     for launch in ops_named(module.operation, "gpu.launch"):
         contracts = [c for c in ops_named(launch, "vector.contract") if _is_warp_mma(c)]
@@ -51,7 +72,8 @@ def _is_warp_mma(contract: ir.Operation) -> bool:
         and rhs.shape == B_SHAPE
         and acc.shape == C_SHAPE
         and isinstance(acc.element_type, ir.F32Type)
-        and isinstance(lhs.element_type, ir.BF16Type)
+        and str(lhs.element_type) in MMA_INPUT_TYPES
+        and rhs.element_type == lhs.element_type
     )
 
 
@@ -93,20 +115,22 @@ def _lower(launch: ir.Operation, contracts: list[ir.Operation]) -> None:
 
 
 def _mma_sync(lhs: ir.Value, rhs: ir.Value, accumulator: ir.Value) -> ir.Value:
-    """One `nvvm.mma.sync` m16n8k16 (row-major A, column-major B, bf16 into f32) on a
-    lane's fragments. It is built in NVVM directly because `nvgpu.mma.sync` cannot say
+    """One `nvvm.mma.sync` m16n8k16 (row-major A, column-major B, bf16 or f16 into f32) on
+    a lane's fragments. It is built in NVVM directly because `nvgpu.mma.sync` cannot say
     bf16 (its lowering deduces the PTX type from the element type, f16 only). A's and B's
-    registers are pairs of bf16, passed as i32."""
+    registers are pairs of their elements, in the form MMA_INPUT_TYPES gives."""
+    inputs = MMA_INPUT_TYPES[str(ir.VectorType(lhs.type).element_type)]
     word = ir.VectorType.get([1], ir.IntegerType.get_signless(32))
 
     def registers(fragment: ir.Value, count: int) -> list[ir.Value]:
         pairs = [vector.extract(fragment, [], [i]) for i in range(count)]
+        if not inputs.as_word:
+            return pairs
         return [vector.extract(vector.bitcast(word, p), [], [0]) for p in pairs]
 
     f32 = ir.F32Type.get()
     places = [(i, j) for i in range(C_FRAGMENT[0]) for j in range(C_FRAGMENT[1])]
     sums = [vector.extract(accumulator, [], list(place)) for place in places]
-    bf16 = ir.Attribute.parse("#nvvm.mma_type<bf16>")
     result = nvvm.mma_sync(
         llvm.StructType.get_literal([f32] * len(places)),
         ir.Attribute.parse("#nvvm.shape<m = 16, n = 8, k = 16>"),
@@ -115,8 +139,8 @@ def _mma_sync(lhs: ir.Value, rhs: ir.Value, accumulator: ir.Value) -> ir.Value:
         registers(lhs, A_FRAGMENT[0]),
         registers(rhs, B_FRAGMENT[0]),
         sums,
-        multiplicand_a_ptx_type=bf16,
-        multiplicand_b_ptx_type=bf16,
+        multiplicand_a_ptx_type=inputs.ptx,
+        multiplicand_b_ptx_type=inputs.ptx,
     )
     values = [llvm.extractvalue(f32, result, [i]) for i in range(len(places))]
     return vector.from_elements(ir.VectorType.get(C_FRAGMENT, f32), values)
