@@ -4,8 +4,8 @@
     python benchmarks/gpu_gemm.py run DIR                     # where the GPU is
 
 `export` compiles each GEMM with the selector's tiles and with a few other tile configs
-(`gpu_contraction` knobs: thread tiles for f32, tensor-core warp tiles for bf16, and the
-FMA path's tiles for bf16 beside them), saving GpuPrograms; small shapes get their inputs
+(`gpu_contraction` knobs: thread tiles for f32, tensor-core warp tiles for bf16 and f16,
+and the FMA path's tiles beside them), saving GpuPrograms; small shapes get their inputs
 and expected outputs beside them. `run` needs only numpy, cuda-bindings and PyTorch: it verifies the
 small programs against their data and the large ones against cuBLAS's result, times every
 program with the mlirtune harness (CUDA events around graphs of calls, every argument on
@@ -59,12 +59,22 @@ VERIFY = [  # (name, workload options, tiles): saved with inputs and expected ou
         {"mma": 1, "block_m": 64, "block_n": 128, "warp_m": 32, "warp_n": 64, "block_k": 32}
         | {"stages": 2},
     ),
+    ("f16_256", {"M": 256, "N": 256, "K": 256, "dtype": "f16"}, {}),
+    ("f16_512x384x1024", {"M": 512, "N": 384, "K": 1024, "dtype": "f16"}, {}),
+    (
+        "f16_mma_64x64_w32x32_k32_stages3",
+        {"M": 192, "N": 128, "K": 320, "dtype": "f16"},
+        {"mma": 1, "block_m": 64, "block_n": 64, "warp_m": 32, "warp_n": 32, "block_k": 32}
+        | {"stages": 3},
+    ),
     ("mlp_512x1024x256", {"M": 512, "N": 1024, "K": 256, "mlp": True}, {}),
 ]
 LARGE = [  # (name, options): the selector's tiles and every config of TILES x BLOCK_K
     ("f32_4096", {"M": 4096, "N": 4096, "K": 4096}),
     ("bf16_4096", {"M": 4096, "N": 4096, "K": 4096, "dtype": "bf16"}),
+    ("f16_4096", {"M": 4096, "N": 4096, "K": 4096, "dtype": "f16"}),
 ]
+HALF = ("bf16", "f16")  # 2-byte inputs into f32 sums: tensor-core configs
 TILES = [  # block_m, block_n, thread_m, thread_n
     (64, 64, 4, 4),
     (128, 64, 8, 4),
@@ -74,8 +84,9 @@ TILES = [  # block_m, block_n, thread_m, thread_n
     (128, 128, 4, 4),
 ]
 BLOCK_K = (16, 32, 64)
-FMA_BF16 = {"block_m": 128, "block_n": 64, "thread_m": 8, "thread_n": 4, "block_k": 32}
-MMA = [  # tensor-core configs of bf16 GEMMs: block_m, block_n, warp_m, warp_n, block_k, stages
+FMA_HALF = {"block_m": 128, "block_n": 64, "thread_m": 8, "thread_n": 4, "block_k": 32}
+# Tensor-core configs of bf16 and f16 GEMMs: block_m, block_n, warp_m, warp_n, block_k, stages
+MMA = [
     (128, 128, 64, 64, 64, 1),
     (128, 128, 64, 64, 64, 2),
     (128, 128, 32, 64, 64, 2),
@@ -128,7 +139,7 @@ def export(directory: Path, chip: str) -> None:
             )
             for (bm, bn, tm, tn), bk in itertools.product(TILES, BLOCK_K)
         ]
-        if options.get("dtype") == "bf16":  # tensor cores, and FMAs in the selector's tiles
+        if options.get("dtype") in HALF:  # tensor cores, and FMAs in the selector's tiles
             configs = [
                 (
                     f"mma_{bm}x{bn}_w{wm}x{wn}_k{bk}_s{stages}",
@@ -136,7 +147,7 @@ def export(directory: Path, chip: str) -> None:
                     | {"block_k": bk, "stages": stages},
                 )
                 for bm, bn, wm, wn, bk, stages in MMA
-            ] + [("fma_128x64_8x4_k32", {"mma": 0, **FMA_BF16})]
+            ] + [("fma_128x64_8x4_k32", {"mma": 0, **FMA_HALF})]
         for label, config in configs:
             path = directory / f"large_{name}_{label}.json"
             try:
@@ -203,9 +214,10 @@ def _inputs_and_expected(program, torch) -> dict[str, np.ndarray]:
 
 
 def _to_torch(array: np.ndarray, torch):
-    """The array on the GPU in its own dtype (bf16 through an exact f32 copy)."""
+    """The array on the GPU in its own dtype (bf16 and f16 through an exact f32 copy)."""
     tensor = torch.from_numpy(array.astype(np.float32)).cuda()
-    return tensor.to(torch.bfloat16) if array.dtype.name == "bfloat16" else tensor
+    half = {"bfloat16": torch.bfloat16, "float16": torch.float16}.get(array.dtype.name)
+    return tensor.to(half) if half else tensor
 
 
 def _cublas_seconds(program, torch, data, max_time: float) -> float:

@@ -165,7 +165,11 @@ def main(argv: list[str] | None = None, measurer: Callable[[Path], Measurer] | N
     args = parser.parse_args(argv)
     race = None if args.race is None else [int(i) for i in args.race.split(",")]
     make = measurer or (lambda directory: CudaMeasurer(directory, args.device))
-    serve(args.directory, make(args.directory), race, args.rounds)
+    try:
+        serve(args.directory, make(args.directory), race, args.rounds)
+    except MlirtuneError as error:  # no device, a bad batch: said to the supervisor's log
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(error.exit_code)
 
 
 # --- the supervisor --------------------------------------------------------------------

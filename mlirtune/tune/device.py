@@ -92,7 +92,7 @@ def export_batch(
         name = f"candidate-{len(candidates)}.json"
         Path(path).rename(directory / name)
         candidates.append(BatchCandidate(len(candidates), slot_values, name))
-    np.savez(directory / DATA, **_verification_data(problem))
+    np.savez(directory / DATA, **program_data(problem.workload))
     batch = DeviceBatch(
         problem.workload.describe(),
         problem.workload.get_complexity().flops,
@@ -103,17 +103,6 @@ def export_batch(
     )
     batch.save(directory)
     return batch
-
-
-def _verification_data(problem: TuningProblem) -> dict[str, np.ndarray]:
-    """The inputs and the expected outputs, these in the outputs' own type: a float64
-    reference would double what travels to the GPU machine (2048^3: 48 MiB instead of 32)
-    for digits below the tolerance."""
-    data = program_data(problem.workload)
-    for spec in problem.workload.arguments():
-        if spec.is_output:
-            data[spec.name] = data[spec.name].astype(spec.dtype.numpy)
-    return data
 
 
 def _proposals(problem: TuningProblem, options: TuneOptions) -> list[Config]:

@@ -169,7 +169,7 @@ def test_a_trapping_and_a_spinning_kernel_on_the_gpu_cost_one_candidate_each(tmp
         kernel_without_arguments(SPIN),
         program,
     ]
-    write_batch(directory, programs, timeout_s=20.0)
+    write_batch(directory, programs, timeout_s=5.0)
     results = run_batch(directory)
     assert [results[i]["status"] for i in range(5)] == ["ok", "crash", "ok", "timeout", "ok"]
     assert json.loads((directory / RACE).read_text())["indices"] == [0, 2, 4]
