@@ -6,7 +6,7 @@ The block's matmul (one K step on shared tiles) is split among warps (`#gpu.warp
 warp's part is tiled into native 16 x 8 x 16 matmuls under a K loop, and each of those is
 vectorized to a `vector.contract`. The accumulators' reads and writes of C hoist out of
 both K loops, so they live in registers for the whole kernel. The descriptor step
-`lower-warp-mma` (mlirtune/ir/warp_mma.py) then gives each lane its fragments: ldmatrix,
+`lower-warp-mma` (steps/warp_mma.py) then gives each lane its fragments: ldmatrix,
 mma.sync, and the stores of C.
 """
 
