@@ -26,6 +26,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from mlirtune.bench.harness import run_benchmark
+from mlirtune.interfaces.bench import BenchOptions
 from mlirtune.interfaces.device_batch import (
     DATA,
     RACE,
@@ -34,23 +36,19 @@ from mlirtune.interfaces.device_batch import (
     read_results,
 )
 from mlirtune.interfaces.errors import MlirtuneError
+from mlirtune.interfaces.gpu_program import GpuProgram
+from mlirtune.interfaces.runtime import Placement
+from mlirtune.runtime.cuda import CudaDevice
+from mlirtune.runtime.gpu_run import initial_arrays, load_data, run_program
 
 # Short measurements: a candidate needs a rank, the finalists are raced again. CUDA events
-# around graphs of calls are steady (0.1-2% cv on an H200), so 10 samples of 2 ms do.
-TUNING_OPTIONS = {
-    "warmup_s": 0.01,
-    "target_sample_s": 0.002,
-    "min_samples": 10,
-    "max_time_s": 0.1,
-    "rel_ci": 0.01,
-}
-RACE_OPTIONS = {
-    "warmup_s": 0.005,
-    "target_sample_s": 0.002,
-    "min_samples": 20,
-    "max_time_s": 0.1,
-    "rel_ci": 0.005,
-}
+# around graphs of calls are steady (0.0-2.1% cv on an H200), so 10 samples of 2 ms do.
+TUNING_OPTIONS = BenchOptions(
+    warmup_s=0.01, target_sample_s=0.002, min_samples=10, max_time_s=0.1, rel_ci=0.01
+)
+RACE_OPTIONS = BenchOptions(
+    warmup_s=0.005, target_sample_s=0.002, min_samples=20, max_time_s=0.1, rel_ci=0.005
+)
 # Seconds a device process may take to start (import, create its CUDA context, load data).
 START_TIMEOUT_S = 120.0
 LOG = "device.log"
@@ -75,9 +73,6 @@ class CudaMeasurer:
     """Runs saved programs on CUDA device `index`, verified against the batch's data."""
 
     def __init__(self, directory: Path, index: int = 0) -> None:
-        from mlirtune.runtime.cuda import CudaDevice
-        from mlirtune.runtime.gpu_run import load_data
-
         self.device = CudaDevice(index)
         self.data = load_data(directory / DATA)
 
@@ -85,24 +80,12 @@ class CudaMeasurer:
         return self.device.fingerprint()
 
     def measure(self, program: Path) -> dict[str, Any]:
-        from mlirtune.interfaces.bench import BenchOptions
-        from mlirtune.interfaces.gpu_program import GpuProgram
-        from mlirtune.runtime.gpu_run import run_program
-
-        run = run_program(
-            self.device, GpuProgram.load(program), self.data, BenchOptions(**TUNING_OPTIONS)
-        )
+        run = run_program(self.device, GpuProgram.load(program), self.data, TUNING_OPTIONS)
         if run.verification is not None and not run.verification.ok:
             return {"status": "wrong_result", "detail": run.verification.summary()}
         return {"status": "ok", "samples": run.seconds.tolist()}
 
     def race(self, programs: list[Path], rounds: int) -> list[list[list[float]]]:
-        from mlirtune.bench.harness import run_benchmark
-        from mlirtune.interfaces.bench import BenchOptions
-        from mlirtune.interfaces.gpu_program import GpuProgram
-        from mlirtune.interfaces.runtime import Placement
-        from mlirtune.runtime.gpu_run import initial_arrays
-
         loaded = [GpuProgram.load(p) for p in programs]
         arrays = initial_arrays(loaded[0], self.data)
         buffers = [
@@ -115,7 +98,7 @@ class CudaMeasurer:
             samples: list[list[list[float]]] = [[] for _ in programs]
             for round_index in range(rounds):
                 for i in ((round_index + j) % len(programs) for j in range(len(programs))):
-                    seconds = run_benchmark(timers[i], BenchOptions(**RACE_OPTIONS))
+                    seconds = run_benchmark(timers[i], RACE_OPTIONS)
                     samples[i].append(seconds.tolist())
             return samples
         finally:
@@ -174,7 +157,8 @@ def main(argv: list[str] | None = None, measurer: Callable[[Path], Measurer] | N
 
 # --- the supervisor --------------------------------------------------------------------
 
-OnResult = Callable[[int, dict[str, Any]], None]
+Result = dict[str, Any]  # {"index", "status", "detail", "samples", "wall_s"}
+OnResult = Callable[[int, Result], None]
 
 
 def device_command(device: int = 0) -> list[str]:
@@ -184,7 +168,7 @@ def device_command(device: int = 0) -> list[str]:
 
 def run_batch(
     directory: Path, command: list[str] | None = None, on_result: OnResult | None = None
-) -> dict[int, dict[str, Any]]:
+) -> dict[int, Result]:
     """Every candidate's result (resuming from results.jsonl), then the race (race.json).
     `command` starts a device process given the folder (default: `device_command()`)."""
     command = command or device_command()
@@ -197,7 +181,14 @@ def run_batch(
     return results
 
 
-def _measure_some(directory, batch, command, first, results, on_result) -> dict | None:
+def _measure_some(
+    directory: Path,
+    batch: DeviceBatch,
+    command: list[str],
+    first: bool,
+    results: dict[int, Result],
+    on_result: OnResult | None,
+) -> dict[str, Any] | None:
     """One device process: the results it gives, and the one candidate it dies or hangs
     on. Returns the device's fingerprint."""
     process = _DeviceProcess([*command, str(directory)], directory)
@@ -217,7 +208,7 @@ def _measure_some(directory, batch, command, first, results, on_result) -> dict 
                 _record(directory, results, message, on_result)
                 current = None
                 deadline = time.monotonic() + batch.candidate_timeout_s
-        failure = process.failure(timed_out=process.timed_out)
+        failure = process.failure()
     finally:
         process.stop()
     if current is not None:
@@ -229,7 +220,9 @@ def _measure_some(directory, batch, command, first, results, on_result) -> dict 
     return device
 
 
-def _record(directory, results, message, on_result) -> None:
+def _record(
+    directory: Path, results: dict[int, Result], message: Result, on_result: OnResult | None
+) -> None:
     entry = {
         "index": int(message["index"]),
         "status": message["status"],
@@ -243,7 +236,9 @@ def _record(directory, results, message, on_result) -> None:
         on_result(entry["index"], entry)
 
 
-def _race(directory: Path, batch: DeviceBatch, command: list[str], results) -> None:
+def _race(
+    directory: Path, batch: DeviceBatch, command: list[str], results: dict[int, Result]
+) -> None:
     """Race the fastest `batch.finalists` ok candidates against the baseline (index 0)."""
     if (directory / RACE).exists():
         return
@@ -261,7 +256,7 @@ def _race(directory: Path, batch: DeviceBatch, command: list[str], results) -> N
     try:
         while (message := process.next_message(deadline)) is not None:
             samples = message.get("race", samples)
-        failure = process.failure(timed_out=process.timed_out)
+        failure = process.failure()
     finally:
         process.stop()
     race = {"indices": indices, "samples": samples} if samples else {"indices": indices, **failure}
@@ -303,9 +298,9 @@ class _DeviceProcess:
         except json.JSONDecodeError:  # something else printed to stdout: ignored
             return {}
 
-    def failure(self, timed_out: bool) -> dict[str, str]:
+    def failure(self) -> dict[str, str]:
         """How the process ended, as a result's status and detail ({} if it ended well)."""
-        if timed_out:
+        if self.timed_out:
             self.stop()
             return {"status": "timeout", "detail": "no result within the candidate timeout"}
         code = self.process.wait(timeout=30)

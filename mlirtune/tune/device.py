@@ -167,23 +167,30 @@ def import_batch(
         "device": sum(r.get("wall_s", 0.0) for r in results.values()),
         "import": time.monotonic() - started,
     }
-    keyed = dataclasses.replace(problem, key=key)
     return TuneReport(
-        keyed,
-        "device batch",
-        evaluated,
-        0,
-        baseline,
-        baseline,
-        race,
-        winner,
-        verdict,
-        warnings,
-        seconds,
+        problem=dataclasses.replace(problem, key=key),
+        strategy="device batch",
+        evaluated=evaluated,
+        resumed=0,
+        baseline_first=baseline,  # measured once, on the device
+        baseline_last=baseline,
+        race=race,
+        winner=winner,
+        verdict=verdict,
+        warnings=warnings,
+        seconds=seconds,
     )
 
 
-def _read_race(problem, directory, db, key, configs) -> tuple[dict, Config | None, list[str]]:
+def _read_race(
+    problem: TuningProblem,
+    directory: Path,
+    db: TuningDB,
+    key: TuningKey,
+    configs: dict[int, Config],
+) -> tuple[dict[tuple, list[float]], Config | None, list[str]]:
+    """The race's samples by config, its winner (the tuner's rule) and a warning where the
+    device ran no race."""
     race = json.loads((directory / RACE).read_text())
     if not race.get("samples"):
         return {}, None, [f"no race on the device: {race.get('failed') or race.get('detail')}"]
