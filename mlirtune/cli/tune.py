@@ -197,6 +197,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         options.check()
     workload = workload_of(args)
     target = target_of(args)
+    _check_device_flags(args, target)
     if args.torch:  # a model: each of its distinct dispatches, then the whole
         from mlirtune.cli.tune_dispatches import tune_dispatches
 
@@ -274,6 +275,22 @@ def _tune_one(args: argparse.Namespace, workload, target: Target, options) -> Tu
             return None
 
 
+def _check_device_flags(args: argparse.Namespace, target: Target) -> None:
+    """Device batches are for GPU targets, spec libraries and models for host ones."""
+    from mlirtune.targets import NvidiaGPU
+
+    on_gpu = isinstance(target, NvidiaGPU)
+    if (args.export_batch or args.import_batch) and not on_gpu:
+        raise UsageError("--export-batch and --import-batch apply to --target nvidia-gpu")
+    if args.export_batch and args.import_batch:
+        raise UsageError("give --export-batch or --import-batch, not both")
+    if on_gpu and (args.update_spec or args.starter_spec or args.torch):
+        raise UsageError(
+            "--target nvidia-gpu tunes one matmul: spec libraries (--update-spec, "
+            "--starter-spec) apply to host targets, and --torch models run on the host"
+        )
+
+
 def _search(args: argparse.Namespace, problem, options, db, progress) -> TuneReport | None:
     """The tuner for the target: on the host, or through device batches on a GPU (compiled
     here, timed on this machine's GPU or on another one: --export-batch, --import-batch)."""
@@ -281,13 +298,8 @@ def _search(args: argparse.Namespace, problem, options, db, progress) -> TuneRep
     from mlirtune.tune import device
     from mlirtune.tune.tuner import tune
 
-    on_gpu = isinstance(problem.target, NvidiaGPU)
-    if (args.export_batch or args.import_batch) and not on_gpu:
-        raise UsageError("--export-batch and --import-batch apply to --target nvidia-gpu")
-    if not on_gpu:
+    if not isinstance(problem.target, NvidiaGPU):
         return tune(problem, options, db, progress)
-    if args.export_batch and args.import_batch:
-        raise UsageError("give --export-batch or --import-batch, not both")
     if args.import_batch:
         return device.import_batch(problem, args.import_batch, db, progress)
     if args.export_batch:

@@ -128,16 +128,15 @@ def test_tuning_for_a_gpu_without_one_says_how_to_time_it_elsewhere(tmp_path, ca
     assert "--export-batch DIR" in capsys.readouterr().err
 
 
-def test_batches_are_for_gpu_targets(tmp_path, capsys):
-    command = [
-        "tune",
-        "matmul",
-        "--budget",
-        "2",
-        "--export-batch",
-        str(tmp_path / "b"),
-        "--db",
-        str(tmp_path / "t.db"),
-    ]
-    assert main(command) != 0
-    assert "apply to --target nvidia-gpu" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--export-batch", "b"], "apply to --target nvidia-gpu"),
+        (["--target", "nvidia-gpu", "--export-batch", "b", "--import-batch", "b"], "not both"),
+        (["--target", "nvidia-gpu", "--update-spec", "lib.mlir"], "apply to host targets"),
+    ],
+)
+def test_batch_and_spec_flags_go_with_their_targets(tmp_path, capsys, flags, message):
+    command = ["tune", "matmul", "--budget", "2", "--db", str(tmp_path / "t.db"), *flags]
+    assert main(command) == 2
+    assert message in capsys.readouterr().err
