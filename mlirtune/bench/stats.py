@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -28,12 +28,14 @@ def median_ci(samples: np.ndarray, confidence: float = 0.95) -> tuple[float, flo
 def _lower_rank(n: int, confidence: float) -> int:
     """The 0-based index of the interval's lower order statistic among n samples: the
     largest k with P(Bin(n, 1/2) <= k) <= (1 - confidence) / 2, else 0. Exact, in integers
-    over 2^n."""
-    allowed = (1 - confidence) / 2 * 2**n
-    below, rank = 0, 0
+    over 2^n and a fraction (a float times 2^n overflows past 1023 samples, which a race of
+    sub-microsecond calls pools)."""
+    allowed = Fraction(1 - confidence) / 2 * 2**n
+    below, term, rank = 0, 1, 0  # term: C(n, k), updated in integers
     for k in range(n // 2):
-        below += math.comb(n, k)
+        below += term
         if below > allowed:
             break
         rank = k
+        term = term * (n - k) // (k + 1)
     return rank

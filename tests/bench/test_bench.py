@@ -64,6 +64,13 @@ def test_the_median_ci_takes_the_binomial_order_statistics():
     assert median_ci(np.array([4.0])) == (4.0, 4.0)
 
 
+def test_the_median_ci_takes_thousands_of_samples():
+    """A race of sub-microsecond calls pools thousands of samples: the ranks stay exact
+    (a float times 2^n overflowed past 1023), near the normal approximation's."""
+    low, high = median_ci(np.arange(5000.0))
+    assert (low, high) == (2430.0, 4999.0 - 2430.0)
+
+
 def test_the_median_ci_covers_the_median_as_often_as_it_says():
     rng = np.random.default_rng(7)
     for n in (6, 10, 25, 60):

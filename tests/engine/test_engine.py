@@ -67,6 +67,19 @@ def test_compiled_kernel_has_an_unoptimised_timer_and_non_inlined_payload(engine
     for name in (TIMER_ENTRY, f"_mlir_ciface_{TIMER_ENTRY}"):
         attributes = ir.ArrayAttr(functions[name].attributes["passthrough"])
         assert ir.StringAttr.get("optnone", attributes.context) in list(attributes)
+    # Each timed call follows a compiler barrier that clobbers memory, so that LLVM cannot
+    # hoist the call of an entry that only writes (a constant mask) out of the loop.
+    barriers = []
+
+    def collect(op):
+        if op.name == "llvm.inline_asm":
+            barriers.append(op)
+        return ir.WalkResult.ADVANCE
+
+    functions[TIMER_ENTRY].walk(collect)
+    (barrier,) = barriers
+    assert ir.StringAttr(barrier.attributes["constraints"]).value == "~{memory}"
+    assert "has_side_effects" in barrier.attributes
 
 
 def test_compile_is_cached(engine):
