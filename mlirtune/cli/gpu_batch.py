@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ import numpy as np
 from mlirtune.cli.common import Parser, integer
 from mlirtune.interfaces.device_batch import RACE, DeviceBatch, read_results
 from mlirtune.interfaces.errors import MlirtuneError
-from mlirtune.runtime.gpu_batch import device_command, run_batch
+from mlirtune.runtime.gpu_batch import OnResult, device_command, run_batch
 
 EPILOG = """\
 examples:
@@ -59,16 +60,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return error.exit_code
     measured = len(results) - len(done)
-    statuses: dict[str, int] = {}
-    for result in results.values():
-        statuses[result["status"]] = statuses.get(result["status"], 0) + 1
+    statuses = dict(Counter(result["status"] for result in results.values()))
     rate = measured / elapsed if elapsed > 0 else 0.0
     print(f"{measured} candidates in {elapsed:.1f} s ({rate:.2f} candidates/s); {statuses}")
-    _print_race(batch, results, args.directory)
+    _print_race(batch, args.directory)
     return 0
 
 
-def _reporter(batch: DeviceBatch):
+def _reporter(batch: DeviceBatch) -> OnResult:
+    """Prints each candidate's result as it comes."""
+
     def report(index: int, result: dict[str, Any]) -> None:
         parameters = batch.candidates[index].parameters
         if result["samples"]:
@@ -81,7 +82,8 @@ def _reporter(batch: DeviceBatch):
     return report
 
 
-def _print_race(batch: DeviceBatch, results: dict[int, dict[str, Any]], directory: Path):
+def _print_race(batch: DeviceBatch, directory: Path) -> None:
+    """Each contender's median per round, its speedup over the baseline and its wins."""
     race = json.loads((directory / RACE).read_text())
     if not race.get("samples"):
         print(f"no race: {race.get('failed') or race.get('detail')}")
@@ -90,12 +92,12 @@ def _print_race(batch: DeviceBatch, results: dict[int, dict[str, Any]], director
     base = np.asarray(rounds[0])
     print("race (median ms per round; the baseline first):")
     for index, medians in zip(race["indices"], rounds, strict=True):
-        won = int((np.asarray(medians) < base).sum()) if index else len(medians)
         ratio = float(np.median(base) / np.median(medians))
+        won = int((np.asarray(medians) < base).sum())
+        verdict = f"faster in {won}/{len(medians)} rounds" if index else "the baseline"
         print(
             f"  {index:3d} {batch.candidates[index].parameters}: "
-            f"{' '.join(f'{m * 1e3:.4f}' for m in medians)}  x{ratio:.3f}, "
-            f"faster in {won}/{len(medians)} rounds"
+            f"{' '.join(f'{m * 1e3:.4f}' for m in medians)}  x{ratio:.3f}, {verdict}"
         )
 
 

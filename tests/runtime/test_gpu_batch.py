@@ -114,6 +114,21 @@ def test_a_killed_run_goes_on_where_it_stopped(tmp_path, fake):
     assert (directory / RACE).exists()
 
 
+def test_the_command_reports_each_candidate_the_rate_and_the_race(
+    tmp_path, monkeypatch, fake, capsys
+):
+    from mlirtune.cli import gpu_batch
+
+    directory = tmp_path / "batch"
+    write_batch(directory, [tiles(32, 32), tiles(64, 64), tiles(128, 64)])
+    monkeypatch.setattr(gpu_batch, "device_command", lambda device: FAKE)
+    assert gpu_batch.main([str(directory)]) == 0
+    out = capsys.readouterr().out
+    assert "[3/3]" in out and "candidates/s" in out and "{'ok': 3}" in out
+    assert "the baseline" in out and "faster in 3/3 rounds" in out
+    assert gpu_batch.main([str(tmp_path / "missing")]) == 2  # no batch.json: one line
+
+
 def test_a_device_process_that_cannot_start_is_an_error(tmp_path):
     directory = tmp_path / "batch"
     write_batch(directory, [tiles(32, 32)])
