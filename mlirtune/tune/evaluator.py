@@ -144,26 +144,14 @@ class IsolatedEvaluator:
         while `on_result` works (e.g. commits to the database). `cutoff(config)`, asked as
         the config is handed out: the time per call past which its timing may stop early
         (`BenchOptions.cutoff_s`), None to measure it in full."""
-        exhausted = False
 
-        def refill() -> None:
-            nonlocal exhausted
-            for index in range(self.worker_count):
-                worker = self._workers[index]
-                if exhausted or (worker is not None and worker.job is not None):
-                    continue
-                config = next_config()
-                exhausted = config is None
-                if config is not None:
-                    limit = cutoff(config) if cutoff else None
-                    self._assign(index, ("evaluate", config, limit), config)
+        def next_job() -> tuple[tuple, Config] | None:
+            config = next_config()
+            if config is None:
+                return None
+            return ("evaluate", config, cutoff(config) if cutoff else None), config
 
-        refill()
-        while busy := [w for w in self._workers if w is not None and w.job is not None]:
-            finished = list(self._collect(busy))
-            refill()
-            for config, outcome in finished:
-                on_result(config, outcome)
+        self._stream(next_job, on_result)
 
     def evaluate_all(self, configs: Iterable[Config]) -> list[Outcome]:
         """Outcomes of `configs`, in the order given."""
@@ -191,18 +179,46 @@ class IsolatedEvaluator:
         """Compile each config into the program file beside it (for a GPU elsewhere to
         time), in parallel; per job, None once written, else why not (a compile error,
         crash or timeout costs that job only)."""
-        queue = list(enumerate(jobs))
+        pending = iter(enumerate(jobs))
         results: dict[int, Outcome | None] = {}
-        while True:
-            for index, worker in enumerate(self._workers):
-                if queue and (worker is None or worker.job is None):
-                    position, (config, path) = queue.pop(0)
-                    self._assign(index, ("compile", dict(config), path), position)
-            busy = [w for w in self._workers if w is not None and w.job is not None]
-            if not busy:
-                return [results[i] for i in range(len(jobs))]
-            for position, reply in self._collect(busy):
-                results[position] = reply
+
+        def next_job() -> tuple[tuple, int] | None:
+            item = next(pending, None)
+            if item is None:
+                return None
+            position, (config, path) = item
+            return ("compile", dict(config), path), position
+
+        self._stream(next_job, results.__setitem__)
+        return [results[i] for i in range(len(jobs))]
+
+    def _stream(
+        self,
+        next_job: Callable[[], tuple[tuple, Any] | None],
+        on_reply: Callable[[Any, Any], None],
+    ) -> None:
+        """Hand (request, job) pairs from `next_job` (None: no more) to free workers and
+        report each reply with its job to `on_reply`, in completion order. A freed worker
+        gets its next job before the reply is reported, so that it works meanwhile."""
+        exhausted = False
+
+        def refill() -> None:
+            nonlocal exhausted
+            for index in range(self.worker_count):
+                worker = self._workers[index]
+                if exhausted or (worker is not None and worker.job is not None):
+                    continue
+                item = next_job()
+                exhausted = item is None
+                if item is not None:
+                    self._assign(index, *item)
+
+        refill()
+        while busy := [w for w in self._workers if w is not None and w.job is not None]:
+            finished = list(self._collect(busy))
+            refill()
+            for job, reply in finished:
+                on_reply(job, reply)
 
     def race(
         self, configs: list[Config], rounds: int, *, worker_index: int = 0
