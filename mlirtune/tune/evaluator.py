@@ -12,18 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pickle
 import resource
 import shutil
-import signal
-import socket
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +29,7 @@ from mlirtune.interfaces.target import Target
 from mlirtune.interfaces.workload import Workload
 from mlirtune.tune.outcome import Outcome
 from mlirtune.tune.worker import TUNING_BENCH, EngineFactory, WorkerSetup, log_tail, settled
+from mlirtune.tune.worker_process import WorkerProcess, ask_to_exit, death, spawn_worker, stop
 
 Config = dict[str, int]
 
@@ -74,17 +70,6 @@ class EvaluatorSettings:
 
 
 @dataclass
-class _Worker:
-    process: subprocess.Popen[bytes]
-    connection: Connection
-    log_path: str
-    job: Any = None
-    deadline: float | None = None
-    phase: str = "idle"
-    ready: bool = False  # set when the worker says it has started (see `_collect`)
-
-
-@dataclass
 class IsolatedEvaluator:
     """Evaluates configs of one workload in worker processes; use as a context manager."""
 
@@ -102,7 +87,7 @@ class IsolatedEvaluator:
         self.cores = frozenset(cores)
         self.worker_count = self.settings.worker_count()
         self._scratch = Path(tempfile.mkdtemp(prefix="mlirtune-tune-"))
-        self._workers: list[_Worker | None] = [None] * self.worker_count
+        self._workers: list[WorkerProcess | None] = [None] * self.worker_count
         self._started = 0
 
     def __enter__(self) -> IsolatedEvaluator:
@@ -117,9 +102,9 @@ class IsolatedEvaluator:
         workers = [w for w in self._workers if w is not None]
         self._workers = [None] * self.worker_count
         for worker in workers:
-            _ask_to_exit(worker)
+            ask_to_exit(worker)
         for worker in workers:
-            _stop(worker)
+            stop(worker)
         shutil.rmtree(self._scratch, ignore_errors=True)
 
     def start_workers(self) -> None:
@@ -266,7 +251,7 @@ class IsolatedEvaluator:
         worker.job, worker.phase = job, "compile"
         worker.deadline = time.monotonic() + self.settings.compile_timeout_s * compiles
 
-    def _collect(self, busy: list[_Worker], run_timeout: float | None = None):
+    def _collect(self, busy: list[WorkerProcess], run_timeout: float | None = None):
         """Wait for the next event of any busy worker; yield (job, outcome) for each that
         finished, crashed or overran its deadline."""
         deadlines = [w.deadline for w in busy if w.deadline is not None]
@@ -294,25 +279,25 @@ class IsolatedEvaluator:
             failed = worker.process.poll() is not None
             late = worker.deadline is not None and time.monotonic() > worker.deadline
             if not worker.ready and (failed or late):
-                _stop(worker)
+                stop(worker)
                 what = "failed to start" if failed else "did not start"
                 raise MlirtuneError(
                     f"a tuning worker {what}: {log_tail(worker.log_path)}", stage="tune"
                 )
             if failed:
-                yield worker.job, self._replace(worker, _death(worker))
+                yield worker.job, self._replace(worker, death(worker))
             elif late:
                 detail = f"no result within the {worker.phase} timeout"
                 yield worker.job, self._replace(worker, Outcome("timeout", detail=detail))
 
-    def _replace(self, worker: _Worker, outcome: Outcome) -> Outcome:
+    def _replace(self, worker: WorkerProcess, outcome: Outcome) -> Outcome:
         """Kill a failed worker; a fresh one is started when it is next needed."""
-        _stop(worker)
+        stop(worker)
         self._workers = [None if w is worker else w for w in self._workers]
         self._write_pids()
         return outcome
 
-    def _start(self, index: int) -> _Worker:
+    def _start(self, index: int) -> WorkerProcess:
         self._started += 1
         log_path = str(self._scratch / f"worker-{self._started}.log")
         setup = WorkerSetup(
@@ -329,23 +314,7 @@ class IsolatedEvaluator:
             log_path=log_path,
             runs=self.settings.runs,
         )
-        parent_socket, child_socket = socket.socketpair()
-        with open(log_path, "ab") as log:
-            process = subprocess.Popen(
-                [sys.executable, "-P", "-m", "mlirtune.tune.worker", str(child_socket.fileno())],
-                pass_fds=[child_socket.fileno()],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                env=_worker_environment(),
-            )
-        child_socket.close()
-        parent = Connection(parent_socket.detach())
-        parent.send(list(sys.path))
-        parent.send_bytes(pickle.dumps(setup))
-        # Not waited for: the worker starts (imports MLIR, computes the reference) while the
-        # other workers start and work; its first request waits in the socket meanwhile.
-        worker = _Worker(process, parent, log_path)
+        worker = spawn_worker(setup, log_path)  # not waited for: see spawn_worker
         self._workers[index] = worker
         self._write_pids()
         return worker
@@ -357,44 +326,3 @@ class IsolatedEvaluator:
         path = self._scratch / "workers.pids"
         path.with_suffix(".tmp").write_text("\n".join(pids))
         path.with_suffix(".tmp").replace(path)
-
-
-def _worker_environment() -> dict[str, str]:
-    """The environment a worker starts in: its `mlirtune` is this process's. With `-m`,
-    Python would put the working directory first on the worker's path, so a folder there
-    named like a module (another checkout of mlirtune, a stray numpy.py) would have replaced
-    it. `-P` leaves the working directory out; this package's root goes first instead."""
-    package_root = str(Path(__file__).resolve().parents[2])
-    paths = [package_root, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
-
-
-def _death(worker: _Worker) -> Outcome:
-    """The crash outcome of a worker that exited, naming the signal that killed it."""
-    code = worker.process.wait(timeout=5)
-    if code is not None and code < 0:
-        cause = f"killed by {signal.Signals(-code).name}"
-    else:
-        cause = f"worker exited with status {code}"
-    tail = log_tail(worker.log_path)
-    return Outcome("crash", detail=f"{cause} during {worker.phase}" + (f": {tail}" if tail else ""))
-
-
-def _ask_to_exit(worker: _Worker) -> None:
-    """Tell an idle worker to exit (once)."""
-    if worker.job is None and not worker.connection.closed and worker.phase != "exit":
-        worker.phase = "exit"
-        with contextlib.suppress(OSError):
-            worker.connection.send(None)
-
-
-def _stop(worker: _Worker) -> None:
-    """Ask an idle worker to exit; kill a busy (failed or hung) one at once."""
-    if worker.job is None and worker.process.poll() is None:
-        _ask_to_exit(worker)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            worker.process.wait(timeout=1)
-    if worker.process.poll() is None:
-        worker.process.kill()
-        worker.process.wait(timeout=5)
-    worker.connection.close()
