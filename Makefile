@@ -27,6 +27,7 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check mlirtune tests benchmarks scripts
 	$(BIN)/ruff format --check mlirtune tests benchmarks scripts README.md
+	$(BIN)/pytest -q tests/test_architecture.py
 
 format: $(STAMP)
 	$(BIN)/ruff format mlirtune tests benchmarks scripts README.md
