@@ -140,7 +140,7 @@ FLOORS = (
     ("dispatch", "pipeline", "specs"),
     ("engine", "workloads", "torch"),
     ("api",),
-    ("tune", "suite", "peak"),
+    ("tune", "fleet", "suite", "peak"),
     ("curation",),
     ("cli", "__main__"),
 )

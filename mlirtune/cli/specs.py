@@ -20,6 +20,7 @@ from mlirtune.cli.common import (
     target_of,
     workload_of,
 )
+from mlirtune.interfaces.errors import UsageError
 from mlirtune.ir.context import new_context
 
 EPILOG = """\
@@ -79,13 +80,20 @@ def add_specs_parser(subparsers: Any) -> None:
     export.add_argument(
         "--workload", action="append", default=[], metavar="NAME", help="only these workloads"
     )
-    export.add_argument(
+    written = export.add_mutually_exclusive_group(required=True)
+    written.add_argument(
         "-o",
         "--output",
-        required=True,
         metavar="LIB.mlir|LIB.mlirbc",
         help="library to write (replaced if it exists; to add to a library, use "
         "`mlirtune tune --update-spec LIB`)",
+    )
+    written.add_argument(
+        "--per-class",
+        metavar="DIR",
+        type=Path,
+        help="write DIR/CLASS.mlir for every CPU class a fleet tuned (`tune --ray "
+        "--per-class`), each from the verdicts measured on that class",
     )
     add_target_argument(export)
     listing = command("list", "entries with speedup and provenance", _list)
@@ -150,11 +158,41 @@ def _export(args: argparse.Namespace) -> int:
     from mlirtune.curation.export import export_library
     from mlirtune.tune.db import TuningDB
 
+    if args.per_class:
+        return _export_per_class(args)
     target = target_of(args)
     with new_context(), ir.Location.unknown(), TuningDB(args.db, readonly=True) as db:
         library = export_library(db, target, Path(args.output).stem, workloads=args.workload)
         path = library.save(args.output)
         print(f"wrote {plural(len(library.entries), 'entry')} to {path}")
+    return 0
+
+
+def _export_per_class(args: argparse.Namespace) -> int:
+    """One library per CPU class a fleet tuned, each tagged with its class."""
+    from mlirtune.curation.export import export_library
+    from mlirtune.fleet.target import FleetCPU
+    from mlirtune.tune.db import TuningDB
+
+    with TuningDB(args.db, readonly=True) as db:
+        classes = db.cpu_classes()
+        if not classes:
+            raise UsageError(
+                f"tuning database {db.path} holds no fleet-tuned CPU classes; run "
+                "`mlirtune tune --ray --per-class` first",
+                stage="specs",
+            )
+        args.per_class.mkdir(parents=True, exist_ok=True)
+        for name, description in classes:
+            target = FleetCPU.from_description(description)
+            with new_context(), ir.Location.unknown():
+                try:
+                    library = export_library(db, target, name, workloads=args.workload)
+                except UsageError as error:  # e.g. its search was interrupted before a verdict
+                    print(f"skipped CPU class {name}: {error}")
+                    continue
+                path = library.save(args.per_class / f"{name}.mlir")
+            print(f"wrote {plural(len(library.entries), 'entry')} for {target!r} to {path}")
     return 0
 
 

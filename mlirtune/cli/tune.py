@@ -25,6 +25,13 @@ from mlirtune.cli.common import (
     target_of,
     workload_of,
 )
+from mlirtune.cli.tune_fleet import (
+    FLEET_EPILOG,
+    add_fleet_arguments,
+    check_fleet_flags,
+    fleet_session,
+    tune_classes,
+)
 from mlirtune.cli.tune_report import ProgressBar, print_plain, print_report, print_space
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.ir.context import new_context
@@ -36,7 +43,8 @@ if TYPE_CHECKING:  # imported on use: `mlirtune --help` stays fast
     from mlirtune.tune.results import TuneReport
     from mlirtune.tune.starters import Starter
 
-EPILOG = """\
+EPILOG = (
+    """\
 examples:
   mlirtune tune matmul M=256 N=256 K=256 --budget 50
   mlirtune tune matmul M=1024 N=1024 K=1024 --budget 300 --strategy model --json
@@ -59,7 +67,11 @@ are not measured again. --update-spec writes the verdict into a spec library, wh
 compiles apply with --spec (see `mlirtune specs --help`).
 
 strategies:
-""" + "\n".join(f"  {name:11s} {cls.description}" for name, cls in STRATEGIES.items())
+"""
+    + "\n".join(f"  {name:11s} {cls.description}" for name, cls in STRATEGIES.items())
+    + "\n\n"
+    + FLEET_EPILOG
+)
 
 
 def add_tune_parser(commands: Any) -> None:
@@ -75,6 +87,7 @@ def add_tune_parser(commands: Any) -> None:
     _add_search_arguments(cmd)
     add_db_argument(cmd)
     _add_run_arguments(cmd)
+    add_fleet_arguments(cmd)
     cmd.set_defaults(handler=cmd_tune)
 
 
@@ -179,7 +192,6 @@ def _strategy(name: str) -> str:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from mlirtune.curation.export import write_verdict
     from mlirtune.tune.evaluator import EvaluatorSettings
     from mlirtune.tune.tuner import TuneOptions
 
@@ -192,12 +204,24 @@ def cmd_tune(args: argparse.Namespace) -> int:
         # A multi-thread candidate is timed with the cores to itself: one worker process,
         # so no compile runs beside it.
         evaluator=EvaluatorSettings(workers=1 if args.threads > 1 else args.workers),
+        ray=args.ray,
     )
     if not args.show_space:
         options.check()
     workload = workload_of(args)
     target = target_of(args)
     _check_device_flags(args, target)
+    check_fleet_flags(args, target)
+    with fleet_session(args):
+        if args.per_class is not None and not args.show_space:
+            return tune_classes(args, workload, options)
+        return _tune_workload(args, workload, target, options)
+
+
+def _tune_workload(args: argparse.Namespace, workload, target: Target, options) -> int:
+    """Tune one workload, or each dispatch of a model, and report."""
+    from mlirtune.curation.export import write_verdict
+
     if args.torch:  # a model: each of its distinct dispatches, then the whole
         from mlirtune.cli.tune_dispatches import tune_dispatches
 

@@ -29,26 +29,45 @@ def print_plain(console: Console, *lines: str) -> None:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
-class ProgressBar:
-    """Candidates done, failures by status and the best GFLOP/s so far."""
+def progress_display(console: Console) -> Progress:
+    """The display tuning progress bars are drawn in (see `ProgressBar`)."""
+    return Progress(
+        TextColumn("{task.description:8s}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[status]}"),
+        TextColumn("{task.fields[flight]}"),
+        console=console,
+        transient=False,
+    )
 
-    def __init__(self, console: Console, total: int) -> None:
-        self.bar = Progress(
-            TextColumn("{task.description:8s}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("{task.fields[status]}"),
-            console=console,
-            transient=False,
-        )
-        self.task = self.bar.add_task("search", total=total, status="")
+
+class ProgressBar:
+    """Candidates done, failures by status and the best GFLOP/s so far, and on a fleet the
+    candidates in flight per node. Searches run side by side (one per CPU class) share one
+    display: give each its `name` and the first one's `bar`."""
+
+    def __init__(
+        self, console: Console, total: int, *, name: str = "", bar: Progress | None = None
+    ) -> None:
+        self.bar = bar or progress_display(console)
+        self.name = name
+        self.task = self.bar.add_task(self._described("search"), total=total, status="", flight="")
         self.done = self.resumed = 0
         self.failures: Counter[str] = Counter()
         self.best: float | None = None
 
+    def _described(self, phase: str) -> str:
+        return f"{self.name} {phase}" if self.name else phase
+
     def phase(self, text: str) -> None:
-        self.bar.update(self.task, description=text)
+        self.bar.update(self.task, description=self._described(text), flight="")
+
+    def in_flight(self, counts: dict[str, int]) -> None:
+        """Candidates being evaluated per fleet node (see mlirtune.fleet)."""
+        flight = ", ".join(f"{node} {count}" for node, count in sorted(counts.items()))
+        self.bar.update(self.task, flight=f"in flight: {flight}" if flight else "")
 
     def result(self, config: dict, outcome: Outcome, resumed: bool) -> None:
         self.done += 1

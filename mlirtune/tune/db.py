@@ -172,6 +172,23 @@ class TuningDB:
                 ),
             )
 
+    def record_cpu_class(self, name: str, target_hash: str, description: dict[str, Any]) -> None:
+        """Remember the target a fleet tuned a CPU class on (see `cpu_classes`)."""
+        with self._transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO cpu_classes VALUES (?, ?, ?, ?)",
+                (name, target_hash, dumps(description), now()),
+            )
+
+    def cpu_classes(self) -> list[tuple[str, dict[str, Any]]]:
+        """(name, description) of every CPU class a fleet tuned, by name (none in a database
+        opened read-only at an older schema)."""
+        try:
+            rows = self.conn.execute("SELECT name, description FROM cpu_classes ORDER BY name")
+        except sqlite3.OperationalError:
+            return []
+        return [(name, json.loads(description)) for name, description in rows.fetchall()]
+
     def verdicts(self, *, target_hash: str | None = None) -> list[tuple[TuningKey, Verdict]]:
         """The latest verdict per workload, pipeline and toolchain (on `target_hash` when
         given), oldest first."""

@@ -71,6 +71,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             gflops REAL
         )""",
     ),
+    (
+        # The CPU classes a fleet tuned (mlirtune.fleet): what `specs export --per-class`
+        # rebuilds each class's target from, to write its library.
+        """CREATE TABLE cpu_classes (
+            name TEXT PRIMARY KEY,
+            target_hash TEXT NOT NULL,
+            description TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        )""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -48,6 +48,10 @@ class EvaluatorSettings:
     # wraps it, e.g. to inject faults.
     engine: EngineFactory = engine_for
     runs: bool = True  # False: workers only compile (compile_all), so skip the reference
+    # Where the benchmark lock and the lists of processes to move off the benchmark core
+    # live: a folder shared by every evaluator of one machine that times on it (the fleet's
+    # actors, see mlirtune.fleet), so that no two of them time at once. Default: private.
+    shared_dir: str | None = None
 
     def worker_count(self) -> int:
         """The worker processes an evaluator starts: `workers`, else one per usable core,
@@ -87,6 +91,10 @@ class IsolatedEvaluator:
         self.cores = frozenset(cores)
         self.worker_count = self.settings.worker_count()
         self._scratch = Path(tempfile.mkdtemp(prefix="mlirtune-tune-"))
+        shared = Path(self.settings.shared_dir) if self.settings.shared_dir else self._scratch
+        shared.mkdir(parents=True, exist_ok=True)
+        self._lock_path = shared / "benchmark.lock"
+        self._pids_path = shared / f"{self._scratch.name}.pids"
         self._workers: list[WorkerProcess | None] = [None] * self.worker_count
         self._started = 0
 
@@ -106,6 +114,7 @@ class IsolatedEvaluator:
         for worker in workers:
             stop(worker)
         shutil.rmtree(self._scratch, ignore_errors=True)
+        self._pids_path.unlink(missing_ok=True)
 
     def start_workers(self) -> None:
         """Start every worker not yet running, without waiting for them: their start-up (the
@@ -309,8 +318,8 @@ class IsolatedEvaluator:
             memory_bytes=self.settings.worker_address_space(),
             cores=self.cores,
             bench_core=self.bench_core,
-            lock_path=str(self._scratch / "benchmark.lock"),
-            pids_path=str(self._scratch / "workers.pids"),
+            lock_path=str(self._lock_path),
+            pids_dir=str(self._pids_path.parent),
             log_path=log_path,
             runs=self.settings.runs,
         )
@@ -323,6 +332,6 @@ class IsolatedEvaluator:
         """List the live workers, and this process (which records results meanwhile), for
         the worker holding the benchmark core to move off it (see worker.py)."""
         pids = [str(os.getpid())] + [str(w.process.pid) for w in self._workers if w is not None]
-        path = self._scratch / "workers.pids"
+        path = self._pids_path
         path.with_suffix(".tmp").write_text("\n".join(pids))
         path.with_suffix(".tmp").replace(path)

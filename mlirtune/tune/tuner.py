@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import math
 import time
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -26,6 +27,9 @@ from mlirtune.tune.outcome import Outcome
 from mlirtune.tune.problem import Config, TuningProblem
 from mlirtune.tune.results import Candidate, TuneReport, rank, relative_change
 from mlirtune.tune.strategies import Strategy, config_key, strategy_class
+
+if TYPE_CHECKING:
+    from mlirtune.fleet.evaluator import FleetEvaluator
 
 # Worker processes the final race's rounds are split over (see `race_finalists`).
 RACE_PROCESSES = 2
@@ -50,6 +54,9 @@ class TuneOptions:
     cutoff_factor: float | None = CUTOFF_FACTOR  # None: time every candidate in full
     starters: tuple[Config, ...] = ()  # evaluated first, e.g. a spec library's entry
     evaluator: EvaluatorSettings = field(default_factory=EvaluatorSettings)
+    # Evaluate on the nodes of the target's CPU class in a Ray cluster: its address, or
+    # "local" to start one here (mlirtune.fleet; needs the ray extra). None: this machine.
+    ray: str | None = None
 
     def check(self) -> None:
         if self.budget is None and self.time_limit_s is None:
@@ -82,15 +89,15 @@ def tune(
     options: TuneOptions,
     db: TuningDB,
     observer: TuneObserver | None = None,
+    evaluator: FleetEvaluator | None = None,
 ) -> TuneReport:
-    """Search `problem`'s space within the budget and race the finalists."""
+    """Search `problem`'s space within the budget and race the finalists, with `evaluator`
+    (a fleet's, see mlirtune.fleet), else on the nodes `options.ray` names, else here."""
     options.check()
     strategy = strategy_class(options.strategy)(problem.space, options.seed)
     starters, warnings = starting_configs(problem, options, strategy)
     search = _Search(problem, options, db, strategy, observer or _Silent(), starters)
-    with IsolatedEvaluator(
-        problem.workload, problem.target, problem.pipeline, options.evaluator
-    ) as ev:
+    with evaluator or _evaluator(problem, options, search.observer) as ev:
         ev.start_workers()  # every worker takes part: the baseline and a candidate at least
         search.observer.phase("search")
         ev.evaluate(search.next_config, search.on_result, search.cutoff_of)
@@ -112,6 +119,19 @@ def tune(
         problem, strategy.name, search.candidates, search.resumed, baseline_first,
         baseline_last, race, winner, verdict, warnings, seconds,
     )  # fmt: skip
+
+
+def _evaluator(
+    problem: TuningProblem, options: TuneOptions, observer: TuneObserver
+) -> AbstractContextManager[IsolatedEvaluator | FleetEvaluator]:
+    if options.ray is None:
+        return IsolatedEvaluator(
+            problem.workload, problem.target, problem.pipeline, options.evaluator
+        )
+    from mlirtune.fleet.evaluator import class_evaluator
+
+    on_flight = getattr(observer, "in_flight", None)  # a progress display may show it
+    return class_evaluator(problem, options.ray, options.evaluator, on_flight)
 
 
 def starting_configs(

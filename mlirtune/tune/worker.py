@@ -98,7 +98,7 @@ class WorkerSetup:
     cores: frozenset[int]
     bench_core: int
     lock_path: str
-    pids_path: str
+    pids_dir: str  # holds a `*.pids` list per evaluator timing on the benchmark core
     log_path: str
     runs: bool = True  # False: it only compiles programs, so needs no reference outputs
 
@@ -259,7 +259,7 @@ def _benchmark_slot(connection, setup: WorkerSetup):
         fcntl.flock(lock, fcntl.LOCK_EX)
         connection.send(("phase", "bench"))
         others = setup.cores - {setup.bench_core}
-        siblings = _sibling_pids(setup.pids_path) if others else []
+        siblings = _sibling_pids(setup.pids_dir) if others else []
         for pid in siblings:
             _move(pid, others)
         os.sched_setaffinity(0, {setup.bench_core})
@@ -272,11 +272,12 @@ def _benchmark_slot(connection, setup: WorkerSetup):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _sibling_pids(pids_path: str) -> list[int]:
-    try:
-        pids = [int(line) for line in Path(pids_path).read_text().split()]
-    except (OSError, ValueError):
-        return []
+def _sibling_pids(pids_dir: str) -> list[int]:
+    """The processes the evaluators sharing the benchmark core listed (see `_write_pids`)."""
+    pids = []
+    for path in Path(pids_dir).glob("*.pids"):
+        with contextlib.suppress(OSError, ValueError):
+            pids += [int(line) for line in path.read_text().split()]
     return [pid for pid in pids if pid != os.getpid()]
 
 
