@@ -63,6 +63,11 @@ def check_fleet_flags(args: argparse.Namespace, target: Target) -> None:
         return
     if not isinstance(target, HostCPU):
         raise UsageError("--ray tunes host CPUs; --target nvidia-gpu uses device batches")
+    if args.workers:
+        raise UsageError(
+            "--workers sets this machine's worker processes; with --ray each node holds one "
+            "actor per core (per --threads N cores)"
+        )
     if args.per_class is not None:
         given = [f for f, on in (("--torch", args.torch), ("--update-spec", args.update_spec),
                                  ("--starter-spec", args.starter_spec)) if on]  # fmt: skip

@@ -89,7 +89,8 @@ def _run_all(
         except BaseException as error:  # re-raised below, in the driver's thread
             errors[name] = error
 
-    threads = [threading.Thread(target=search, args=(name,), name=name) for name in problems]
+    # Daemons: an interrupted driver exits (its results are saved) without waiting for them.
+    threads = [threading.Thread(target=search, args=(n,), name=n, daemon=True) for n in problems]
     for thread in threads:
         thread.start()
     for thread in threads:
