@@ -21,6 +21,7 @@ from mlirtune.fleet.actor import CandidateActor, Measured
 from mlirtune.fleet.cluster import FleetNode, connected, fleet_nodes
 from mlirtune.interfaces.errors import MlirtuneError, UsageError
 from mlirtune.interfaces.workload import Workload
+from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.toolchain import digest
 from mlirtune.tune.evaluator import EvaluatorSettings
 from mlirtune.tune.outcome import Outcome
@@ -60,9 +61,9 @@ class FleetEvaluator:
     on_flight: OnFlight | None = None
 
     def __post_init__(self) -> None:
-        classes = {node.cpu_class for node in self.nodes}
-        if len(classes) != 1:
-            raise MlirtuneError(f"a fleet search runs on one CPU class, not {classes}")
+        prints = {digest(node.target.fingerprint()) for node in self.nodes}
+        if len(prints) != 1:
+            raise MlirtuneError("a fleet search runs on nodes of one CPU", stage="fleet")
         self.target = self.nodes[0].target
         self.target_hash = digest(self.target.fingerprint())
         self.run_id = uuid.uuid4().hex[:12]
@@ -229,10 +230,11 @@ def class_evaluator(
     """The actors of the cluster at `address` on the nodes whose CPU is `problem`'s target
     (`tune` with `TuneOptions.ray`)."""
     target = problem.target
-    threads = getattr(target, "threads", 1)
+    if not isinstance(target, HostCPU):
+        raise UsageError(f"a fleet tunes host CPUs, not {target!r}", stage="fleet")
+    isa = target.features.isa
     with connected(address) as ray:
-        isa = getattr(getattr(target, "features", None), "isa", None)
-        nodes = fleet_nodes(ray, isa, threads)
+        nodes = fleet_nodes(ray, isa, target.threads)
         wanted = digest(target.fingerprint())
         mine = [n for n in nodes if digest(n.target.fingerprint()) == wanted]
         if not mine:
