@@ -54,3 +54,24 @@ def test_export_per_class_without_fleet_classes_is_one_line(capsys, tmp_path):
         capsys, ["specs", "export", "--db", str(db), "--per-class", str(tmp_path)]
     )
     assert "no fleet-tuned CPU classes" in err
+
+
+def test_a_node_names_its_class_by_label_or_resource():
+    from mlirtune.fleet.cluster import CLASS_LABEL, named_class
+
+    assert named_class({"Labels": {CLASS_LABEL: "zen4"}, "Resources": {"CPU": 8}}) == "zen4"
+    assert named_class({"Resources": {"CPU": 8, "mlirtune-class:zen3": 1}}) == "zen3"
+    assert named_class({"Labels": {}, "Resources": {"CPU": 8}}) is None
+
+
+def test_a_class_target_survives_the_database(tmp_path):
+    from mlirtune.fleet.target import FleetCPU
+    from mlirtune.targets.host_cpu import HostCPU
+
+    target = FleetCPU(HostCPU(isa="sse").features, "narrow")
+    with TuningDB(tmp_path / "t.db") as db:
+        db.record_cpu_class("narrow", "hash", target.describe())
+        [(name, description)] = db.cpu_classes()
+    rebuilt = FleetCPU.from_description(description)
+    assert name == "narrow" and rebuilt.cpu_class() == "narrow"
+    assert rebuilt.fingerprint() == target.fingerprint() == HostCPU(isa="sse").fingerprint()
