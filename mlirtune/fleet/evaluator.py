@@ -59,6 +59,10 @@ class FleetEvaluator:
     settings: EvaluatorSettings = field(default_factory=EvaluatorSettings)
     isa: str | None = None
     on_flight: OnFlight | None = None
+    # Names the benchmark lock the actors of one machine share. Searches run side by side
+    # (tune_per_class) give theirs one: simulated nodes of two classes on one machine then
+    # take turns timing too, as the actors of one search do.
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
 
     def __post_init__(self) -> None:
         prints = {digest(node.target.fingerprint()) for node in self.nodes}
@@ -66,7 +70,6 @@ class FleetEvaluator:
             raise MlirtuneError("a fleet search runs on nodes of one CPU", stage="fleet")
         self.target = self.nodes[0].target
         self.target_hash = digest(self.target.fingerprint())
-        self.run_id = uuid.uuid4().hex[:12]
         self._actors = [self._spawn(node) for node in self.nodes for _ in range(node.slots())]
 
     @property

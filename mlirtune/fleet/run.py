@@ -9,6 +9,7 @@ in threads of the driver, each with its own database connection.
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -76,6 +77,7 @@ def _run_all(
     reports: dict[str, TuneReport] = {}
     errors: dict[str, BaseException] = {}
     local = replace(options, ray=None)
+    run_id = uuid.uuid4().hex[:12]  # one benchmark lock per machine for all the searches
 
     def search(name: str) -> None:
         problem = problems[name]
@@ -83,7 +85,13 @@ def _run_all(
         try:
             with TuningDB(db_path) as db:
                 evaluator = FleetEvaluator(
-                    ray, problem.workload, chosen[name], problem.pipeline, options.evaluator, isa
+                    ray,
+                    problem.workload,
+                    chosen[name],
+                    problem.pipeline,
+                    options.evaluator,
+                    isa,
+                    run_id=run_id,
                 )
                 reports[name] = tune(problem, local, db, observer, evaluator=evaluator)
         except BaseException as error:  # re-raised below, in the driver's thread
