@@ -22,9 +22,10 @@ from mlir.passmanager import PassManager
 
 from mlirtune.dispatch.collapse import store_through_views
 from mlirtune.dispatch.prepare import collapse_after_fusion, prepare_for_dispatch
+from mlirtune.dispatch.rows import VIEWS, leaves_the_rows, regroups_rows
 from mlirtune.ir.context import run_passes
 from mlirtune.ir.inspect import defining_op, find_function
-from mlirtune.ir.roots import has_reduction, loop_sizes
+from mlirtune.ir.roots import has_reduction
 from mlirtune.schedules.roots import describe
 
 # Root kinds whose schedules fuse element-wise consumers into their output tiles (the
@@ -32,12 +33,18 @@ from mlirtune.schedules.roots import describe
 TAKES_CONSUMERS = ("matmul", "batch_matmul", "generic")
 # Root kinds whose schedules materialise the zero padding they read, once.
 TAKES_PADDING = ("conv2d", "depthwise", "generic")
-VIEWS = ("tensor.expand_shape", "tensor.collapse_shape")
 # Rewrites a kind's schedule needs: reductions without their kept unit dims (a softmax's
 # [rows, 1] maxima), element-wise runs with transposes as generics.
 PER_KIND_PASSES = {
     "reduction": "func.func(linalg-fold-unit-extent-dims, canonicalize, cse)",
     "elementwise": "func.func(linalg-generalize-named-ops)",
+}
+# Ops a reduction or element-wise dispatch does not take: its schedule cannot fuse its
+# producers through them into the root's tiles (a ViT's class token concatenated to the
+# patches), nor tile them as its last op (a class token's row sliced from a layer norm).
+OPENS_A_DISPATCH = {
+    "elementwise": ("tensor.concat",),
+    "reduction": ("tensor.concat", "tensor.extract_slice"),
 }
 SOURCE = "bufferization.to_tensor"
 SINK = "bufferization.materialize_in_destination"
@@ -132,46 +139,11 @@ def _accepts(group: Group, op: ir.Operation, kind: str | None) -> bool:
         return (
             (kind is None or kind == "reduction")
             and op.name != "tensor.pad"
-            and not (group.kind == "reduction" and _regroups_rows(op))
-            and not _leaves_the_rows(group, op, kind)
+            and op.name not in OPENS_A_DISPATCH[group.kind]
+            and not (group.kind == "reduction" and regroups_rows(op))
+            and not leaves_the_rows(group.ops, op, kind)
         )
     return False
-
-
-def _leaves_the_rows(group: Group, op: ir.Operation, kind: str | None) -> bool:
-    """Whether `op` would leave the rows that the first reduction of `group` tiles it by: a
-    reduction that yields other rows (a mean of a loss's per-row terms, across them), or
-    an element-wise op over neither those rows nor their elements (a tensor divided by
-    its norm, a reduction of all of it); or whether the first reduction would have rows
-    that the group's element-wise ops were regrouped into (a group norm's [N, G, C/G*H*W]
-    of an activation's [N, C, H, W]: the row tiles cannot fuse it through the reshape)."""
-    reductions = [member for member in group.ops if has_reduction(member)]
-    if not reductions:
-        return kind == "reduction" and any(_regroups_rows(member) for member in group.ops)
-    rows = _nonunit(reductions[0].results[0].type)
-    if kind == "reduction":
-        return _nonunit(op.results[0].type) != rows
-    if not _is_elementwise(op):
-        return False
-    elements = [n for n in loop_sizes(reductions[0]) or [] if n != 1]
-    return _nonunit(op.results[0].type) not in (rows, elements)
-
-
-def _nonunit(tensor: ir.Type) -> list[int]:
-    """A tensor's shape without its unit dims (a keepdim's)."""
-    return [d for d in ir.ShapedType(tensor).shape if d != 1]
-
-
-def _regroups_rows(op: ir.Operation) -> bool:
-    """Whether `op` is a reshape that splits or merges the innermost dim of more than one
-    element, the rows a reduction dispatch is tiled by (not one that only adds or drops
-    unit dims, as a keepdim reduction's does, nor one of the leading dims alone)."""
-    if op.name not in VIEWS:
-        return False
-    source, result = (
-        [d for d in ir.ShapedType(v.type).shape if d != 1] for v in (op.operands[0], op.results[0])
-    )
-    return source != result and source[-1:] != result[-1:]
 
 
 def _is_elementwise(op: ir.Operation) -> bool:

@@ -195,3 +195,38 @@ def test_a_small_encoder_layer_verifies_with_its_head_transposes_scheduled():
     assert result.verification.ok
     kinds = {d["kind"] for d in result.extra["dispatches"] if d["scheduled"]}
     assert {"matmul", "batch_matmul", "elementwise"} <= kinds
+
+
+@needs_torch
+def test_a_class_token_and_its_normed_row_leave_no_schedule_failing():
+    """A ViT's head: the class token concatenated to the patches (no schedule fuses through
+    a concat) and the token's row sliced from the final layer norm (no reduction schedule
+    tiles a slice as its last op) each open a dispatch of their own."""
+    import torch
+
+    from mlirtune.api import engine_for
+    from mlirtune.targets.host_cpu import HostCPU
+    from mlirtune.torch import workload
+
+    class Head(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.token = torch.nn.Parameter(torch.randn(1, 1, 32))
+            self.position = torch.nn.Parameter(torch.randn(1, 17, 32))
+            self.norm = torch.nn.LayerNorm(32)
+
+        def forward(self, patches):
+            tokens = patches.flatten(2).transpose(1, 2)
+            tokens = torch.cat([self.token.expand(tokens.shape[0], -1, -1), tokens], dim=1)
+            return self.norm(tokens + self.position)[:, 0]
+
+    torch.manual_seed(0)
+    module = Head()
+    result = engine_for(HostCPU(), use_specs=False).execute(
+        workload(module, (torch.randn(1, 32, 4, 4),))
+    )
+    assert result.verification.ok
+    dispatches = result.extra["dispatches"]
+    failed = [d for d in dispatches if any("schedule failed" in n for n in d["notes"])]
+    assert not failed, failed
+    assert {"elementwise", "reduction"} <= {d["kind"] for d in dispatches if d["scheduled"]}
