@@ -1,11 +1,11 @@
 """The fleet's side of the tuner's evaluator: candidates streamed to Ray actors on the nodes
 of one CPU class.
 
-`FleetEvaluator` has the interface `tune` uses of `IsolatedEvaluator` (`evaluate`, `races`,
-`worker_count`), so the search, the database and the race are the local ones; only where a
-candidate runs changes. The driver alone writes the database: actors send outcomes back.
-An actor that dies (its node lost, or killed) costs its candidate one retry on another
-actor of the class; a second loss records the candidate as a crash.
+`FleetEvaluator` is a `tune.tuner.CandidateEvaluator`, as `IsolatedEvaluator` is, so the
+search, the database and the race are the local ones; only where a candidate runs changes.
+The driver alone writes the database: actors send outcomes back. An actor that dies (its
+node lost, or killed) costs its candidate one retry on another actor of the class; a second
+loss records the candidate as a crash.
 """
 
 from __future__ import annotations

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -27,9 +28,6 @@ from mlirtune.tune.outcome import Outcome
 from mlirtune.tune.problem import Config, TuningProblem
 from mlirtune.tune.results import Candidate, TuneReport, rank, relative_change
 from mlirtune.tune.strategies import Strategy, config_key, strategy_class
-
-if TYPE_CHECKING:
-    from mlirtune.fleet.evaluator import FleetEvaluator
 
 # Worker processes the final race's rounds are split over (see `race_finalists`).
 RACE_PROCESSES = 2
@@ -76,6 +74,35 @@ class TuneOptions:
         strategy_class(self.strategy)
 
 
+class CandidateEvaluator(Protocol):
+    """Where candidates run: this machine's worker processes (`IsolatedEvaluator`) or a Ray
+    cluster's actors (`mlirtune.fleet.evaluator.FleetEvaluator`); a context manager."""
+
+    worker_count: int
+
+    def __enter__(self) -> CandidateEvaluator: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def start_workers(self) -> None: ...
+
+    def evaluate(
+        self,
+        next_config: Callable[[], Config | None],
+        on_result: Callable[[Config, Outcome], None],
+        cutoff: Callable[[Config], float | None] | None = None,
+    ) -> None: ...
+
+    def races(
+        self,
+        configs: list[Config],
+        rounds: int,
+        worker_indices: list[int],
+        *,
+        until_settled: bool = False,
+    ) -> list[list[list[list[float]]] | Outcome]: ...
+
+
 class TuneObserver(Protocol):
     """Progress callbacks (the CLI draws a progress bar from them)."""
 
@@ -89,7 +116,7 @@ def tune(
     options: TuneOptions,
     db: TuningDB,
     observer: TuneObserver | None = None,
-    evaluator: FleetEvaluator | None = None,
+    evaluator: CandidateEvaluator | None = None,
 ) -> TuneReport:
     """Search `problem`'s space within the budget and race the finalists, with `evaluator`
     (a fleet's, see mlirtune.fleet), else on the nodes `options.ray` names, else here."""
@@ -123,7 +150,7 @@ def tune(
 
 def _evaluator(
     problem: TuningProblem, options: TuneOptions, observer: TuneObserver
-) -> AbstractContextManager[IsolatedEvaluator | FleetEvaluator]:
+) -> AbstractContextManager[CandidateEvaluator]:
     if options.ray is None:
         return IsolatedEvaluator(
             problem.workload, problem.target, problem.pipeline, options.evaluator
