@@ -7,7 +7,6 @@ import contextlib
 import json
 import sys
 from contextlib import AbstractContextManager
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -103,7 +102,7 @@ def tune_classes(args: argparse.Namespace, workload: Workload, options: TuneOpti
             reports = tune_per_class(
                 workload,
                 args.pipeline,
-                replace(options, ray=args.ray),
+                options,
                 args.db,
                 classes=names,
                 isa=args.isa,

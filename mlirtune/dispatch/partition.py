@@ -22,10 +22,9 @@ from mlir.passmanager import PassManager
 
 from mlirtune.dispatch.collapse import store_through_views
 from mlirtune.dispatch.prepare import collapse_after_fusion, prepare_for_dispatch
-from mlirtune.dispatch.rows import VIEWS, leaves_the_rows, regroups_rows
+from mlirtune.dispatch.rows import VIEWS, is_elementwise, leaves_the_rows, regroups_rows
 from mlirtune.ir.context import run_passes
 from mlirtune.ir.inspect import defining_op, find_function
-from mlirtune.ir.roots import has_reduction
 from mlirtune.schedules.roots import describe
 
 # Root kinds whose schedules fuse element-wise consumers into their output tiles (the
@@ -127,7 +126,7 @@ def _accepts(group: Group, op: ir.Operation, kind: str | None) -> bool:
     if group.kind in TAKES_CONSUMERS:
         # Element-wise, on the contraction's result alone, with nobody else reading it.
         return (
-            _is_elementwise(op)
+            is_elementwise(op)
             and all(v == group.tail for v in op.operands if defining_op(v) in group.ops)
             and len(list(group.tail.uses)) == 1
             and ir.ShapedType(op.results[0].type).shape == ir.ShapedType(group.tail.type).shape
@@ -144,10 +143,6 @@ def _accepts(group: Group, op: ir.Operation, kind: str | None) -> bool:
             and not leaves_the_rows(group.ops, op, kind)
         )
     return False
-
-
-def _is_elementwise(op: ir.Operation) -> bool:
-    return op.name == "linalg.generic" and not has_reduction(op)
 
 
 def _one_output_each(groups: list[Group]) -> list[Group] | None:

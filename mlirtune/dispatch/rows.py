@@ -23,7 +23,7 @@ def leaves_the_rows(group: list[ir.Operation], op: ir.Operation, kind: str | Non
     rows = _nonunit(reductions[0].results[0].type)
     if kind == "reduction":
         return _nonunit(op.results[0].type) != rows
-    if op.name != "linalg.generic" or has_reduction(op):
+    if not is_elementwise(op):
         return False
     elements = [n for n in loop_sizes(reductions[0]) or [] if n != 1]
     return _nonunit(op.results[0].type) not in (rows, elements)
@@ -40,7 +40,10 @@ def regroups_rows(op: ir.Operation) -> bool:
     unit dims, as a keepdim reduction's does, nor one of the leading dims alone)."""
     if op.name not in VIEWS:
         return False
-    source, result = (
-        [d for d in ir.ShapedType(v.type).shape if d != 1] for v in (op.operands[0], op.results[0])
-    )
+    source, result = _nonunit(op.operands[0].type), _nonunit(op.results[0].type)
     return source != result and source[-1:] != result[-1:]
+
+
+def is_elementwise(op: ir.Operation) -> bool:
+    """A linalg.generic without a reduction dim."""
+    return op.name == "linalg.generic" and not has_reduction(op)

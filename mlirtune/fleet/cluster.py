@@ -59,14 +59,19 @@ def connected(address: str) -> Iterator[ModuleType]:
             else None,
         )
     except (ConnectionError, RuntimeError, ValueError) as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise UsageError(
-            f"--ray {address}: cannot join the cluster: {first}", stage="fleet"
+            f"--ray {address}: cannot join the cluster: {first_line(error)}", stage="fleet"
         ) from None
     try:
         yield ray
     finally:
         ray.shutdown()
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of Ray's message (they run long), else the error's type."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def _check_reachable(address: str) -> None:

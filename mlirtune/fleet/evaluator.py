@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 
 from mlirtune.fleet.actor import CandidateActor, Measured
-from mlirtune.fleet.cluster import FleetNode, connected, fleet_nodes
+from mlirtune.fleet.cluster import FleetNode, connected, first_line, fleet_nodes
 from mlirtune.interfaces.errors import MlirtuneError, UsageError
 from mlirtune.interfaces.workload import Workload
 from mlirtune.targets.host_cpu import HostCPU
@@ -70,6 +70,7 @@ class FleetEvaluator:
             raise MlirtuneError("a fleet search runs on nodes of one CPU", stage="fleet")
         self.target = self.nodes[0].target
         self.target_hash = digest(self.target.fingerprint())
+        self._remote_actor = self.ray.remote(CandidateActor)
         self._actors = [self._spawn(node) for node in self.nodes for _ in range(node.slots())]
 
     @property
@@ -90,7 +91,7 @@ class FleetEvaluator:
         except self.ray.exceptions.RayActorError as error:
             raise MlirtuneError(
                 f"a Ray actor of CPU class {self.target.class_name} did not start: "
-                f"{_first_line(error)}",
+                f"{first_line(error)}",
                 stage="fleet",
             ) from None
 
@@ -156,7 +157,7 @@ class FleetEvaluator:
                 job.tries += 1
                 retries.append(job)
                 return None
-            return Outcome("crash", detail=f"its Ray actor died twice: {_first_line(error)}")
+            return Outcome("crash", detail=f"its Ray actor died twice: {first_line(error)}")
         if measured.target_hash != self.target_hash:
             return Outcome("crash", detail=f"measured on another CPU ({measured.cpu_class})")
         return measured.outcome
@@ -183,7 +184,7 @@ class FleetEvaluator:
         try:
             return self._get(futures)
         except self.ray.exceptions.RayActorError as error:
-            detail = f"the race's Ray actor died: {_first_line(error)}"
+            detail = f"the race's Ray actor died: {first_line(error)}"
             return [Outcome("crash", detail=detail)] * len(futures)
 
     # --- actors ----------------------------------------------------------------------------
@@ -191,7 +192,7 @@ class FleetEvaluator:
     def _spawn(self, node: FleetNode) -> _Actor:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        remote = self.ray.remote(CandidateActor).options(
+        remote = self._remote_actor.options(
             num_cpus=self.target.threads,
             scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False),
             max_restarts=0,
@@ -268,8 +269,3 @@ def classes_of(nodes: list[FleetNode]) -> dict[str, list[FleetNode]]:
                 stage="fleet",
             )
     return classes
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
