@@ -12,7 +12,7 @@ STAMP   := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,torch,models,ray]'
+	$(BIN)/pip install --quiet -e '.[dev,torch,models,ray,iree]'
 	$(BIN)/python -m compileall -q mlirtune
 	touch $(STAMP)
 

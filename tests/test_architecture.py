@@ -140,7 +140,7 @@ FLOORS = (
     ("dispatch", "pipeline", "specs"),
     ("engine", "workloads", "torch"),
     ("api",),
-    ("tune", "fleet", "suite", "peak"),
+    ("tune", "fleet", "iree", "suite", "peak"),
     ("curation",),
     ("cli", "__main__"),
 )

@@ -109,8 +109,28 @@ def engine_of(args: argparse.Namespace) -> Engine:
     from mlirtune.api import engine_for
 
     target = target_of(args)
+    if getattr(args, "engine", "mlir") == "iree":
+        return iree_engine_of(args, target)
     specs, use_specs = specs_of(args, target)
     return engine_for(target, pipeline_of(args), specs=specs, use_specs=use_specs)
+
+
+def iree_engine_of(args: argparse.Namespace, target: Target) -> Engine:
+    """--engine iree: IREE's llvm-cpu backend on the host, one thread; --spec is a tuning
+    spec for iree-compile."""
+    from pathlib import Path
+
+    from mlirtune.iree.engine import IreeEngine
+    from mlirtune.targets import HostCPU
+
+    if not isinstance(target, HostCPU) or getattr(args, "threads", 1) > 1:
+        raise UsageError("--engine iree runs on the host CPU, on one thread (local-sync)")
+    if getattr(args, "no_specs", False) or len(getattr(args, "spec", None) or []) > 1:
+        raise UsageError("--engine iree takes one --spec (a tuning spec file), or none")
+    spec = Path(args.spec[0]) if getattr(args, "spec", None) else None
+    if spec is not None and not spec.is_file():
+        raise UsageError(f"--spec {spec}: no such tuning spec file")
+    return IreeEngine(target, spec)
 
 
 def specs_of(args: argparse.Namespace, target: Target) -> tuple[SpecSet | None, bool]:
@@ -135,7 +155,8 @@ def add_spec_arguments(cmd: argparse.ArgumentParser) -> None:
         metavar="PATH|URL",
         help="tuning-spec library (.mlir/.mlirbc, a directory of them, or an https URL "
         "with an optional #sha256=HEX pin) applied before $MLIRTUNE_SPECS, the config "
-        "directory and the target's defaults; repeatable, earlier wins",
+        "directory and the target's defaults; repeatable, earlier wins (with --engine iree: "
+        "one tuning spec file iree-compile applies)",
     )
     cmd.add_argument(
         "--no-specs",
@@ -287,6 +308,14 @@ def add_target_argument(cmd: argparse.ArgumentParser) -> None:
         help="restrict the host's kernels to a narrower ISA than its CPU has, e.g. avx2 on an "
         "AVX-512 machine to measure an AVX2 CPU class (also $MLIRTUNE_ISA; with numpy's side "
         "restricted too: OPENBLAS_CORETYPE=Haswell)",
+    )
+    cmd.add_argument(
+        "--engine",
+        choices=["mlir", "iree"],
+        default="mlir",
+        help="mlir: this project's schedules through the MLIR JIT (default); iree: IREE's "
+        "llvm-cpu backend (iree-compile, local-sync runtime), its dispatches' lowering "
+        "configs tuned with --param and `tune` (needs the iree extra)",
     )
     cmd.add_argument(
         "--chip",

@@ -96,6 +96,8 @@ def _checked_params(args: argparse.Namespace, engine: Engine, workload: Workload
     """The --param values, with a warning where they break constraints of the schedule
     family: they still run, but outside the space the tuner searches."""
     params = schedule_params(args.param)
+    if args.engine == "iree":  # IREE's knobs are checked against its space when compiled
+        return params
     lowering = engine.plan(workload, params) if params else None
     broken = engine.broken_constraints(lowering) if lowering else []
     if broken:
@@ -114,6 +116,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     for note in result.extra.get("notes", []):
         print(f"note: {note}")
     _print_dispatches(result.extra.get("dispatches", []), indent="")
+    for line in result.extra.get("iree_dispatches", []):
+        print(line)
     verification = result.verification
     print(verification.summary())
     return 0 if verification.ok else 1
@@ -217,7 +221,8 @@ def _print_bench(result: BenchResult, baseline: BenchResult | None, report: dict
     print(f"  threads: {threads}")
     other = report["baseline"]["name"] if baseline else ""
     baseline_label = f"{other} ({plural(threads, 'thread')})"
-    rows = [("mlirtune", result)] + ([(baseline_label, baseline)] if baseline else [])
+    ours = "iree" if report.get("engine") == "iree" else "mlirtune"
+    rows = [(ours, result)] + ([(baseline_label, baseline)] if baseline else [])
     for name, r in rows:
         s = r.stats
         print(

@@ -52,6 +52,7 @@ examples:
   mlirtune tune conv2d --budget 40 --db /tmp/tuning.db
   mlirtune tune matmul M=384 N=384 K=384 --budget 60 --starter-spec --update-spec mine.mlir
   mlirtune tune matmul M=1024 N=1024 K=1024 --threads 0 --search-threads --budget 30
+  mlirtune tune matmul M=512 N=512 K=512 --engine iree --budget 40 --update-spec iree.mlir
 
 How it works: the pipeline's schedule declares its knobs; constraints for the op kind and
 this CPU (register file, L1/L2 sizes, divisibility) give the search space. The baseline
@@ -159,7 +160,9 @@ def _add_run_arguments(cmd: argparse.ArgumentParser) -> None:
         "--update-spec",
         metavar="LIB",
         help="write the result into spec library LIB (.mlir/.mlirbc, created if missing), "
-        "replacing the entry for this workload and pipeline and keeping the others",
+        "replacing the entry for this workload and pipeline and keeping the others; with "
+        "--engine iree: write the winner as an IREE tuning spec (iree-compile "
+        "--iree-codegen-tuning-spec-path=LIB)",
     )
     cmd.add_argument(
         "--export-batch",
@@ -210,6 +213,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
         options.check()
     workload = workload_of(args)
     target = target_of(args)
+    if args.engine == "iree":
+        from mlirtune.cli.tune_iree import tune_iree
+
+        return tune_iree(args, workload, target, options)
     _check_device_flags(args, target)
     check_fleet_flags(args, target)
     with fleet_session(args):
@@ -276,7 +283,7 @@ def _tune_one(args: argparse.Namespace, workload, target: Target, options) -> Tu
             print_plain(
                 console,
                 f"tuning {label(workload.describe())}",
-                f"  pipeline {problem.key.pipeline} (schedule {problem.family.name}), "
+                f"  pipeline {problem.key.pipeline} (schedule {problem.space.schedule}), "
                 f"space of {plural(problem.space.count(), 'config')}",
                 f"  database {db.path}",
             )

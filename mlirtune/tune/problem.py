@@ -40,16 +40,22 @@ class TuningProblem:
     workload: Workload
     target: Target
     pipeline: str | None
-    lowering: Lowering
-    family: ScheduleFamily
+    # The plan and the schedule family behind the space; None for a space of another
+    # compiler's knobs (mlirtune/iree), whose untuned config is `untuned`.
+    lowering: Lowering | None
+    family: ScheduleFamily | None
     op: OpInfo
     slots: dict[str, str]  # knob -> descriptor slot
     space: SearchSpace
     key: TuningKey
+    untuned: Config | None = None
 
     @property
     def baseline(self) -> Config:
         """The config the pipeline uses untuned (selector, then the family's defaults)."""
+        if self.lowering is None:
+            assert self.untuned is not None
+            return dict(self.untuned)
         return {param: self.lowering.values[slot] for param, slot in self.slots.items()}
 
     def slot_values(self, config: Config) -> dict[str, int]:
@@ -93,7 +99,7 @@ def generate(
         )
     slots = {param: slot for param, slot in slots.items() if param in space.domains}
     key = TuningKey(
-        workload=_workload_identity(workload, op),
+        workload=workload_identity(workload, op),
         target=target.fingerprint(),
         toolchain=current_toolchain(),
         pipeline=descriptor.name,
@@ -135,7 +141,7 @@ def check_worker_memory(workload: Workload, settings: EvaluatorSettings) -> None
     )
 
 
-def _workload_identity(workload: Workload, op: OpInfo) -> dict[str, Any]:
+def workload_identity(workload: Workload, op: OpInfo) -> dict[str, Any]:
     """Op kind, shapes, dtypes, the payload's hash and the workload's own options."""
     with new_context(), ir.Location.unknown():
         payload = str(workload.payload_module())

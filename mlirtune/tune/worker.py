@@ -32,6 +32,7 @@ from mlirtune.contain.limits import cap_child
 from mlirtune.engine.mlir_jit import MlirJitEngine
 from mlirtune.engine.ptx import PtxEngine
 from mlirtune.interfaces.bench import BenchOptions
+from mlirtune.interfaces.engine import Engine
 from mlirtune.interfaces.errors import MlirtuneError, VerificationError
 from mlirtune.interfaces.target import Target
 from mlirtune.interfaces.workload import Workload
@@ -80,9 +81,10 @@ def settled(samples: list[list[list[float]]]) -> bool:
 
 
 # make_engine(target, pipeline, use_specs=...): the engine a worker uses, the host's JIT
-# engine (it compiles, runs and times a candidate, then clears its cache) or the PTX
-# engine (it compiles programs for a GPU to time: "compile" requests).
-EngineFactory = Callable[..., MlirJitEngine | PtxEngine]
+# engine (it compiles, runs and times a candidate, then clears its cache), IREE's (the same,
+# through iree-compile: mlirtune/iree) or the PTX engine (it compiles programs for a GPU to
+# time: "compile" requests).
+EngineFactory = Callable[..., Engine]
 
 
 @dataclass(frozen=True)

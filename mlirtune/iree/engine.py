@@ -1,0 +1,287 @@
+"""The IREE engine: a workload compiled by `iree-compile` for llvm-cpu, run on IREE's
+local-sync runtime (one thread), verified and timed like the MLIR JIT engine's kernels.
+
+Schedule parameters are the lowering-config knobs (mlirtune/iree/tiles.py) of one dispatch,
+the tuned root: a config other than IREE's own is handed to `iree-compile` as a one-entry
+tuning spec. A spec library (`spec`) applies to every compile, as IREE's users apply it.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+
+import numpy as np
+
+from mlirtune.bench.harness import NativeTimer, run_benchmark
+from mlirtune.bench.result import bench_result
+from mlirtune.interfaces.bench import BenchOptions, BenchResult
+from mlirtune.interfaces.engine import Engine, ExecutionResult
+from mlirtune.interfaces.errors import UsageError, VerificationError
+from mlirtune.interfaces.lowering import Lowering
+from mlirtune.interfaces.runtime import Buffer
+from mlirtune.interfaces.workload import Workload
+from mlirtune.iree.payload import tensor_payload
+from mlirtune.iree.tiles import IREE_DEFAULT, KNOBS, PIPELINES, IreeRoot, lowering_config
+from mlirtune.iree.tools import iree_compile, require_iree, spec_tool
+from mlirtune.memory import check_memory
+from mlirtune.runtime.host import HostRuntime
+from mlirtune.targets.host_cpu import HostCPU
+
+Config = dict[str, int]
+DUMP_FLAGS = ("--iree-codegen-add-tuner-attributes", "--compile-to=executable-configurations")
+
+
+class IreeKernel:
+    """One compiled module, loaded on a local-sync device, and its entry function."""
+
+    def __init__(self, vmfb: bytes, entry: str, spec: Path | None, outputs: list[int]) -> None:
+        import iree.runtime as runtime
+
+        self.config = runtime.Config("local-sync")
+        module = runtime.VmModule.copy_buffer(self.config.vm_instance, vmfb)
+        self.context = runtime.SystemContext(vm_modules=[module], config=self.config)
+        self.function = self.context.modules.module[entry]
+        self.spec = spec
+        self.outputs = outputs  # the positions of the output arguments
+
+    def timer(self, buffers: list[Buffer]) -> NativeTimer:
+        """Calls on `buffers` uploaded once; each timed sample covers `iterations` calls.
+        The last call's results are copied into the output buffers."""
+        import iree.runtime as runtime
+
+        arguments = [runtime.asdevicearray(self.config.device, b.host) for b in buffers]
+
+        def timer(iterations: int, samples: int) -> np.ndarray:
+            times = np.empty(samples, dtype=np.int64)
+            for sample in range(samples):
+                start = time.perf_counter_ns()
+                for _ in range(iterations):
+                    results = self.function(*arguments)
+                times[sample] = time.perf_counter_ns() - start
+            results = results if isinstance(results, tuple | list) else (results,)
+            for position, result in zip(self.outputs, results, strict=True):
+                buffers[position].host[...] = result.to_host()
+            return times
+
+        return timer
+
+
+class IreeEngine(Engine):
+    """Compiles with `iree-compile` (llvm-cpu, this host's CPU) and runs on local-sync."""
+
+    def __init__(
+        self, target: HostCPU | None = None, spec: Path | None = None, dispatch: str | None = None
+    ) -> None:
+        require_iree()
+        super().__init__(HostRuntime())
+        self.target = target or HostCPU()
+        self.spec = spec
+        self.dispatch = dispatch  # the dispatch schedule parameters set: default, the costliest
+        self._folder = tempfile.TemporaryDirectory(prefix="mlirtune-iree-")
+        self._kernels: dict[str, IreeKernel] = {}
+        self._roots: dict[str, list[IreeRoot]] = {}
+
+    # --- dispatches -------------------------------------------------------------------
+
+    def dispatches(self, workload: Workload) -> list[IreeRoot]:
+        """Each dispatch IREE forms of `workload`, with its root op (read from the
+        configurations `iree-compile` dumps), in dispatch order; with a spec, compiled with
+        it, each root saying whether the spec set its config."""
+        key = _key(workload)
+        if key not in self._roots:
+            folder = self._scratch(workload, "dispatches")
+            source = self._source(workload)
+            dumps = folder / "configurations"
+            spec = [f"--iree-codegen-tuning-spec-path={self.spec}"] if self.spec else []
+            iree_compile(
+                source,
+                folder / "configured.mlir",
+                *DUMP_FLAGS,
+                *spec,
+                f"--iree-hal-dump-executable-configurations-to={dumps}",
+            )
+            files = [str(f) for f in sorted(dumps.glob("*.mlir"), key=_dispatch_order)]
+            with_spec = ["--spec", str(self.spec)] if self.spec else []
+            found = json.loads(spec_tool("roots", *with_spec, *files)) if files else []
+            self._roots[key] = [IreeRoot.from_json(f) for f in found if f.get("root")]
+        return self._roots[key]
+
+    def tuned_root(self, workload: Workload) -> IreeRoot:
+        """The dispatch whose knobs schedule parameters set: the one named `dispatch`, else
+        the workload's costliest by its loops (the first tunable root of the largest
+        product)."""
+        tunable = [root for root in self.dispatches(workload) if root.tunable]
+        named = [root for root in tunable if root.dispatch == self.dispatch]
+        if self.dispatch is not None and not named:
+            raise UsageError(
+                f"{workload.name}: no tunable dispatch named {self.dispatch} "
+                f"({', '.join(r.dispatch for r in tunable) or 'none'})",
+                stage="iree",
+            )
+        if named:
+            return named[0]
+        if not tunable:
+            raise UsageError(
+                f"{workload.name}: IREE forms no contraction dispatch of it to tune "
+                f"({', '.join(r.describe() for r in self.dispatches(workload)) or 'none'})",
+                stage="iree",
+            )
+        return max(tunable, key=lambda root: int(np.prod(root.loops)))
+
+    # --- compiling ----------------------------------------------------------------------
+
+    def compile(self, workload: Workload, schedule_parameters: Config | None = None) -> IreeKernel:
+        """The module compiled with IREE's own config or with `schedule_parameters` for the
+        tuned root; cached per (workload, parameters)."""
+        config = schedule_parameters or IREE_DEFAULT
+        if sorted(config) != sorted(KNOBS):
+            raise UsageError(
+                f"IREE's knobs are {', '.join(KNOBS)} (all of them, or none for IREE's own "
+                f"config); got {', '.join(sorted(config)) or 'none'}",
+                stage="iree",
+            )
+        key = json.dumps([_key(workload), sorted(config.items())])
+        if key not in self._kernels:
+            folder = self._scratch(workload, f"kernel{len(self._kernels)}")
+            spec = self.spec
+            if any(config.values()):
+                spec = folder / "spec.mlir"
+                self.write_spec([(self.tuned_root(workload), config)], spec)
+            output = folder / "module.vmfb"
+            flags = [f"--iree-codegen-tuning-spec-path={spec}"] if spec else []
+            iree_compile(self._source(workload), output, *flags)
+            self._kernels[key] = IreeKernel(
+                output.read_bytes(), workload.entry, spec, _outputs(workload)
+            )
+        return self._kernels[key]
+
+    def write_spec(
+        self, entries: list[tuple[IreeRoot, Config]], path: Path, merged: Path | None = None
+    ) -> None:
+        """A tuning spec setting each root's config, written by the spec tool; with
+        `merged`, the other dispatches' matchers of that earlier spec are kept."""
+        listed = [
+            {
+                "file": root.file,
+                "lowering_config": lowering_config(root, config),
+                "translation_info": PIPELINES[root.kind or ""],
+            }
+            for root, config in entries
+        ]
+        entries_path = path.with_suffix(".json")
+        entries_path.write_text(json.dumps(listed))
+        spec_tool("spec", str(entries_path), str(path), *([str(merged)] if merged else []))
+
+    def clear_cache(self) -> None:
+        self._kernels.clear()
+
+    # --- running ------------------------------------------------------------------------
+
+    def execute(
+        self,
+        workload: Workload,
+        schedule_parameters: Config | None = None,
+        check_correctness: bool = True,
+    ) -> ExecutionResult:
+        check_memory(workload, "run", verify=check_correctness)
+        kernel = self.compile(workload, schedule_parameters)
+        with workload.allocate(self) as buffers:
+            kernel.timer(buffers)(1, 1)
+            verification = workload.verify(self) if check_correctness else None
+        tuned = self.tuned_root(workload) if schedule_parameters else None
+        dispatches = [
+            f"dispatch {root.dispatch}: {root.describe()}"
+            + (" (--param)" if root == tuned else "")
+            + (" (spec)" if root.matched else "")
+            for root in self.dispatches(workload)
+        ]
+        return ExecutionResult(
+            workload.describe(), dict(schedule_parameters or IREE_DEFAULT), verification,
+            {**self.provenance(schedule_parameters, kernel), "iree_dispatches": dispatches},
+        )  # fmt: skip
+
+    def benchmark(
+        self,
+        workload: Workload,
+        schedule_parameters: Config | None = None,
+        check_correctness: bool = True,
+        options: BenchOptions | None = None,
+        timing_slot: AbstractContextManager[object] | None = None,
+    ) -> BenchResult:
+        check_memory(workload, "benchmark", verify=check_correctness)
+        kernel = self.compile(workload, schedule_parameters)
+        with workload.allocate(self) as buffers:
+            timer = kernel.timer(buffers)
+            verification, first_call_s = None, None
+            if check_correctness:
+                first_call_s = float(timer(1, 1)[0]) * 1e-9
+                verification = workload.verify(self)
+                if not verification.ok and not verification.skipped:
+                    raise VerificationError(verification.summary(), stage="verify")
+            with timing_slot or nullcontext():
+                seconds = run_benchmark(timer, options or BenchOptions(), first_call_s)
+        return bench_result(
+            workload=workload.describe(),
+            parameters=dict(schedule_parameters or IREE_DEFAULT),
+            seconds=seconds,
+            complexity=workload.get_complexity(),
+            verified=bool(verification and verification.ok and not verification.skipped),
+            extra={"target": self.target.name, **self.provenance(schedule_parameters, kernel)},
+        )
+
+    def provenance(self, parameters: Config | None, kernel: IreeKernel) -> dict[str, object]:
+        """What `bench` prints of a run: the pipeline, where the config came from, the
+        spec applied."""
+        source = "explicit" if parameters else "IREE's own" if kernel.spec is None else "spec"
+        return {
+            "engine": "iree",
+            "pipeline": "iree-compile, llvm-cpu (DoubleTilingExpert for contractions)",
+            "config_source": source,
+            "parameter_sources": dict.fromkeys(parameters or IREE_DEFAULT, source),
+            "spec": str(kernel.spec) if kernel.spec else None,
+        }
+
+    # --- what this engine does not do ---------------------------------------------------
+
+    def plan(self, workload: Workload, schedule_parameters: Config | None = None) -> Lowering:
+        raise UsageError(
+            "the IREE engine lowers with iree-compile and has no pipeline plan; "
+            "drop --engine iree to see the MLIR JIT engine's",
+            stage="iree",
+        )
+
+    def lower_payload(self, workload: Workload, schedule_parameters=None, **_) -> object:
+        return self.plan(workload, schedule_parameters)
+
+    # --- helpers ------------------------------------------------------------------------
+
+    def _scratch(self, workload: Workload, name: str) -> Path:
+        folder = Path(self._folder.name) / f"{len(self._roots)}-{name}"
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    def _source(self, workload: Workload) -> Path:
+        path = Path(self._folder.name) / f"{_key(workload)[:16]}.mlir"
+        if not path.exists():
+            path.write_text(tensor_payload(workload))
+        return path
+
+
+def _key(workload: Workload) -> str:
+    from mlirtune.toolchain import digest
+
+    return digest(workload.describe())
+
+
+def _outputs(workload: Workload) -> list[int]:
+    return [i for i, spec in enumerate(workload.arguments()) if spec.is_output]
+
+
+def _dispatch_order(path: Path) -> int:
+    """Dumped configurations are named ..._dispatch_N.mlir: order them by N."""
+    digits = path.stem.rsplit("_", 1)[-1]
+    return int(digits) if digits.isdigit() else 0

@@ -1,0 +1,99 @@
+"""Tuning an IREE dispatch with this project's tuner: its problem and its evaluator.
+
+The problem is one workload's tuned root (IreeEngine.tuned_root) on a host target: the
+space of its lowering-config knobs (mlirtune/iree/tiles.py), IREE's own config as the
+baseline, records keyed on IREE's version and flags besides the workload and the CPU. The
+candidates run in the same isolated workers as the project's own (memory cap, timeouts,
+one benchmark core), each worker with an IREE engine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from importlib.metadata import version
+
+from mlirtune.interfaces.op import OpInfo
+from mlirtune.interfaces.workload import Workload
+from mlirtune.iree.engine import IreeEngine
+from mlirtune.iree.tiles import IREE_DEFAULT, KNOBS, PIPELINES, IreeRoot, search_space
+from mlirtune.iree.tools import TARGET_FLAGS
+from mlirtune.targets.host_cpu import HostCPU
+from mlirtune.toolchain import current_toolchain, digest
+from mlirtune.tune.evaluator import EvaluatorSettings, IsolatedEvaluator
+from mlirtune.tune.key import TuningKey
+from mlirtune.tune.problem import TuningProblem, check_worker_memory, workload_identity
+
+PIPELINE_NAME = "iree-llvmcpu"
+
+
+def iree_problem(
+    workload: Workload,
+    target: HostCPU,
+    root: IreeRoot,
+    settings: EvaluatorSettings | None = None,
+) -> TuningProblem:
+    """The search over the knobs of `root`, a dispatch of `workload`, on `target`."""
+    check_worker_memory(workload, settings or EvaluatorSettings())
+    op = root_info(root)
+    key = TuningKey(
+        workload={**workload_identity(workload, op), "dispatch": root.dispatch},
+        target=target.fingerprint(),
+        toolchain={
+            **current_toolchain(),
+            "iree-base-compiler": version("iree-base-compiler"),
+            "iree-base-runtime": version("iree-base-runtime"),
+        },
+        pipeline=PIPELINE_NAME,
+        pipeline_hash=digest({"flags": TARGET_FLAGS, "translation": PIPELINES, "knobs": KNOBS}),
+    )
+    return TuningProblem(
+        workload, target, PIPELINE_NAME, None, None, op, {k: k for k in KNOBS},
+        search_space(root, target), key, untuned=dict(IREE_DEFAULT),
+    )  # fmt: skip
+
+
+def root_info(root: IreeRoot) -> OpInfo:
+    """The root as the tuner's reports describe ops: its M, N and K sizes (a
+    convolution's output pixels, output channels and input channels)."""
+    dims = {role.upper(): root.size(role) for role in ("m", "n", "k")}
+    assert root.roles is not None
+    if root.kind == "convolution":
+        kind = "conv2d"
+    else:
+        kind = "batch_matmul" if root.roles["batch"] else "matmul"
+    return OpInfo(kind, dims, root.dtypes, root.op_name)
+
+
+def iree_engine(
+    target: HostCPU, pipeline: object = None, use_specs: bool = False, *, dispatch: str
+) -> IreeEngine:
+    """A worker's engine (EvaluatorSettings.engine, bound to `dispatch`): IREE's, with no
+    spec library, its parameters setting that dispatch's config."""
+    return IreeEngine(target, dispatch=dispatch)
+
+
+def iree_evaluator(
+    problem: TuningProblem, root: IreeRoot, settings: EvaluatorSettings
+) -> IsolatedEvaluator:
+    """Isolated workers that compile and time candidates for `root` with IREE."""
+    return IsolatedEvaluator(
+        problem.workload,
+        problem.target,
+        problem.pipeline,
+        dataclasses.replace(
+            settings, engine=functools.partial(iree_engine, dispatch=root.dispatch)
+        ),
+    )
+
+
+def distinct_tunable(roots: list[IreeRoot]) -> list[IreeRoot]:
+    """The tunable roots, one per op, sizes and types (IREE may form several alike)."""
+    seen: set[tuple] = set()
+    distinct = []
+    for root in roots:
+        identity = (root.op_name, root.loops, root.dtypes)
+        if root.tunable and identity not in seen:
+            seen.add(identity)
+            distinct.append(root)
+    return distinct
