@@ -18,6 +18,7 @@ from mlirtune.interfaces.errors import UsageError
 if TYPE_CHECKING:
     from mlirtune.interfaces.target import Target
     from mlirtune.interfaces.workload import Workload
+    from mlirtune.iree.tiles import IreeRoot
     from mlirtune.targets import HostCPU
     from mlirtune.tune.results import TuneReport
     from mlirtune.tune.tuner import TuneOptions
@@ -51,19 +52,19 @@ def tune_iree(
     from mlirtune.iree.problem import distinct_tunable, iree_problem
 
     check_iree_flags(args)
-    engine = iree_engine_of(args, problem_target(target))
+    host = problem_target(target)
+    engine = iree_engine_of(args, host)
     roots = distinct_tunable(engine.dispatches(workload))
     if not roots:
         engine.tuned_root(workload)  # raises, naming the dispatches
-    problems = [(root, iree_problem(workload, target, root, options.evaluator)) for root in roots]
     if args.show_space:
-        for root, problem in problems:
+        for root in roots:
             print(f"dispatch {root.dispatch} ({root.describe()})")
-            print_space(problem.space)
+            print_space(iree_problem(workload, host, root, options.evaluator).space)
         return 0
     winners, reports = [], []
-    for root, problem in problems:
-        report = _tune_dispatch(args, workload, root, problem, options)
+    for root in roots:
+        report = _tune_dispatch(args, workload, host, root, options)
         if report is None:
             return 130
         reports.append(report)
@@ -80,13 +81,16 @@ def tune_iree(
 
 
 def _tune_dispatch(
-    args: argparse.Namespace, workload: Workload, root, problem, options: TuneOptions
+    args: argparse.Namespace,
+    workload: Workload,
+    target: HostCPU,
+    root: IreeRoot,
+    options: TuneOptions,
 ) -> TuneReport | None:
     """One dispatch's search and race; None when interrupted (what was measured is
     saved)."""
-    from mlirtune.iree.problem import iree_evaluator
+    from mlirtune.iree.problem import iree_problem, tune_root
     from mlirtune.tune.db import TuningDB
-    from mlirtune.tune.tuner import tune
 
     console = Console(stderr=True)
     with TuningDB(args.db) as db:
@@ -95,14 +99,14 @@ def _tune_dispatch(
                 console,
                 f"tuning {label(workload.describe())} with IREE",
                 f"  dispatch {root.dispatch} ({root.describe()}), "
-                f"space of {plural(problem.space.count(), 'config')}",
+                f"budget {options.budget or 'unlimited'}",
                 f"  database {db.path}",
             )
-        progress = ProgressBar(console, options.budget or problem.space.count())
+        total = options.budget or iree_problem(workload, target, root).space.count()
+        progress = ProgressBar(console, total)
         try:
             with progress.bar:
-                evaluator = iree_evaluator(problem, root, options.evaluator)
-                return tune(problem, options, db, progress, evaluator=evaluator)
+                return tune_root(workload, target, root, options, db, progress)
         except KeyboardInterrupt:
             saved = progress.done - progress.resumed
             print(
@@ -114,16 +118,11 @@ def _tune_dispatch(
 
 
 def _write_spec(engine, winners: list, path: Path) -> None:
-    """The winners as an IREE tuning spec at `path`, keeping its other dispatches'."""
-    console = Console(stderr=True)
-    if not winners:
-        print_plain(console, f"no winner over IREE's own configs: {path} left as it was")
-        return
+    """The winners as an IREE tuning spec at `path`, keeping its other dispatches'
+    (written even with no winner: a spec that leaves IREE's configs as they are)."""
     engine.write_spec(winners, path, merged=path if path.exists() else None)
-    print_plain(
-        console,
-        f"wrote the IREE tuning spec of {plural(len(winners), 'dispatch', 'dispatches')} to {path}",
-    )
+    count = plural(len(winners), "winning dispatch", "winning dispatches")
+    print_plain(Console(stderr=True), f"wrote the IREE tuning spec of {count} to {path}")
 
 
 def problem_target(target: Target) -> HostCPU:

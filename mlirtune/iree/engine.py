@@ -9,6 +9,7 @@ tuning spec. A spec library (`spec`) applies to every compile, as IREE's users a
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import time
 from contextlib import AbstractContextManager, nullcontext
@@ -38,14 +39,13 @@ DUMP_FLAGS = ("--iree-codegen-add-tuner-attributes", "--compile-to=executable-co
 class IreeKernel:
     """One compiled module, loaded on a local-sync device, and its entry function."""
 
-    def __init__(self, vmfb: bytes, entry: str, spec: Path | None, outputs: list[int]) -> None:
+    def __init__(self, vmfb: bytes, entry: str, outputs: list[int]) -> None:
         import iree.runtime as runtime
 
         self.config = runtime.Config("local-sync")
         module = runtime.VmModule.copy_buffer(self.config.vm_instance, vmfb)
         self.context = runtime.SystemContext(vm_modules=[module], config=self.config)
         self.function = self.context.modules.module[entry]
-        self.spec = spec
         self.outputs = outputs  # the positions of the output arguments
 
     def timer(self, buffers: list[Buffer]) -> NativeTimer:
@@ -93,13 +93,12 @@ class IreeEngine(Engine):
         it, each root saying whether the spec set its config."""
         key = _key(workload)
         if key not in self._roots:
-            folder = self._scratch(workload, "dispatches")
-            source = self._source(workload)
-            dumps = folder / "configurations"
+            dumps = Path(self._folder.name) / f"dispatches-{key[:16]}"
+            dumps.mkdir()
             spec = [f"--iree-codegen-tuning-spec-path={self.spec}"] if self.spec else []
             iree_compile(
-                source,
-                folder / "configured.mlir",
+                self._source(workload),
+                Path(os.devnull),  # only the dumped configurations are read
                 *DUMP_FLAGS,
                 *spec,
                 f"--iree-hal-dump-executable-configurations-to={dumps}",
@@ -146,17 +145,16 @@ class IreeEngine(Engine):
             )
         key = json.dumps([_key(workload), sorted(config.items())])
         if key not in self._kernels:
-            folder = self._scratch(workload, f"kernel{len(self._kernels)}")
-            spec = self.spec
-            if any(config.values()):
-                spec = folder / "spec.mlir"
-                self.write_spec([(self.tuned_root(workload), config)], spec)
-            output = folder / "module.vmfb"
-            flags = [f"--iree-codegen-tuning-spec-path={spec}"] if spec else []
-            iree_compile(self._source(workload), output, *flags)
-            self._kernels[key] = IreeKernel(
-                output.read_bytes(), workload.entry, spec, _outputs(workload)
-            )
+            with tempfile.TemporaryDirectory(dir=self._folder.name) as folder:
+                spec = self.spec
+                if any(config.values()):
+                    spec = Path(folder) / "spec.mlir"
+                    self.write_spec([(self.tuned_root(workload), config)], spec)
+                output = Path(folder) / "module.vmfb"
+                flags = [f"--iree-codegen-tuning-spec-path={spec}"] if spec else []
+                iree_compile(self._source(workload), output, *flags)
+                vmfb = output.read_bytes()
+            self._kernels[key] = IreeKernel(vmfb, workload.entry, _outputs(workload))
         return self._kernels[key]
 
     def write_spec(
@@ -201,7 +199,7 @@ class IreeEngine(Engine):
         ]
         return ExecutionResult(
             workload.describe(), dict(schedule_parameters or IREE_DEFAULT), verification,
-            {**self.provenance(schedule_parameters, kernel), "iree_dispatches": dispatches},
+            {**self.provenance(schedule_parameters), "iree_dispatches": dispatches},
         )  # fmt: skip
 
     def benchmark(
@@ -230,19 +228,19 @@ class IreeEngine(Engine):
             seconds=seconds,
             complexity=workload.get_complexity(),
             verified=bool(verification and verification.ok and not verification.skipped),
-            extra={"target": self.target.name, **self.provenance(schedule_parameters, kernel)},
+            extra={"target": self.target.name, **self.provenance(schedule_parameters)},
         )
 
-    def provenance(self, parameters: Config | None, kernel: IreeKernel) -> dict[str, object]:
+    def provenance(self, parameters: Config | None) -> dict[str, object]:
         """What `bench` prints of a run: the pipeline, where the config came from, the
         spec applied."""
-        source = "explicit" if parameters else "IREE's own" if kernel.spec is None else "spec"
+        source = "explicit" if parameters else "IREE's own" if self.spec is None else "spec"
         return {
             "engine": "iree",
             "pipeline": "iree-compile, llvm-cpu (DoubleTilingExpert for contractions)",
             "config_source": source,
             "parameter_sources": dict.fromkeys(parameters or IREE_DEFAULT, source),
-            "spec": str(kernel.spec) if kernel.spec else None,
+            "spec": None if parameters or self.spec is None else str(self.spec),
         }
 
     # --- what this engine does not do ---------------------------------------------------
@@ -258,11 +256,6 @@ class IreeEngine(Engine):
         return self.plan(workload, schedule_parameters)
 
     # --- helpers ------------------------------------------------------------------------
-
-    def _scratch(self, workload: Workload, name: str) -> Path:
-        folder = Path(self._folder.name) / f"{len(self._roots)}-{name}"
-        folder.mkdir(parents=True, exist_ok=True)
-        return folder
 
     def _source(self, workload: Workload) -> Path:
         path = Path(self._folder.name) / f"{_key(workload)[:16]}.mlir"

@@ -20,9 +20,12 @@ from mlirtune.iree.tiles import IREE_DEFAULT, KNOBS, PIPELINES, IreeRoot, search
 from mlirtune.iree.tools import TARGET_FLAGS
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.toolchain import current_toolchain, digest
+from mlirtune.tune.db import TuningDB
 from mlirtune.tune.evaluator import EvaluatorSettings, IsolatedEvaluator
 from mlirtune.tune.key import TuningKey
 from mlirtune.tune.problem import TuningProblem, check_worker_memory, workload_identity
+from mlirtune.tune.results import TuneReport
+from mlirtune.tune.tuner import TuneObserver, TuneOptions, tune
 
 PIPELINE_NAME = "iree-llvmcpu"
 
@@ -85,6 +88,20 @@ def iree_evaluator(
             settings, engine=functools.partial(iree_engine, dispatch=root.dispatch)
         ),
     )
+
+
+def tune_root(
+    workload: Workload,
+    target: HostCPU,
+    root: IreeRoot,
+    options: TuneOptions,
+    db: TuningDB,
+    observer: TuneObserver | None = None,
+) -> TuneReport:
+    """Search and race the knobs of `root`, a dispatch of `workload`, with IREE."""
+    problem = iree_problem(workload, target, root, options.evaluator)
+    evaluator = iree_evaluator(problem, root, options.evaluator)
+    return tune(problem, options, db, observer, evaluator=evaluator)
 
 
 def distinct_tunable(roots: list[IreeRoot]) -> list[IreeRoot]:

@@ -155,24 +155,25 @@ def spec(entries: list[dict], output: str, merged: str | None = None) -> None:
             matchers = [_matcher(entry, context, any_op, any_param) for entry in entries]
             if merged:
                 matchers += _kept_matchers(merged, context, set(matchers))
+            # foreach_match consumes the payload's handle; without matchers it is only read
+            effect = "transform.consumed" if matchers else "transform.readonly"
             entry_point = transform.NamedSequenceOp(
-                ENTRY_POINT,
-                [any_op],
-                [any_op],
-                arg_attrs=[{"transform.consumed": ir.UnitAttr.get()}],
+                ENTRY_POINT, [any_op], [any_op], arg_attrs=[{effect: ir.UnitAttr.get()}]
             )
             entry_point.operation.attributes["iree_codegen.tuning_spec_entrypoint"] = (
                 ir.UnitAttr.get()
             )
             with ir.InsertionPoint(entry_point.body):
-                updated = transform.ForeachMatchOp(
-                    any_op,
-                    [],
-                    entry_point.bodyTarget,
-                    [],
-                    matchers,
-                    [APPLY] * len(matchers),
-                ).updated
+                updated = entry_point.bodyTarget  # no matchers: a spec that changes nothing
+                if matchers:
+                    updated = transform.ForeachMatchOp(
+                        any_op,
+                        [],
+                        entry_point.bodyTarget,
+                        [],
+                        matchers,
+                        [APPLY] * len(matchers),
+                    ).updated
                 transform.YieldOp([updated])
         module.operation.verify()
         with open(output, "w") as file:

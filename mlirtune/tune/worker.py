@@ -19,6 +19,7 @@ import pickle
 import shutil
 import socket
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -131,6 +132,9 @@ def serve(connection: Connection, setup: WorkerSetup) -> None:
     ("compile", params, path) requests until None; EOFError or BrokenPipeError when the
     parent goes away."""
     _redirect_output(setup.log_path)
+    # Temporary files (an engine's scratch, such as IREE's) go to the evaluator's scratch
+    # folder, which it removes on close: a worker exits at once, cleaning up nothing.
+    tempfile.tempdir = str(Path(setup.log_path).parent)
     cap_child(setup.memory_bytes)  # never above a limit it was given
     # The parent admitted the workload for all workers against the machine's budget; here
     # the cap is the limit (the memory available now already excludes the siblings' arrays).

@@ -96,11 +96,15 @@ def test_a_model_is_tuned_per_dispatch_and_its_spec_applied(tmp_path, capsys):
     problem_file.write_text(TWO_LAYERS)
     db, spec = tmp_path / "tuning.db", tmp_path / "spec.mlir"
     model = ["--torch", str(problem_file), "--engine", "iree"]
-    argv = ["tune", *model, "--budget", "3", "--db", str(db), "--json"]
+    argv = ["tune", *model, "--budget", "3", "--db", str(db), "--json", "--update-spec", str(spec)]
     assert main(argv) == 0
     reports = json.loads(capsys.readouterr().out)
     assert len(reports) == 2  # the two Linear layers' dispatches, each searched
     assert all(r["evaluated"] >= 3 for r in reports)
+    winners = sum(r["winner"] == "candidate" for r in reports)
+    assert main(["run", *model, "--spec", str(spec)]) == 0  # the spec of its winners, if any
+    lines = capsys.readouterr().out.splitlines()
+    assert sum(line.endswith("(spec)") for line in lines) == winners, lines
     # One tried config per dispatch, written as the model's spec, is applied to both.
     from mlirtune.cli.common import workload_of
 
