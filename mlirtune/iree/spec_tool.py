@@ -185,6 +185,13 @@ def _kept_matchers(path: str, context: ir.Context, replaced: set[str]) -> list[s
     point; their names."""
     with open(path) as file:
         earlier = ir.Module.parse(file.read(), context)
+    names = [
+        ir.StringAttr(op.attributes["sym_name"]).value
+        for op in earlier.body.operations
+        if "iree_codegen.tuning_spec_entrypoint" in op.attributes
+    ]
+    if names != [ENTRY_POINT]:  # refused, not overwritten: it may be another library
+        raise SystemExit(f"error: {path} is no IREE tuning spec written by mlirtune")
     kept = []
     for op in earlier.body.operations:
         name = ir.StringAttr(op.attributes["sym_name"]).value if "sym_name" in op.attributes else ""

@@ -52,7 +52,8 @@ class TuningProblem:
 
     @property
     def baseline(self) -> Config:
-        """The config the pipeline uses untuned (selector, then the family's defaults)."""
+        """The config the pipeline uses untuned (selector, then the family's defaults), or
+        the other compiler's own (`untuned`)."""
         if self.lowering is None:
             assert self.untuned is not None
             return dict(self.untuned)

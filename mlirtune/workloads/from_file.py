@@ -3,7 +3,9 @@
 The entry function takes memrefs and returns nothing; outputs are the trailing arguments
 written in place. Which arguments are outputs follows from what the user gives: `--expect`
 files name the trailing outputs; otherwise the arguments after the `--inputs` files are
-outputs, and with neither, the last argument is.
+outputs, and with neither, the last argument is. Or, in value form (as IREE takes it), it
+takes tensors and returns its outputs: the payload is then rewritten into the first form
+(`mlirtune.ir.value_functions.to_destinations`), the results becoming trailing arguments.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from mlirtune.interfaces.workload import ArgSpec, Complexity
 from mlirtune.ir.context import parse_module, run_passes
 from mlirtune.ir.dtypes import dtype_of_mlir
 from mlirtune.ir.inspect import find_function
+from mlirtune.ir.value_functions import to_destinations
 from mlirtune.workloads.base import PayloadWorkload
 
 
@@ -53,6 +56,9 @@ class FromFile(PayloadWorkload):
     def _inspect(self, module: ir.Module) -> list[ArgSpec]:
         """Read argument shapes and element types from the entry function's type."""
         function = find_function(module, self.entry, str(self.path))
+        self.value_form = _in_value_form(function)
+        if self.value_form:
+            return self._inspect_values(function)
         types = list(function.type.inputs)
         n_outputs = self._output_count(len(types))
         args = []
@@ -86,6 +92,30 @@ class FromFile(PayloadWorkload):
                 "functions must return nothing; outputs are trailing memref arguments",
                 stage="inspect",
             )
+        self._check_arrays(args)
+        return args
+
+    def _inspect_values(self, function: func.FuncOp) -> list[ArgSpec]:
+        """A value-form entry's tensors: its arguments the inputs, its results the outputs."""
+        inputs, results = list(function.type.inputs), list(function.type.results)
+        for name, given, count in (
+            ("--inputs", self._input_files, len(inputs)),
+            ("--expect", self._expected, len(results)),
+        ):
+            if given and len(given) != count:
+                raise UsageError(
+                    f"{self.path}: @{self.entry} takes {len(inputs)} tensor(s) and returns "
+                    f"{len(results)}, but {len(given)} {name} file(s) were given",
+                    stage="inspect",
+                )
+        args = [
+            ArgSpec(f"arg{i}", tuple(t.shape), dtype_of_mlir(t.element_type))
+            for i, t in enumerate(inputs)
+        ]
+        args += [
+            ArgSpec(f"result{i}", tuple(t.shape), dtype_of_mlir(t.element_type), is_output=True)
+            for i, t in enumerate(results)
+        ]
         self._check_arrays(args)
         return args
 
@@ -145,6 +175,8 @@ class FromFile(PayloadWorkload):
         milliseconds)."""
         module = parse_module(self.path)
         entry = find_function(module, self.entry, str(self.path))
+        if self.value_form:
+            to_destinations(entry)
         entry.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
         private = ir.StringAttr.get("private")
         for op in module.body.operations:
@@ -173,6 +205,14 @@ class FromFile(PayloadWorkload):
         read = sum(a.nbytes for a in self._args if not a.is_output)
         written = sum(a.nbytes for a in self._args if a.is_output)
         return Complexity(0, read, written)
+
+
+def _in_value_form(function: func.FuncOp) -> bool:
+    """Whether the entry takes static tensors and returns static tensors (IREE's form)."""
+    types = [*function.type.inputs, *function.type.results]
+    return bool(function.type.results) and all(
+        isinstance(t, ir.RankedTensorType) and t.has_static_shape for t in types
+    )
 
 
 def _fitting_counts(n_args: int) -> str:

@@ -76,6 +76,16 @@ def test_a_merged_spec_keeps_the_other_dispatches(tmp_path):
     assert applied.dispatches(first)[0].matched and applied.dispatches(second)[0].matched
 
 
+def test_another_file_is_not_overwritten_by_a_merge(tmp_path):
+    library = tmp_path / "library.mlir"
+    library.write_text("module attributes {transform.with_named_sequence} {\n}\n")
+    engine = IreeEngine(HostCPU())
+    workload = Matmul(M=32, N=48, K=16)
+    with pytest.raises(UsageError, match="no IREE tuning spec written by mlirtune"):
+        engine.write_spec([(engine.tuned_root(workload), CONFIG)], library, merged=library)
+    assert library.read_text() == "module attributes {transform.with_named_sequence} {\n}\n"
+
+
 def test_a_config_iree_refuses_costs_one_candidate():
     workload = Matmul(M=32, N=32, K=32)
     engine = IreeEngine(HostCPU())
