@@ -7,11 +7,15 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 
 import numpy as np
 
 from mlirtune.bench.stats import median_ci
+from mlirtune.contain import running
 from mlirtune.interfaces.bench import BenchOptions
+from mlirtune.interfaces.errors import VerificationError
+from mlirtune.interfaces.verification import VerificationResult
 
 # timer(iterations, samples) -> int64 ns per sample, each covering `iterations` calls.
 NativeTimer = Callable[[int, int], np.ndarray]
@@ -56,6 +60,26 @@ def run_benchmark(
 
 # The fewest samples a measurement takes, whatever its time cap: a median and a spread.
 FEWEST_SAMPLES = 3
+
+
+def verify_then_time(
+    timer: NativeTimer,
+    verify: Callable[[], VerificationResult] | None,
+    options: BenchOptions,
+    timing_slot: AbstractContextManager[object] | None = None,
+) -> tuple[np.ndarray, VerificationResult | None]:
+    """One call, verified (`verify`, None: unchecked) and not a sample, then the timing in
+    `timing_slot`: per-call seconds and the verification. A wrong result raises
+    VerificationError before anything is timed."""
+    verification, first_call_s = None, None
+    if verify is not None:
+        with running("run"):
+            first_call_s = float(timer(1, 1)[0]) * 1e-9
+        verification = verify()
+        if not verification.ok and not verification.skipped:
+            raise VerificationError(verification.summary(), stage="verify")
+    with timing_slot or nullcontext(), running("benchmark"):
+        return run_benchmark(timer, options, first_call_s), verification
 
 
 def _minimum_samples(options: BenchOptions, per_call_s: float) -> int:

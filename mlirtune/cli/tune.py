@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import warnings
 from dataclasses import replace
 from pathlib import Path
@@ -32,7 +31,12 @@ from mlirtune.cli.tune_fleet import (
     fleet_session,
     tune_classes,
 )
-from mlirtune.cli.tune_report import ProgressBar, print_plain, print_report, print_space
+from mlirtune.cli.tune_report import (
+    print_plain,
+    print_report,
+    print_space,
+    searched_with_progress,
+)
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.ir.context import new_context
 from mlirtune.tune.strategies import STRATEGIES, strategy_class
@@ -292,18 +296,12 @@ def _tune_one(args: argparse.Namespace, workload, target: Target, options) -> Tu
             names = ", ".join(f"{s.label} ({s.tuned_on})" for s in foreign)
             count = plural(len(foreign), "config")
             print_plain(console, f"  starting from {count} tuned on other CPU classes: {names}")
-        progress = ProgressBar(console, options.budget or problem.space.count())
-        try:
-            with progress.bar:
-                return _search(args, problem, options, db, progress)
-        except KeyboardInterrupt:
-            saved = progress.done - progress.resumed
-            print(
-                f"mlirtune: interrupted; {plural(saved, 'new result')} saved in {db.path}. "
-                "Run the same command again to resume.",
-                file=sys.stderr,
-            )
-            return None
+        return searched_with_progress(
+            console,
+            options.budget or problem.space.count(),
+            db.path,
+            lambda progress: _search(args, problem, options, db, progress),
+        )
 
 
 def _check_device_flags(args: argparse.Namespace, target: Target) -> None:

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from mlirtune.cli.common import iree_engine_of, label, plural
-from mlirtune.cli.tune_report import ProgressBar, print_plain, print_report, print_space
+from mlirtune.cli.tune_report import (
+    print_plain,
+    print_report,
+    print_space,
+    searched_with_progress,
+)
 from mlirtune.interfaces.errors import UsageError
 
 if TYPE_CHECKING:
@@ -102,19 +106,12 @@ def _tune_dispatch(
                 f"budget {options.budget or 'unlimited'}",
                 f"  database {db.path}",
             )
-        total = options.budget or iree_problem(workload, target, root).space.count()
-        progress = ProgressBar(console, total)
-        try:
-            with progress.bar:
-                return tune_root(workload, target, root, options, db, progress)
-        except KeyboardInterrupt:
-            saved = progress.done - progress.resumed
-            print(
-                f"mlirtune: interrupted; {plural(saved, 'new result')} saved in {db.path}. "
-                "Run the same command again to resume.",
-                file=sys.stderr,
-            )
-            return None
+        return searched_with_progress(
+            console,
+            options.budget or iree_problem(workload, target, root).space.count(),
+            db.path,
+            lambda progress: tune_root(workload, target, root, options, db, progress),
+        )
 
 
 def _write_spec(engine, winners: list, path: Path) -> None:

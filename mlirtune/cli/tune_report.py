@@ -6,7 +6,8 @@ from __future__ import annotations
 import shutil
 import sys
 from collections import Counter
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 from rich.console import Console
@@ -20,6 +21,8 @@ from mlirtune.tune.outcome import Outcome
 if TYPE_CHECKING:
     from mlirtune.interfaces.target import Target
     from mlirtune.tune.results import TuneReport
+
+R = TypeVar("R")
 
 
 def print_plain(console: Console, *lines: str) -> None:
@@ -81,6 +84,25 @@ class ProgressBar:
         if self.resumed:
             parts.append(f"{self.resumed} from database")
         self.bar.update(self.task, completed=self.done, status=", ".join(parts))
+
+
+def searched_with_progress(
+    console: Console, total: int, db_path: object, search: Callable[[ProgressBar], R]
+) -> R | None:
+    """`search(progress)` under a progress bar of `total` candidates; None when Ctrl-C
+    interrupts it (what was measured is in the database at `db_path`, and said so)."""
+    progress = ProgressBar(console, total)
+    try:
+        with progress.bar:
+            return search(progress)
+    except KeyboardInterrupt:
+        saved = progress.done - progress.resumed
+        print(
+            f"mlirtune: interrupted; {plural(saved, 'new result')} saved in {db_path}. "
+            "Run the same command again to resume.",
+            file=sys.stderr,
+        )
+        return None
 
 
 def print_space(space) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ctypes
 import json
 from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,7 @@ from mlir import ir
 from mlir.execution_engine import ExecutionEngine
 from mlir.runtime import get_ranked_memref_descriptor
 
-from mlirtune.bench.harness import NativeTimer, run_benchmark
+from mlirtune.bench.harness import NativeTimer, verify_then_time
 from mlirtune.bench.result import bench_result
 from mlirtune.bench.timer import TIMER_ENTRY, add_timer
 from mlirtune.contain import compiling, running
@@ -23,7 +23,7 @@ from mlirtune.contain.stages import cxx_reason
 from mlirtune.engine.planned import DescriptorEngine
 from mlirtune.interfaces.bench import BenchOptions, BenchResult
 from mlirtune.interfaces.engine import ExecutionResult, Observer
-from mlirtune.interfaces.errors import MlirtuneError, VerificationError
+from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.interfaces.lowering import Descriptor, Lowering
 from mlirtune.interfaces.workload import Workload
 from mlirtune.ir.context import new_context
@@ -265,16 +265,10 @@ class MlirJitEngine(DescriptorEngine):
         kernel = self.compile(workload, schedule_parameters)
         options = options or BenchOptions()
         with workload.allocate(self) as buffers:
-            timer = kernel.timer(buffers)
-            verification, first_call_s = None, None
-            if check_correctness:  # once, not a sample, before any timing
-                with running("run"):
-                    first_call_s = float(timer(1, 1)[0]) * 1e-9
-                verification = workload.verify(self)
-                if not verification.ok and not verification.skipped:
-                    raise VerificationError(verification.summary(), stage="verify")
-            with timing_slot or nullcontext(), running("benchmark"):
-                seconds = run_benchmark(timer, options, first_call_s)
+            verify = (lambda: workload.verify(self)) if check_correctness else None
+            seconds, verification = verify_then_time(
+                kernel.timer(buffers), verify, options, timing_slot
+            )
             release_threads()  # what is timed next gets the cores to itself
         return bench_result(
             workload=workload.describe(),

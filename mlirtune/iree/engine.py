@@ -12,16 +12,16 @@ import json
 import os
 import tempfile
 import time
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import numpy as np
 
-from mlirtune.bench.harness import NativeTimer, run_benchmark
+from mlirtune.bench.harness import NativeTimer, verify_then_time
 from mlirtune.bench.result import bench_result
 from mlirtune.interfaces.bench import BenchOptions, BenchResult
 from mlirtune.interfaces.engine import Engine, ExecutionResult
-from mlirtune.interfaces.errors import UsageError, VerificationError
+from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.lowering import Lowering
 from mlirtune.interfaces.runtime import Buffer
 from mlirtune.interfaces.workload import Workload
@@ -213,15 +213,10 @@ class IreeEngine(Engine):
         check_memory(workload, "benchmark", verify=check_correctness)
         kernel = self.compile(workload, schedule_parameters)
         with workload.allocate(self) as buffers:
-            timer = kernel.timer(buffers)
-            verification, first_call_s = None, None
-            if check_correctness:
-                first_call_s = float(timer(1, 1)[0]) * 1e-9
-                verification = workload.verify(self)
-                if not verification.ok and not verification.skipped:
-                    raise VerificationError(verification.summary(), stage="verify")
-            with timing_slot or nullcontext():
-                seconds = run_benchmark(timer, options or BenchOptions(), first_call_s)
+            verify = (lambda: workload.verify(self)) if check_correctness else None
+            seconds, verification = verify_then_time(
+                kernel.timer(buffers), verify, options or BenchOptions(), timing_slot
+            )
         return bench_result(
             workload=workload.describe(),
             parameters=dict(schedule_parameters or IREE_DEFAULT),

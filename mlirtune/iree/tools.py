@@ -13,12 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mlirtune.contain.limits import cap_child, compile_limits
+from mlirtune.contain.child import run_capped
 from mlirtune.interfaces.errors import UsageError
 
 EXTRA = "pip install 'mlirtune[iree]'"
-# The process itself, besides what its compile may grow by (the limits' ceiling).
-CHILD_BASE_BYTES = 2 << 30
 TARGET_FLAGS = (
     "--iree-hal-target-device=local",
     "--iree-hal-local-target-device-backends=llvm-cpu",
@@ -50,22 +48,7 @@ def tool_path(name: str) -> str | None:
 def run_tool(arguments: list[str], what: str) -> subprocess.CompletedProcess:
     """Run `arguments` (an IREE tool or a Python child) contained; a failure raises a
     UsageError(stage="iree") that names `what` and IREE's first diagnostic."""
-    limits = compile_limits()
-    cap = None if limits.ceiling_bytes is None else CHILD_BASE_BYTES + limits.ceiling_bytes
-    try:
-        done = subprocess.run(
-            arguments,
-            capture_output=True,
-            text=True,
-            timeout=limits.timeout_s,
-            preexec_fn=lambda: cap_child(cap),
-        )
-    except subprocess.TimeoutExpired:
-        raise UsageError(
-            f"{what} ran past the compile time limit of {limits.timeout_s:g} s "
-            f"({limits.timeout_origin}) and was stopped",
-            stage="iree",
-        ) from None
+    done = run_capped(arguments, what, "iree").done
     if done.returncode != 0:
         raise UsageError(f"{what} failed: {first_diagnostic(done)}", stage="iree")
     return done

@@ -22,13 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
-from mlirtune.contain.limits import cap_child, compile_limits
+from mlirtune.contain.child import CHILD_BASE_BYTES, run_capped
 from mlirtune.interfaces.errors import UsageError
 
 INSTALL = "pip install -e '.[torch]' (or pip install 'mlirtune[torch]')"
 # Address space torch and torch-mlir take in the conversion's child before any module
 # (0.8 GiB measured after their imports); the compile ceiling comes on top.
-CHILD_BASE_BYTES = 2 << 30
 ENTRY = "main"
 # A Python number among a module's example inputs, baked into the IR as a constant.
 Scalar = bool | int | float
@@ -145,26 +144,15 @@ def _to_linalg(program: object, name: str) -> str:
         program_path, text_path = Path(folder) / "program.pt2", Path(folder) / "linalg.mlir"
         torch.export.save(program, program_path)
         script = Path(__file__).with_name("to_linalg.py")
-        limits = compile_limits()
-        cap = None if limits.ceiling_bytes is None else CHILD_BASE_BYTES + limits.ceiling_bytes
-        try:
-            done = subprocess.run(
-                [sys.executable, "-I", str(script), str(program_path), str(text_path), ENTRY],
-                capture_output=True,
-                text=True,
-                timeout=limits.timeout_s,
-                preexec_fn=lambda: cap_child(cap),
-            )
-        except subprocess.TimeoutExpired:
-            raise UsageError(
-                f"{name}: torch-mlir's conversion to linalg ran past the compile time limit "
-                f"of {limits.timeout_s:g} s ({limits.timeout_origin}) and was stopped",
-                stage="torch",
-            ) from None
-        if done.returncode != 0:
+        child = run_capped(
+            [sys.executable, "-I", str(script), str(program_path), str(text_path), ENTRY],
+            f"{name}: torch-mlir's conversion to linalg",
+            "torch",
+        )
+        if child.done.returncode != 0:
             raise UsageError(
                 f"{name} cannot be imported (torch.export, then torch-mlir to linalg): "
-                + _conversion_failure(done, cap, limits.ceiling_origin),
+                + _conversion_failure(child.done, child.cap, child.cap_origin),
                 stage="torch",
             )
         return text_path.read_text()

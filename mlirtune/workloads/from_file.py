@@ -66,7 +66,8 @@ class FromFile(PayloadWorkload):
             if not isinstance(arg_type, ir.MemRefType):
                 raise UsageError(
                     f"{self.path}: argument {position} of @{self.entry} is {arg_type}; "
-                    "entry functions must take memrefs (outputs written in place)",
+                    "entry functions must take memrefs (outputs written in place), or take "
+                    "and return statically shaped tensors",
                     stage="inspect",
                 )
             memref = arg_type

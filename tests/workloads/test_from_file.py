@@ -54,11 +54,16 @@ def test_shape_mismatch_of_an_input_file(matmul_files):
         FromFile(d / "mm.mlir", "mm", [d / "b.npy", d / "a.npy"], [d / "c.npy"])
 
 
-def test_tensor_arguments_are_rejected_clearly(tmp_path):
+@pytest.mark.parametrize(
+    "function",
+    [
+        "func.func @f(%a: tensor<4xf32>) { return }",  # returns nothing: no value form
+        "func.func @f(%a: tensor<?xf32>) -> tensor<?xf32> { return %a : tensor<?xf32> }",
+    ],
+)
+def test_tensor_arguments_outside_the_value_form_are_rejected_clearly(tmp_path, function):
     path = tmp_path / "t.mlir"
-    path.write_text(
-        "func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> { return %a : tensor<4xf32> }"
-    )
+    path.write_text(function)
     with pytest.raises(UsageError, match="must take memrefs"):
         FromFile(path, "f")
 
