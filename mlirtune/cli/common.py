@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # imported on use below: `mlirtune --help` stays fast
     from mlirtune.interfaces.engine import Engine
     from mlirtune.interfaces.lowering import Descriptor
     from mlirtune.interfaces.target import Target
+    from mlirtune.iree.engine import IreeEngine
     from mlirtune.specs.specset import SpecSet
 
 DESCRIPTION_WIDTH = 88
@@ -115,7 +116,7 @@ def engine_of(args: argparse.Namespace) -> Engine:
     return engine_for(target, pipeline_of(args), specs=specs, use_specs=use_specs)
 
 
-def iree_engine_of(args: argparse.Namespace, target: Target) -> Engine:
+def iree_engine_of(args: argparse.Namespace, target: Target) -> IreeEngine:
     """--engine iree: IREE's llvm-cpu backend on the host, one thread; --spec is a tuning
     spec for iree-compile."""
     from pathlib import Path

@@ -1,5 +1,6 @@
-"""`mlirtune tune --engine iree`: search the lowering config of a workload's costliest
-IREE dispatch, and write the winner as a tuning spec `iree-compile` applies."""
+"""`mlirtune tune --engine iree`: search the lowering config of each distinct contraction and
+convolution dispatch IREE forms of a workload, and write the winners as one tuning spec
+`iree-compile` applies."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from mlirtune.interfaces.errors import UsageError
 if TYPE_CHECKING:
     from mlirtune.interfaces.target import Target
     from mlirtune.interfaces.workload import Workload
+    from mlirtune.iree.engine import IreeEngine
     from mlirtune.iree.tiles import IreeRoot
     from mlirtune.targets import HostCPU
     from mlirtune.tune.results import TuneReport
@@ -114,7 +116,9 @@ def _tune_dispatch(
         )
 
 
-def _write_spec(engine, winners: list, path: Path) -> None:
+def _write_spec(
+    engine: IreeEngine, winners: list[tuple[IreeRoot, dict[str, int]]], path: Path
+) -> None:
     """The winners as an IREE tuning spec at `path`, keeping its other dispatches'
     (written even with no winner: a spec that leaves IREE's configs as they are)."""
     engine.write_spec(winners, path, merged=path if path.exists() else None)
