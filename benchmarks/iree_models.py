@@ -31,7 +31,7 @@ from mlirtune.engine import MlirJitEngine
 from mlirtune.interfaces.bench import BenchOptions
 from mlirtune.interfaces.workload import Workload
 from mlirtune.iree.engine import IreeEngine
-from mlirtune.iree.problem import distinct_tunable, tune_root
+from mlirtune.iree.problem import distinct_tunable, iree_problem, tune_root
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.tune.db import TuningDB, default_db_path
 from mlirtune.tune.tuner import TuneOptions
@@ -73,7 +73,8 @@ def tuned_spec(
     for root in distinct_tunable(engine.dispatches(workload)):
         print(f"tuning {label}: {root.describe()} ...", file=sys.stderr)
         with TuningDB(db_path) as db:
-            report = tune_root(workload, target, root, options, db)
+            problem = iree_problem(workload, target, root, options.evaluator)
+            report = tune_root(problem, root, options, db)
         evaluated += len(report.evaluated) - report.resumed
         seconds += report.seconds["search"] + report.seconds["race"]
         if report.winner:

@@ -108,11 +108,12 @@ def _tune_dispatch(
                 f"budget {options.budget or 'unlimited'}",
                 f"  database {db.path}",
             )
+        problem = iree_problem(workload, target, root, options.evaluator)
         return searched_with_progress(
             console,
-            options.budget or iree_problem(workload, target, root).space.count(),
+            options.budget or problem.space.count(),
             db.path,
-            lambda progress: tune_root(workload, target, root, options, db, progress),
+            lambda progress: tune_root(problem, root, options, db, progress),
         )
 
 

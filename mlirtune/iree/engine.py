@@ -31,6 +31,7 @@ from mlirtune.iree.tools import iree_compile, require_iree, spec_tool
 from mlirtune.memory import check_memory
 from mlirtune.runtime.host import HostRuntime
 from mlirtune.targets.host_cpu import HostCPU
+from mlirtune.toolchain import digest
 
 Config = dict[str, int]
 DUMP_FLAGS = ("--iree-codegen-add-tuner-attributes", "--compile-to=executable-configurations")
@@ -260,8 +261,6 @@ class IreeEngine(Engine):
 
 
 def _key(workload: Workload) -> str:
-    from mlirtune.toolchain import digest
-
     return digest(workload.describe())
 
 

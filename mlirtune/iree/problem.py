@@ -91,15 +91,13 @@ def iree_evaluator(
 
 
 def tune_root(
-    workload: Workload,
-    target: HostCPU,
+    problem: TuningProblem,
     root: IreeRoot,
     options: TuneOptions,
     db: TuningDB,
     observer: TuneObserver | None = None,
 ) -> TuneReport:
-    """Search and race the knobs of `root`, a dispatch of `workload`, with IREE."""
-    problem = iree_problem(workload, target, root, options.evaluator)
+    """Search and race `problem`, the knobs of `root` (iree_problem), with IREE."""
     evaluator = iree_evaluator(problem, root, options.evaluator)
     return tune(problem, options, db, observer, evaluator=evaluator)
 

@@ -22,6 +22,7 @@ import z3
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.schedule import Config, Constraint
+from mlirtune.schedules.cpu_model import ceil_div, seconds, step_cycles, vectors
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.tune.space import SearchSpace
 
@@ -42,8 +43,6 @@ K_CHOICES = (1, 2, 4, 8, 16)
 # vector.contract of 8 x 32 x 16 f32 (16384 bytes of products) was refused, 4 x 32 x 16 and
 # 8 x 16 x 16 (8192) compiled.
 LARGE_VECTOR_BYTES = 16384
-# The cost model ranks configs; its scale (two FMA pipes at 3 GHz) does not change a ranking.
-NOMINAL_FMA_PIPES, NOMINAL_HZ = 2, 3e9
 
 
 @dataclass(frozen=True)
@@ -132,7 +131,7 @@ def search_space(root: IreeRoot, target: HostCPU) -> SearchSpace:
         "iree_cpu_contraction",
         domains,
         constraints(knobs, lanes, target.features.vector_registers, element_bytes(root.dtypes[-1])),
-        lambda config: cost(config, m, n, k, lanes, target),
+        lambda config: cost(config, m, n, k, root.dtypes[-1], target),
     )
     space.check()
     return space
@@ -145,7 +144,7 @@ def constraints(
     tile_m, tile_n, vec_m, vec_n, vec_k = (knobs[name] for name in KNOBS)
     chosen = z3.And(*(knobs[name] > 0 for name in KNOBS))
     iree_default = z3.And(*(knobs[name] == 0 for name in KNOBS))
-    accumulators = vec_m * (vec_n / lanes)
+    accumulators = vec_m * vectors(vec_n, lanes)
     return [
         Constraint(
             "all_or_none",
@@ -166,7 +165,7 @@ def constraints(
             "accumulators_fit",
             "the register tile's accumulators, one row of B vectors and a broadcast fit in "
             "the vector registers (beyond that LLVM spills the tile)",
-            z3.Implies(chosen, accumulators + vec_n / lanes + 1 <= registers),
+            z3.Implies(chosen, accumulators + vectors(vec_n, lanes) + 1 <= registers),
         ),
         Constraint(
             "vector_product_fits",
@@ -177,21 +176,16 @@ def constraints(
     ]
 
 
-def cost(config: Config, m: int, n: int, k: int, lanes: int, target: HostCPU) -> float:
-    """Estimated seconds per call: the FMAs at the rate the register tile sustains (its
-    independent accumulators against the FMAs a core keeps in flight, and its loads per
-    FMA), plus a tail for partial workgroup tiles. IREE's own config is priced as a
-    mid-sized tile."""
+def cost(config: Config, m: int, n: int, k: int, dtype: str, target: HostCPU) -> float:
+    """Estimated seconds per call, by the host model the project's families share
+    (schedules/cpu_model): the register tiles over the workgroup tiles (partial ones padded),
+    each K step of one priced by `step_cycles`, the K loop unrolled by VEC_K. IREE's own
+    config is priced as a mid-sized tile."""
     if not any(config.values()):
+        lanes = target.lanes(dtype)
         config = {"TILE_M": 64, "TILE_N": 64, "VEC_M": 8, "VEC_N": lanes, "VEC_K": 8}
-    vectors = config["VEC_N"] / lanes
-    accumulators = config["VEC_M"] * vectors
-    in_flight = max(1, target.features.fma_in_flight)
-    rate = min(1.0, accumulators / in_flight) / (1 + (config["VEC_M"] + vectors) / accumulators / 4)
-    padded = _padded(m, config["TILE_M"]) * _padded(n, config["TILE_N"]) / (m * n)
-    vector_fma_per_s = NOMINAL_FMA_PIPES * NOMINAL_HZ  # one scale for every config
-    return m * n * k * padded / lanes / (vector_fma_per_s * rate)
-
-
-def _padded(size: int, tile: int) -> int:
-    return -(-size // tile) * tile
+    rows = ceil_div(m, config["TILE_M"]) * config["TILE_M"]
+    columns = ceil_div(n, config["TILE_N"]) * config["TILE_N"]
+    tiles = rows * columns / (config["VEC_M"] * config["VEC_N"])
+    step = step_cycles(config["VEC_M"], config["VEC_N"], target, dtype, unroll=config["VEC_K"])
+    return seconds(tiles * k * step, target)
