@@ -31,9 +31,8 @@ from mlirtune.engine import MlirJitEngine
 from mlirtune.interfaces.bench import BenchOptions
 from mlirtune.interfaces.workload import Workload
 from mlirtune.iree.engine import IreeEngine
-from mlirtune.iree.problem import distinct_tunable, iree_problem, tune_root
-from mlirtune.targets.host_cpu import HostCPU
-from mlirtune.tune.db import TuningDB, default_db_path
+from mlirtune.iree.problem import distinct_tunable, tune_dispatches
+from mlirtune.tune.db import default_db_path
 from mlirtune.tune.tuner import TuneOptions
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "torch"
@@ -67,19 +66,20 @@ def tuned_spec(
 ) -> tuple[Path | None, int, float]:
     """The spec of the winners over IREE's configs for `workload`'s dispatches (None where
     none won), the candidates evaluated and the seconds the searches took."""
-    target = HostCPU()
-    engine = IreeEngine(target)
-    winners, evaluated, seconds = [], 0, 0.0
-    for root in distinct_tunable(engine.dispatches(workload)):
+    engine = IreeEngine()
+
+    def announced(root, problem, db, search):
         print(f"tuning {label}: {root.describe()} ...", file=sys.stderr)
-        with TuningDB(db_path) as db:
-            problem = iree_problem(workload, target, root, options.evaluator)
-            report = tune_root(problem, root, options, db)
-        evaluated += len(report.evaluated) - report.resumed
-        seconds += report.seconds["search"] + report.seconds["race"]
+        report = search(None)
         if report.winner:
-            winners.append((root, report.winner))
             print(f"  won: {report.verdict.speedup:.2f}x IREE's config", file=sys.stderr)
+        return report
+
+    roots = distinct_tunable(engine.dispatches(workload))
+    tuned = tune_dispatches(workload, engine.target, roots, options, db_path, announced) or []
+    winners = [(root, report.winner) for root, report in tuned if report.winner]
+    evaluated = sum(len(report.evaluated) - report.resumed for _, report in tuned)
+    seconds = sum(report.seconds["search"] + report.seconds["race"] for _, report in tuned)
     if not winners:
         return None, evaluated, seconds
     spec = folder / f"{len(list(folder.iterdir()))}.mlir"

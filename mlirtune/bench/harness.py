@@ -73,13 +73,22 @@ def verify_then_time(
     VerificationError before anything is timed."""
     verification, first_call_s = None, None
     if verify is not None:
-        with running("run"):
-            first_call_s = float(timer(1, 1)[0]) * 1e-9
-        verification = verify()
-        if not verification.ok and not verification.skipped:
-            raise VerificationError(verification.summary(), stage="verify")
+        verification, first_call_s = verified_call(timer, verify)
     with timing_slot or nullcontext(), running("benchmark"):
         return run_benchmark(timer, options, first_call_s), verification
+
+
+def verified_call(
+    timer: NativeTimer, verify: Callable[[], VerificationResult]
+) -> tuple[VerificationResult, float]:
+    """One call, then `verify`: the verification and the call's seconds. A wrong result
+    raises VerificationError."""
+    with running("run"):
+        call_s = float(timer(1, 1)[0]) * 1e-9
+    verification = verify()
+    if not verification.ok and not verification.skipped:
+        raise VerificationError(verification.summary(), stage="verify")
+    return verification, call_s
 
 
 def _minimum_samples(options: BenchOptions, per_call_s: float) -> int:

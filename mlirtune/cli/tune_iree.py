@@ -5,7 +5,9 @@ convolution dispatch IREE forms of a workload, and write the winners as one tuni
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,8 +28,10 @@ if TYPE_CHECKING:
     from mlirtune.iree.engine import IreeEngine
     from mlirtune.iree.tiles import IreeRoot
     from mlirtune.targets import HostCPU
+    from mlirtune.tune.db import TuningDB
+    from mlirtune.tune.problem import TuningProblem
     from mlirtune.tune.results import TuneReport
-    from mlirtune.tune.tuner import TuneOptions
+    from mlirtune.tune.tuner import TuneObserver, TuneOptions
 
 
 def check_iree_flags(args: argparse.Namespace) -> None:
@@ -55,7 +59,7 @@ def tune_iree(
     """Tune each distinct contraction or convolution dispatch IREE forms of `workload`
     (--budget candidates each), report each, and with --update-spec write the winners as
     one IREE tuning spec (merged into it where it exists)."""
-    from mlirtune.iree.problem import distinct_tunable, iree_problem
+    from mlirtune.iree.problem import distinct_tunable, iree_problem, tune_dispatches
 
     check_iree_flags(args)
     host = problem_target(target)
@@ -68,14 +72,18 @@ def tune_iree(
             print(f"dispatch {root.dispatch} ({root.describe()})")
             print_space(iree_problem(workload, host, root, options.evaluator).space)
         return 0
-    winners, reports = [], []
-    for root in roots:
-        report = _tune_dispatch(args, workload, host, root, options)
-        if report is None:
-            return 130
-        reports.append(report)
-        if report.winner:
-            winners.append((root, report.winner))
+    tuned = tune_dispatches(
+        workload,
+        host,
+        roots,
+        options,
+        args.db,
+        functools.partial(_with_progress, args.json, workload, options.budget),
+    )
+    if tuned is None:
+        return 130
+    winners = [(root, report.winner) for root, report in tuned if report.winner]
+    reports = [report for _, report in tuned]
     if args.update_spec:
         _write_spec(engine, winners, Path(args.update_spec))
     if args.json:
@@ -86,35 +94,26 @@ def tune_iree(
     return 0
 
 
-def _tune_dispatch(
-    args: argparse.Namespace,
+def _with_progress(
+    quiet: bool,
     workload: Workload,
-    target: HostCPU,
+    budget: int | None,
     root: IreeRoot,
-    options: TuneOptions,
+    problem: TuningProblem,
+    db: TuningDB,
+    search: Callable[[TuneObserver | None], TuneReport],
 ) -> TuneReport | None:
-    """One dispatch's search and race; None when interrupted (what was measured is
-    saved)."""
-    from mlirtune.iree.problem import iree_problem, tune_root
-    from mlirtune.tune.db import TuningDB
-
+    """One dispatch's search under a header and a progress bar (tune_dispatches' `search`);
+    None when interrupted."""
     console = Console(stderr=True)
-    with TuningDB(args.db) as db:
-        if not args.json:
-            print_plain(
-                console,
-                f"tuning {label(workload.describe())} with IREE",
-                f"  dispatch {root.dispatch} ({root.describe()}), "
-                f"budget {options.budget or 'unlimited'}",
-                f"  database {db.path}",
-            )
-        problem = iree_problem(workload, target, root, options.evaluator)
-        return searched_with_progress(
+    if not quiet:
+        print_plain(
             console,
-            options.budget or problem.space.count(),
-            db.path,
-            lambda progress: tune_root(problem, root, options, db, progress),
+            f"tuning {label(workload.describe())} with IREE",
+            f"  dispatch {root.dispatch} ({root.describe()}), budget {budget or 'unlimited'}",
+            f"  database {db.path}",
         )
+    return searched_with_progress(console, budget or problem.space.count(), db.path, search)
 
 
 def _write_spec(

@@ -4,28 +4,39 @@ local-sync runtime (one thread), verified and timed like the MLIR JIT engine's k
 Schedule parameters are the lowering-config knobs (mlirtune/iree/tiles.py) of one dispatch,
 the tuned root: a config other than IREE's own is handed to `iree-compile` as a one-entry
 tuning spec. A spec library (`spec`) applies to every compile, as IREE's users apply it.
+Bound to a dispatch with `time_dispatch`, as the tuner's workers are, a benchmark verifies
+the whole module and times that dispatch alone, inside the module's runs
+(mlirtune/iree/profile.py).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import time
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 import numpy as np
 
-from mlirtune.bench.harness import NativeTimer, verify_then_time
+from mlirtune.bench.harness import (
+    NativeTimer,
+    run_benchmark,
+    running,
+    verified_call,
+    verify_then_time,
+)
 from mlirtune.bench.result import bench_result
 from mlirtune.interfaces.bench import BenchOptions, BenchResult
 from mlirtune.interfaces.engine import Engine, ExecutionResult
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.lowering import Lowering
 from mlirtune.interfaces.runtime import Buffer
-from mlirtune.interfaces.workload import Workload
+from mlirtune.interfaces.workload import Complexity, Workload
 from mlirtune.iree.payload import tensor_payload
+from mlirtune.iree.profile import DispatchTimer, time_shares
 from mlirtune.iree.tiles import IREE_DEFAULT, KNOBS, PIPELINES, IreeRoot, lowering_config
 from mlirtune.iree.tools import iree_compile, require_iree, spec_tool
 from mlirtune.memory import check_memory
@@ -38,18 +49,32 @@ DUMP_FLAGS = ("--iree-codegen-add-tuner-attributes", "--compile-to=executable-co
 
 
 class IreeKernel:
-    """One compiled module, loaded on a local-sync device, and its entry function."""
+    """One compiled module, loaded on a local-sync device, and its entry function; its
+    files (module.vmfb, the values of a profiled run) live in `folder`. With `timed`, its
+    timer times that dispatch alone (profile.DispatchTimer), else whole calls."""
 
-    def __init__(self, vmfb: bytes, entry: str, outputs: list[int]) -> None:
+    def __init__(self, folder: Path, entry: str, outputs: list[int], timed: str | None) -> None:
         import iree.runtime as runtime
 
         self.config = runtime.Config("local-sync")
+        vmfb = (folder / "module.vmfb").read_bytes()
         module = runtime.VmModule.copy_buffer(self.config.vm_instance, vmfb)
         self.context = runtime.SystemContext(vm_modules=[module], config=self.config)
         self.function = self.context.modules.module[entry]
+        self.entry = entry
         self.outputs = outputs  # the positions of the output arguments
+        self.folder = folder
+        self.timed = timed
 
     def timer(self, buffers: list[Buffer]) -> NativeTimer:
+        """Whole calls (`calls`), or with `timed`, the calls of that dispatch."""
+        if self.timed is None:
+            return self.calls(buffers)
+        return DispatchTimer(
+            self.folder / "module.vmfb", self.entry, self.inputs(buffers), self.timed
+        )
+
+    def calls(self, buffers: list[Buffer]) -> NativeTimer:
         """Calls on `buffers` uploaded once; each timed sample covers `iterations` calls.
         The last call's results are copied into the output buffers."""
         import iree.runtime as runtime
@@ -70,18 +95,34 @@ class IreeKernel:
 
         return timer
 
+    def time_shares(self, buffers: list[Buffer]) -> dict[str, float]:
+        """Each dispatch's share of the module's dispatch time, on `buffers`."""
+        return time_shares(self.folder / "module.vmfb", self.entry, self.inputs(buffers))
+
+    def inputs(self, buffers: list[Buffer]) -> list[Path]:
+        """`buffers` saved for IREE's tools, in argument order."""
+        paths = [self.folder / f"argument{position}.npy" for position in range(len(buffers))]
+        for path, buffer in zip(paths, buffers, strict=True):
+            np.save(path, buffer.host)
+        return paths
+
 
 class IreeEngine(Engine):
     """Compiles with `iree-compile` (llvm-cpu, this host's CPU) and runs on local-sync."""
 
     def __init__(
-        self, target: HostCPU | None = None, spec: Path | None = None, dispatch: str | None = None
+        self,
+        target: HostCPU | None = None,
+        spec: Path | None = None,
+        dispatch: str | None = None,
+        time_dispatch: bool = False,
     ) -> None:
         require_iree()
         super().__init__(HostRuntime())
         self.target = target or HostCPU()
         self.spec = spec
         self.dispatch = dispatch  # the dispatch schedule parameters set: default, the costliest
+        self.time_dispatch = time_dispatch  # benchmarks time that dispatch, not the module
         self._folder = tempfile.TemporaryDirectory(prefix="mlirtune-iree-")
         self._kernels: dict[str, IreeKernel] = {}
         self._roots: dict[str, list[IreeRoot]] = {}
@@ -146,16 +187,15 @@ class IreeEngine(Engine):
             )
         key = json.dumps([_key(workload), sorted(config.items())])
         if key not in self._kernels:
-            with tempfile.TemporaryDirectory(dir=self._folder.name) as folder:
-                spec = self.spec
-                if any(config.values()):
-                    spec = Path(folder) / "spec.mlir"
-                    self.write_spec([(self.tuned_root(workload), config)], spec)
-                output = Path(folder) / "module.vmfb"
-                flags = [f"--iree-codegen-tuning-spec-path={spec}"] if spec else []
-                iree_compile(self._source(workload), output, *flags)
-                vmfb = output.read_bytes()
-            self._kernels[key] = IreeKernel(vmfb, workload.entry, _outputs(workload))
+            folder = Path(tempfile.mkdtemp(dir=self._folder.name))
+            spec = self.spec
+            if any(config.values()):
+                spec = folder / "spec.mlir"
+                self.write_spec([(self.tuned_root(workload), config)], spec)
+            flags = [f"--iree-codegen-tuning-spec-path={spec}"] if spec else []
+            iree_compile(self._source(workload), folder / "module.vmfb", *flags)
+            timed = self.tuned_root(workload).dispatch if self.time_dispatch else None
+            self._kernels[key] = IreeKernel(folder, workload.entry, _outputs(workload), timed)
         return self._kernels[key]
 
     def write_spec(
@@ -176,6 +216,8 @@ class IreeEngine(Engine):
         spec_tool("spec", str(entries_path), str(path), *([str(merged)] if merged else []))
 
     def clear_cache(self) -> None:
+        for kernel in self._kernels.values():
+            shutil.rmtree(kernel.folder, ignore_errors=True)
         self._kernels.clear()
 
     # --- running ------------------------------------------------------------------------
@@ -191,9 +233,11 @@ class IreeEngine(Engine):
         with workload.allocate(self) as buffers:
             kernel.timer(buffers)(1, 1)
             verification = workload.verify(self) if check_correctness else None
+            shares = kernel.time_shares(buffers)
         tuned = self.tuned_root(workload) if schedule_parameters else None
         dispatches = [
-            f"dispatch {root.dispatch}: {root.describe()}"
+            f"dispatch {root.dispatch}: {root.describe()}, "
+            f"{shares.get(root.dispatch, 0.0):.0%} of the dispatches' time"
             + (" (--param)" if root == tuned else "")
             + (" (spec)" if root.matched else "")
             for root in self.dispatches(workload)
@@ -213,16 +257,24 @@ class IreeEngine(Engine):
     ) -> BenchResult:
         check_memory(workload, "benchmark", verify=check_correctness)
         kernel = self.compile(workload, schedule_parameters)
+        options = options or BenchOptions()
+        complexity = workload.get_complexity()
         with workload.allocate(self) as buffers:
             verify = (lambda: workload.verify(self)) if check_correctness else None
-            seconds, verification = verify_then_time(
-                kernel.timer(buffers), verify, options or BenchOptions(), timing_slot
-            )
+            if kernel.timed is not None:  # verified whole, then the dispatch timed
+                verification = verified_call(kernel.calls(buffers), verify)[0] if verify else None
+                with timing_slot or nullcontext(), running("benchmark"):
+                    seconds = run_benchmark(kernel.timer(buffers), options)
+                complexity = Complexity(self.tuned_root(workload).flops, 0, 0)
+            else:
+                seconds, verification = verify_then_time(
+                    kernel.timer(buffers), verify, options, timing_slot
+                )
         return bench_result(
             workload=workload.describe(),
             parameters=dict(schedule_parameters or IREE_DEFAULT),
             seconds=seconds,
-            complexity=workload.get_complexity(),
+            complexity=complexity,
             verified=bool(verification and verification.ok and not verification.skipped),
             extra={"target": self.target.name, **self.provenance(schedule_parameters)},
         )

@@ -2,7 +2,8 @@
 
 The problem is one workload's tuned root (IreeEngine.tuned_root) on a host target: the
 space of its lowering-config knobs (mlirtune/iree/tiles.py), IREE's own config as the
-baseline, records keyed on IREE's version and flags besides the workload and the CPU. The
+baseline, records keyed on IREE's version and flags besides the workload and the CPU.
+A candidate's time is that dispatch's alone, inside the module's runs (profile.py). The
 candidates run in the same isolated workers as the project's own (memory cap, timeouts,
 one benchmark core), each worker with an IREE engine.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 from importlib.metadata import version
 
 from mlirtune.interfaces.op import OpInfo
@@ -28,6 +30,7 @@ from mlirtune.tune.results import TuneReport
 from mlirtune.tune.tuner import TuneObserver, TuneOptions, tune
 
 PIPELINE_NAME = "iree-llvmcpu"
+TIMED = "the dispatch alone, from the runtime's profile"  # what a record's samples time
 
 
 def iree_problem(
@@ -48,11 +51,13 @@ def iree_problem(
             "iree-base-runtime": version("iree-base-runtime"),
         },
         pipeline=PIPELINE_NAME,
-        pipeline_hash=digest({"flags": TARGET_FLAGS, "translation": PIPELINES, "knobs": KNOBS}),
+        pipeline_hash=digest(
+            {"flags": TARGET_FLAGS, "translation": PIPELINES, "knobs": KNOBS, "timed": TIMED}
+        ),
     )
     return TuningProblem(
         workload, target, PIPELINE_NAME, None, None, op, {k: k for k in KNOBS},
-        search_space(root, target), key, untuned=dict(IREE_DEFAULT),
+        search_space(root, target), key, untuned=dict(IREE_DEFAULT), timed_flops=root.flops,
     )  # fmt: skip
 
 
@@ -72,8 +77,9 @@ def iree_engine(
     target: HostCPU, pipeline: object = None, use_specs: bool = False, *, dispatch: str
 ) -> IreeEngine:
     """A worker's engine (EvaluatorSettings.engine, bound to `dispatch`): IREE's, with no
-    spec library, its parameters setting that dispatch's config."""
-    return IreeEngine(target, dispatch=dispatch)
+    spec library, its parameters setting that dispatch's config and its benchmarks timing
+    that dispatch alone."""
+    return IreeEngine(target, dispatch=dispatch, time_dispatch=True)
 
 
 def iree_evaluator(
@@ -100,6 +106,40 @@ def tune_root(
     """Search and race `problem`, the knobs of `root` (iree_problem), with IREE."""
     evaluator = iree_evaluator(problem, root, options.evaluator)
     return tune(problem, options, db, observer, evaluator=evaluator)
+
+
+# How tune_dispatches runs one dispatch's search: given the root, its problem, the open
+# database and the search itself (called with an observer, or None), the report; None when
+# the search was interrupted.
+DispatchSearch = Callable[
+    [IreeRoot, TuningProblem, TuningDB, Callable[[TuneObserver | None], TuneReport]],
+    TuneReport | None,
+]
+
+
+def tune_dispatches(
+    workload: Workload,
+    target: HostCPU,
+    roots: list[IreeRoot],
+    options: TuneOptions,
+    db_path: str,
+    search: DispatchSearch | None = None,
+) -> list[tuple[IreeRoot, TuneReport]] | None:
+    """Each root's search and race in turn (tune_root), each run through `search` (by
+    default silently); None once one was interrupted (what was measured is saved)."""
+    tuned = []
+    for root in roots:
+        with TuningDB(db_path) as db:
+            problem = iree_problem(workload, target, root, options.evaluator)
+
+            def run(observer: TuneObserver | None, problem=problem, root=root, db=db) -> TuneReport:
+                return tune_root(problem, root, options, db, observer)
+
+            report = search(root, problem, db, run) if search else run(None)
+        if report is None:
+            return None
+        tuned.append((root, report))
+    return tuned
 
 
 def distinct_tunable(roots: list[IreeRoot]) -> list[IreeRoot]:

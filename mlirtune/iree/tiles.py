@@ -15,6 +15,7 @@ zeros is IREE's own choice: the payload compiled without a spec, the tuner's bas
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import z3
@@ -82,6 +83,11 @@ class IreeRoot:
         """The innermost loop of `role` (m, n or k): the one the knobs tile."""
         assert self.roles is not None
         return self.loops[self.roles[role][-1]]
+
+    @property
+    def flops(self) -> int:
+        """A multiply and an add per point of its loops (a contraction's or convolution's)."""
+        return 2 * math.prod(self.loops)
 
     def describe(self) -> str:
         return f"{self.op_name} {'x'.join(map(str, self.loops))} {self.dtypes[0]}"

@@ -39,6 +39,15 @@ def require_iree() -> None:
         )
 
 
+def tool(name: str) -> str:
+    """The path of IREE's tool `name`; a UsageError naming the extra where it is missing."""
+    require_iree()
+    path = tool_path(name)
+    if path is None:
+        raise UsageError(f"IREE's {name} is not installed: {EXTRA}", stage="iree")
+    return path
+
+
 def tool_path(name: str) -> str | None:
     """An IREE tool beside this interpreter (its virtual environment), else on PATH."""
     beside = Path(sys.executable).with_name(name)
@@ -70,10 +79,10 @@ def first_diagnostic(done: subprocess.CompletedProcess) -> str:
 
 def iree_compile(source: Path, output: Path, *flags: str) -> None:
     """`iree-compile` for this host's CPU (llvm-cpu, local devices), with `flags`."""
-    require_iree()
-    compiler = tool_path("iree-compile")
-    assert compiler is not None  # require_iree checked
-    run_tool([compiler, str(source), *TARGET_FLAGS, *flags, "-o", str(output)], "iree-compile")
+    run_tool(
+        [tool("iree-compile"), str(source), *TARGET_FLAGS, *flags, "-o", str(output)],
+        "iree-compile",
+    )
 
 
 def spec_tool(*arguments: str) -> str:

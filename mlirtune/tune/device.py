@@ -95,7 +95,7 @@ def export_batch(
     np.savez(directory / DATA, **program_data(problem.workload))
     batch = DeviceBatch(
         problem.workload.describe(),
-        problem.workload.get_complexity().flops,
+        problem.flops,
         tuple(candidates),
         options.finalists,
         options.race_rounds,
@@ -142,7 +142,7 @@ def import_batch(
             stage="tune",
         )
     key = device_key(problem.key, device)
-    flops = problem.workload.get_complexity().flops
+    flops = problem.flops
     configs = {c.index: problem.config_of(c.parameters) for c in batch.candidates}
     evaluated, baseline = [], None
     for candidate in batch.candidates:

@@ -49,6 +49,16 @@ class TuningProblem:
     space: SearchSpace
     key: TuningKey
     untuned: Config | None = None
+    # What a candidate's time covers, where it is not the whole workload: the FLOPs of the
+    # one dispatch an IREE engine times.
+    timed_flops: int | None = None
+
+    @property
+    def flops(self) -> int:
+        """The floating-point operations of what a candidate's samples time."""
+        if self.timed_flops is not None:
+            return self.timed_flops
+        return self.workload.get_complexity().flops
 
     @property
     def baseline(self) -> Config:

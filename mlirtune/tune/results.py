@@ -77,9 +77,7 @@ class TuneReport:
         return float(np.median(self.baseline_samples) / np.median(self.samples_of(self.best)))
 
     def gflops(self, config: Config) -> float:
-        return (
-            self.problem.workload.get_complexity().flops / np.median(self.samples_of(config)) / 1e9
-        )
+        return self.problem.flops / np.median(self.samples_of(config)) / 1e9
 
     def to_json(self) -> dict[str, Any]:
         problem = self.problem

@@ -331,7 +331,7 @@ def judge_race(
     under `key`, and pick the winner: the fastest by median of the finalists that beat the
     baseline in every round (see `race_finalists`), else None."""
     baseline, finalists = contenders[0], contenders[1:]
-    flops = problem.workload.get_complexity().flops
+    flops = problem.flops
     race, round_medians = {}, {}
     for config, rounds in zip(contenders, result, strict=True):
         pooled = [s for samples in rounds for s in samples]
@@ -356,7 +356,7 @@ def verdict_of(problem: TuningProblem, race, winner: Config | None, baseline: Ou
         won=winner is not None,
         speedup=float(np.median(base)) / median,
         median_s=median,
-        gflops=problem.workload.get_complexity().flops / median / 1e9,
+        gflops=problem.flops / median / 1e9,
     )
 
 

@@ -144,7 +144,6 @@ def serve(connection: Connection, setup: WorkerSetup) -> None:
     COMPILE_CHECKS.context_threads = COMPILE_CHECKS.verify_each_pass = False
     COMPILE_CHECKS.fresh_contexts = False
     engine = setup.make_engine(setup.target, setup.pipeline, use_specs=False)
-    flops = setup.workload.get_complexity().flops
     if setup.runs:
         setup.workload.reference_outputs  # noqa: B018 - computed once, before any timeout runs
     connection.send(("ready",))
@@ -160,7 +159,7 @@ def serve(connection: Connection, setup: WorkerSetup) -> None:
             continue
         try:
             if kind == "evaluate":
-                reply = _evaluate(connection, setup, engine, *arguments, flops=flops)
+                reply = _evaluate(connection, setup, engine, *arguments)
             else:
                 reply = _race(connection, setup, engine, *arguments)
         finally:
@@ -184,8 +183,6 @@ def _evaluate(
     engine: MlirJitEngine,
     params: dict,
     cutoff_s: float | None,
-    *,
-    flops: float,
 ) -> Outcome:
     workload = setup.workload
     options = dataclasses.replace(setup.bench_options, cutoff_s=cutoff_s)
@@ -218,7 +215,9 @@ def _evaluate(
         "wait_s": moments["locked"] - moments["verified"],
         "bench_s": time.perf_counter() - moments["locked"],
     }
-    return Outcome("ok", samples=tuple(result.samples), flops=flops, extra=seconds)
+    return Outcome(
+        "ok", samples=tuple(result.samples), flops=result.complexity.flops, extra=seconds
+    )
 
 
 def _race(

@@ -9,10 +9,12 @@ import json
 import pytest
 
 from mlirtune.cli import main
+from mlirtune.interfaces.bench import BenchOptions
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.iree import tools
 from mlirtune.iree.engine import IreeEngine
 from mlirtune.iree.problem import distinct_tunable, iree_evaluator, iree_problem
+from mlirtune.iree.profile import DispatchTimer
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.tune.evaluator import EvaluatorSettings
 from mlirtune.workloads import Matmul
@@ -52,6 +54,38 @@ def test_a_matmul_runs_verified_and_lists_its_dispatch():
     assert (root.op_name, root.loops, root.kind) == ("linalg.matmul", (32, 48, 16), "contraction")
     assert engine.execute(workload).verification.ok
     assert engine.execute(workload, CONFIG).verification.ok
+
+
+def test_run_gives_each_dispatch_its_share_of_the_time(capsys):
+    argv = ["run", "--payload", "examples/iree/mlp.mlir", "--entry", "mlp", "--engine", "iree"]
+    assert main(argv) == 0
+    shares = [
+        int(line.split(", ")[-1].split("%")[0])
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith("dispatch ")
+    ]
+    assert len(shares) == 2 and all(share > 0 for share in shares)
+    assert abs(sum(shares) - 100) <= 1  # both dispatches, rounded
+
+
+def test_a_tuning_engine_times_its_dispatch_alone():
+    """Bound to a dispatch with time_dispatch, as the tuner's workers are, a benchmark
+    verifies the whole module and times that dispatch: its samples are the dispatch's calls
+    read from IREE's profile, and its FLOPs the dispatch's."""
+    workload = Matmul(M=64, N=48, K=32)
+    engine = IreeEngine(HostCPU(), time_dispatch=True)
+    root = engine.tuned_root(workload)
+    result = engine.benchmark(workload, CONFIG, options=BenchOptions(max_time_s=0.05))
+    assert result.verified and result.complexity.flops == root.flops == 2 * 64 * 48 * 32
+    assert len(result.samples) >= 3 and min(result.samples) > 0
+    kernel = engine.compile(workload, CONFIG)
+    assert kernel.timed == root.dispatch
+    with workload.allocate(engine) as buffers:
+        assert kernel.time_shares(buffers) == {root.dispatch: 1.0}
+        with pytest.raises(UsageError, match="has no dispatch elsewhere"):
+            DispatchTimer(
+                kernel.folder / "module.vmfb", "payload", kernel.inputs(buffers), "elsewhere"
+            )(1, 1)
 
 
 def test_a_spec_is_applied_by_iree_compile_to_its_dispatch_only(tmp_path):
