@@ -1,6 +1,7 @@
 """Finding a payload's root ops: every static linalg op is offered to the families that own
 root kinds (registry.ROOT_OWNERS), in order, and the first that recognises it describes it;
-a payload of element-wise ops alone has its last op as the root of the chain."""
+a payload of element-wise ops alone has its last op as the root of the chain (and, where
+fusing the chain into its tiles would recompute it many times over, each op read twice)."""
 
 from __future__ import annotations
 
@@ -61,8 +62,41 @@ def find_roots(module: ir.Module) -> list[tuple[ir.Operation, OpInfo]]:
                 )
             )
         if chain:
-            roots.append((chain[-1], chain_root(chain[-1])))
+            roots += [(op, chain_root(op)) for op in chain_roots(chain)]
     return roots
+
+
+# How many copies of its ops a chain's tile-and-fuse may make before the chain is split:
+# the elementwise schedule fuses a producer once per path from it to the last op, so a
+# value read both as it is and shifted (a slice padded back), step after step, is
+# recomputed 2, 4, 8... times (a cumulative product by doubling compiled for minutes).
+FUSED_COPIES_LIMIT = 4
+
+
+def chain_roots(chain: list[ir.Operation]) -> list[ir.Operation]:
+    """The roots of an element-wise chain: its last op, whose tiles the others are fused
+    into; where that fusion would copy the chain's ops more than FUSED_COPIES_LIMIT times
+    over, also every op read at more than one point, so the payload is split into
+    dispatches (multi_root) and those values are stored once."""
+    last = chain[-1]
+    # Paths from each op of the function's body to `last`, users (later ops) first.
+    paths: dict[ir.Operation, int] = {}
+    for op in reversed(list(last.parent.regions[0].blocks[0].operations)):
+        op = op.operation
+        users = [_top_level(use.owner.operation) for r in op.results for use in r.uses]
+        paths[op] = 1 if op == last else sum(paths.get(user, 0) for user in users)
+    copies = sum(paths.get(op, 1) for op in chain)
+    if copies <= FUSED_COPIES_LIMIT * len(chain):
+        return [last]
+    shared = [op for op in chain[:-1] if sum(len(list(r.uses)) for r in op.results) > 1]
+    return [*shared, last]
+
+
+def _top_level(op: ir.Operation) -> ir.Operation:
+    """`op`, or the op of the function's body whose regions hold it."""
+    while op.parent is not None and op.parent.name != "func.func":
+        op = op.parent
+    return op
 
 
 def annotate_roots(module: ir.Module) -> list[OpInfo]:

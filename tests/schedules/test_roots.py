@@ -103,3 +103,43 @@ def test_ops_no_other_family_schedules_are_generic_roots(payload, attributes):
         ((_, info),) = find_roots(ir.Module.parse(payload))
     assert info.kind == "generic"
     assert {k: info.attributes[k] for k in attributes} == attributes
+
+
+def doubling_steps(steps: int) -> str:
+    """`steps` element-wise products of a row with itself shifted (a slice padded back
+    with ones), each step reading the last one's result twice."""
+    lines = ["#id = affine_map<(i, j) -> (i, j)>"]
+    lines.append("func.func @payload(%x0: tensor<4x64xf32>) -> tensor<4x64xf32> {")
+    lines.append("  %one = arith.constant 1.0 : f32")
+    lines.append("  %empty = tensor.empty() : tensor<4x64xf32>")
+    for step in range(steps):
+        shift, x, next_x = 2**step, f"%x{step}", f"%x{step + 1}"
+        lines += [
+            f"  %s{step} = tensor.extract_slice {x}[0, 0] [4, {64 - shift}] [1, 1]"
+            f" : tensor<4x64xf32> to tensor<4x{64 - shift}xf32>",
+            f"  %p{step} = tensor.pad %s{step} low[0, {shift}] high[0, 0] {{",
+            "  ^bb0(%i: index, %j: index):",
+            "    tensor.yield %one : f32",
+            f"  }} : tensor<4x{64 - shift}xf32> to tensor<4x64xf32>",
+            f"  {next_x} = linalg.generic {{indexing_maps = [#id, #id, #id],"
+            ' iterator_types = ["parallel", "parallel"]}'
+            f" ins({x}, %p{step} : tensor<4x64xf32>, tensor<4x64xf32>)"
+            " outs(%empty : tensor<4x64xf32>) {",
+            "  ^bb0(%a: f32, %b: f32, %c: f32):",
+            "    %m = arith.mulf %a, %b : f32",
+            "    linalg.yield %m : f32",
+            "  } -> tensor<4x64xf32>",
+        ]
+    lines += [f"  return %x{steps} : tensor<4x64xf32>", "}"]
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize(("steps", "roots"), [(2, 1), (4, 1), (5, 5), (6, 6)])
+def test_a_chain_that_fusion_would_recompute_many_times_is_split(steps, roots):
+    """Fused into the last op's tiles, step k of a doubling is computed 2^(n-k) times (a
+    cumulative product of 10 steps compiled past the time limit): past FUSED_COPIES_LIMIT
+    copies per op, every op read twice is a root of its own, and the payload is split."""
+    with ir.Context(), ir.Location.unknown():
+        found = find_roots(ir.Module.parse(doubling_steps(steps)))
+    assert len(found) == roots
+    assert all(info.kind == "elementwise" for _, info in found)

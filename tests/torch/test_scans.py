@@ -1,6 +1,7 @@
-"""Cumulative sums, as users write them (along any dim, reversed, exclusive, masked): the
-import makes them products with triangular blocks of ones, where torch-mlir's scan op has
-no lowering to linalg and the module was refused. Skipped without the torch extra."""
+"""Cumulative sums, as users write them (along any dim, reversed, exclusive, masked), and
+cumulative products: the import makes the sums products with triangular blocks of ones and
+the products element-wise steps of doubling, where torch-mlir's scan op has no lowering to
+linalg and the module was refused. Skipped without the torch extra."""
 
 from __future__ import annotations
 
@@ -37,6 +38,9 @@ SCANS = {
     "middle_dim": "torch.cumsum(x, dim=1)",
     "reversed": "torch.cumsum(x.flip(2), dim=2).flip(2)",
     "exclusive_masked": "torch.cumsum(x * (x > 0), dim=2) - x * (x > 0)",
+    # Values near one keep 70 factors in range; zeros and signs pass through as they are.
+    "product_last_dim": "torch.cumprod(1 + 0.1 * x, dim=-1)",
+    "product_middle_dim": "torch.cumprod(x * (x.abs() > 0.5), dim=1)",
 }
 
 
