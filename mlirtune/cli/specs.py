@@ -158,6 +158,12 @@ def _export(args: argparse.Namespace) -> int:
     from mlirtune.curation.export import export_library
     from mlirtune.tune.db import TuningDB
 
+    if args.engine == "iree":
+        raise UsageError(
+            "specs export writes this project's libraries; IREE's tuning specs are written "
+            "by `mlirtune tune ... --engine iree --update-spec SPEC.mlir`",
+            stage="specs",
+        )
     if args.per_class:
         return _export_per_class(args)
     target = target_of(args)

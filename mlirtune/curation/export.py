@@ -18,6 +18,7 @@ from mlirtune.interfaces.target import Target
 from mlirtune.interfaces.workload import Workload
 from mlirtune.ir.context import new_context
 from mlirtune.ir.roots import ROOT_ATTRIBUTE
+from mlirtune.iree.problem import PIPELINE_NAME as IREE_PIPELINE
 from mlirtune.schedules.roots import annotate_roots
 from mlirtune.specs.library import SpecLibrary
 from mlirtune.specs.matchers import OpSignature, signature_of
@@ -184,7 +185,11 @@ def export_library(
 ) -> SpecLibrary:
     """A library (in the current context) of the latest verdict per workload and pipeline
     tuned on `target` with any toolchain; `workloads` keeps only those workload names."""
-    verdicts = db.verdicts(target_hash=digest(target.fingerprint()))
+    verdicts = [
+        (key, verdict)
+        for key, verdict in db.verdicts(target_hash=digest(target.fingerprint()))
+        if key.pipeline != IREE_PIPELINE  # IREE's knobs: its own specs (tune --update-spec)
+    ]
     if workloads:
         verdicts = [(k, v) for k, v in verdicts if k.workload["options"]["name"] in workloads]
     if not verdicts:

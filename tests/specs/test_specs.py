@@ -523,3 +523,26 @@ def test_an_entry_applies_to_its_own_operand_layout_only(tmp_path, transpose):
     assert spec_engine(path).plan(workload(MATMUL)).config_source == f"spec:plain:{name}"
     transposed = ("matmul", (*MATMUL[1], ("transpose", transpose)))
     assert spec_engine(path).plan(workload(transposed)).config_source == "selector"
+
+
+def test_export_leaves_iree_verdicts_to_iree_specs(tmp_path, ctx):
+    """A verdict over IREE's knobs (`tune --engine iree`) is no entry of this project's
+    libraries: its config names no slot of our pipelines. `specs export --engine iree`
+    says where IREE's specs come from."""
+    import dataclasses
+
+    from mlirtune.curation.export import export_library
+    from mlirtune.iree.problem import PIPELINE_NAME
+
+    p = problem(MATMUL)
+    iree_key = dataclasses.replace(p.key, pipeline=PIPELINE_NAME, pipeline_hash="iree")
+    iree_config = {"TILE_M": 32, "TILE_N": 32, "VEC_M": 4, "VEC_N": 16, "VEC_K": 2}
+    with TuningDB(tmp_path / "t.db") as db:
+        db.record_verdict(p.key, Verdict(baseline(MATMUL), baseline(MATMUL), False, 1.0, 1e-3))
+        db.record_verdict(
+            iree_key, Verdict(iree_config, dict.fromkeys(iree_config, 0), True, 1.2, 1e-3)
+        )
+        (entry,) = export_library(db, TARGET, "lib").entries
+    assert entry.pipeline == p.key.pipeline and entry.config == baseline(MATMUL)
+    export = ["specs", "export", "--engine", "iree", "--db", str(tmp_path / "t.db")]
+    assert main([*export, "-o", str(tmp_path / "x.mlir")]) == 2
