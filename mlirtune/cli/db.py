@@ -81,11 +81,12 @@ def add_db_parser(subparsers: Any) -> None:
 
 def _cmd_list(args: argparse.Namespace) -> int:
     with TuningDB(args.db, readonly=True) as db:
-        target_hash, toolchain_hash = current_hashes()
-        summaries = db.workloads(target_hash=target_hash, toolchain_hash=toolchain_hash)
+        target_hash, toolchain_hashes = current_hashes()
+        summaries = db.workloads(target_hash=target_hash, toolchain_hashes=toolchain_hashes)
     shown = [s for s in summaries if args.all or s.current]
     print(f"database: {db.path}")
-    print(f"current: target {target_hash[:HASH_SHOWN]}, toolchain {toolchain_hash[:HASH_SHOWN]}")
+    toolchains = " or ".join(h[:HASH_SHOWN] for h in toolchain_hashes)
+    print(f"current: target {target_hash[:HASH_SHOWN]}, toolchain {toolchains} (ours or IREE's)")
     if not shown:
         hidden = len(summaries) - len(shown)
         more = f" ({hidden} from other targets or toolchains: --all)" if hidden else ""
@@ -115,7 +116,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
     with TuningDB(args.db, readonly=True) as db:
         summary = _select(db.workloads(), args.workload)
         records = db.records(workload_hash=summary.hash)
-    target_hash, toolchain_hash = current_hashes()
+    target_hash, toolchain_hashes = current_hashes()
     shown = records[-args.limit :] if args.limit else records
     print(f"{_labels([summary.workload])[0]}  (workload {summary.hash})")
     if len(shown) < len(records):
@@ -127,7 +128,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
             r.status,
             _number(r.median_s * 1e3 if r.median_s else None, ".4f"),
             _number(r.gflops, ".2f"),
-            "yes" if r.is_current(target_hash, toolchain_hash) else "no",
+            "yes" if r.is_current(target_hash, toolchain_hashes) else "no",
             r.pipeline,
             " ".join(f"{k}={v}" for k, v in r.params.items()) or "-",
             _short(r.detail),

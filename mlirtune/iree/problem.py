@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable
-from importlib.metadata import version
 
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.workload import Workload
@@ -45,11 +44,7 @@ def iree_problem(
     key = TuningKey(
         workload={**workload_identity(workload, op), "dispatch": root.dispatch},
         target=target.fingerprint(),
-        toolchain={
-            **current_toolchain(),
-            "iree-base-compiler": version("iree-base-compiler"),
-            "iree-base-runtime": version("iree-base-runtime"),
-        },
+        toolchain=current_toolchain(iree=True),
         pipeline=PIPELINE_NAME,
         pipeline_hash=digest(
             {"flags": TARGET_FLAGS, "translation": PIPELINES, "knobs": KNOBS, "timed": TIMED}

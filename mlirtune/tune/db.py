@@ -24,7 +24,7 @@ import numpy as np
 from mlirtune.bench.result import statistics_of
 from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.targets.host_cpu import HostCPU
-from mlirtune.toolchain import current_toolchain, digest
+from mlirtune.toolchain import current_toolchain_hashes, digest
 from mlirtune.tune.db_open import (
     BUSY_TIMEOUT_MS,
     open_readonly,
@@ -68,9 +68,10 @@ def default_db_path() -> Path:
     return Path(cache) / "mlirtune" / "tuning.db"
 
 
-def current_hashes() -> tuple[str, str]:
-    """(target_hash, toolchain_hash) of this machine's CPU and the installed toolchain."""
-    return digest(HostCPU().fingerprint()), digest(current_toolchain())
+def current_hashes() -> tuple[str, tuple[str, str]]:
+    """The hash of this machine's CPU, and those of the installed toolchains: this project's
+    pipelines' and IREE's (a record of either is current)."""
+    return digest(HostCPU().fingerprint()), current_toolchain_hashes()
 
 
 class TuningDB:
@@ -251,14 +252,15 @@ class TuningDB:
         toolchain_hash: str | None = None,
     ) -> list[Record]:
         """Records, oldest first. `key` selects its workload and pipeline on any target;
-        the hashes filter when given. `current_only` keeps records of the current target and
-        toolchain: the key's when given, else this machine's (`current_hashes`)."""
+        the hashes filter when given. `current_only` keeps records of the key's target and
+        toolchain."""
         if key and workload_hash:
             raise ValueError("give a key or a workload_hash, not both")
         if current_only:
-            current = (key.target_hash, key.toolchain_hash) if key else current_hashes()
-            target_hash = target_hash or current[0]
-            toolchain_hash = toolchain_hash or current[1]
+            if key is None:
+                raise ValueError("current_only needs a key")
+            target_hash = target_hash or key.target_hash
+            toolchain_hash = toolchain_hash or key.toolchain_hash
         filters = {
             "r.workload_hash": key.workload_hash if key else workload_hash,
             "r.pipeline_hash": key.pipeline_hash if key else None,
@@ -270,11 +272,12 @@ class TuningDB:
         return self._select(where, tuple(given.values()), order="r.id ASC")
 
     def workloads(
-        self, *, target_hash: str | None = None, toolchain_hash: str | None = None
+        self, *, target_hash: str | None = None, toolchain_hashes: tuple[str, str] | None = None
     ) -> list[WorkloadSummary]:
-        """One summary per stored workload; "current" means matching the given hashes (a
-        hash left out matches any)."""
-        current = "(? IS NULL OR r.target_hash = ?) AND (? IS NULL OR r.toolchain_hash = ?)"
+        """One summary per stored workload; "current" means measured on `target_hash` with
+        one of `toolchain_hashes` (`current_hashes`; a hash left out matches any)."""
+        current = "(? IS NULL OR r.target_hash = ?) AND (? IS NULL OR r.toolchain_hash IN (?, ?))"
+        ours, iree = toolchain_hashes or (None, None)
         rows = self.conn.execute(
             f"""SELECT w.hash, w.body, COUNT(r.id),
                        SUM(r.status = 'ok'),
@@ -283,7 +286,7 @@ class TuningDB:
                            THEN r.gflops END)
                 FROM workloads w JOIN records r ON r.workload_hash = w.hash
                 GROUP BY w.hash ORDER BY w.hash""",
-            (target_hash, target_hash, toolchain_hash, toolchain_hash) * 2,
+            (target_hash, target_hash, ours, ours, iree) * 2,
         ).fetchall()
         return [
             WorkloadSummary(

@@ -48,9 +48,9 @@ class Record:
     flops: float
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def is_current(self, target_hash: str, toolchain_hash: str) -> bool:
-        """Whether this record was measured on `target_hash` with `toolchain_hash`."""
-        return self.target_hash == target_hash and self.toolchain_hash == toolchain_hash
+    def is_current(self, target_hash: str, toolchain_hashes: tuple[str, ...]) -> bool:
+        """Whether this record was measured on `target_hash` with one of `toolchain_hashes`."""
+        return self.target_hash == target_hash and self.toolchain_hash in toolchain_hashes
 
     def outcome(self) -> Outcome:
         return Outcome(

@@ -92,7 +92,7 @@ def test_lookup_is_keyed_by_target_and_toolchain(db):
     assert len(db.records(key())) == 3
     current = db.records(key(), current_only=True)
     assert [r.samples for r in current] == [[1e-6]]
-    assert [r.is_current(key().target_hash, key().toolchain_hash) for r in db.records()] == [
+    assert [r.is_current(key().target_hash, (key().toolchain_hash,)) for r in db.records()] == [
         True,
         False,
         False,
@@ -126,7 +126,7 @@ def test_workload_summaries(db):
     db.record(key(), {"MR": 8}, Outcome("crash", detail="SIGSEGV"))
     db.record(key(target=TARGET_B), {"MR": 4}, ok(1e-9))
     db.record(key(target=TARGET_B, workload=small), {"MR": 4}, ok(1e-6))
-    current = {"target_hash": key().target_hash, "toolchain_hash": key().toolchain_hash}
+    current = {"target_hash": key().target_hash, "toolchain_hashes": (key().toolchain_hash, "b")}
     summaries = {s.workload["options"]["M"]: s for s in db.workloads(**current)}
     assert (summaries[64].records, summaries[64].ok, summaries[64].current) == (3, 2, 2)
     assert summaries[64].best_gflops == pytest.approx(FLOPS / 1e-6 / 1e9)
@@ -255,15 +255,25 @@ def db_command(capsys, *argv: str) -> tuple[int, str]:
 
 @pytest.fixture
 def filled(tmp_path, monkeypatch):
-    """A database with two matmuls: one tuned on this machine, one elsewhere only."""
+    """A database with three matmuls: one tuned on this machine, one through IREE's pipeline
+    on this machine (its toolchain names IREE's versions too), one elsewhere only."""
     here = key(target=_host_fingerprint(), toolchain=current_toolchain())
+    through_iree = key(
+        target=_host_fingerprint(),
+        toolchain=current_toolchain(iree=True),
+        workload={**MATMUL, "options": {"M": 16, "N": 16, "K": 16}},
+    )
     elsewhere = {**MATMUL, "options": {"M": 8, "N": 8, "K": 8}}
     path = tmp_path / "tuning.db"
     with TuningDB(path) as db:
         db.record(here, {"MR": 4, "NR": 8}, ok(1e-6, 2e-6))
         db.record(here, {"MR": 2, "NR": 8}, Outcome("wrong_result", detail="max error 3.5"))
+        db.record(through_iree, {"TILE_M": 8}, ok(1e-6))
         db.record(key(workload=elsewhere), {"MR": 4}, ok(1e-6))
-    assert (here.target_hash, here.toolchain_hash) == current_hashes()
+    assert current_hashes() == (
+        here.target_hash,
+        (here.toolchain_hash, through_iree.toolchain_hash),
+    )
     monkeypatch.setenv("MLIRTUNE_DB", str(path))
     return path
 
@@ -278,6 +288,7 @@ def test_cli_list_shows_current_workloads(capsys, filled):
     code, out = db_command(capsys, "list")
     assert code == 0
     assert "matmul K=32 M=64 N=16" in out and "M=8" not in out
+    assert "matmul K=16 M=16 N=16" in out  # IREE's records of this install are current too
     assert f"{FLOPS / 1.5e-6 / 1e9:.2f}" in out
     code, out = db_command(capsys, "list", "--all", "--db", str(filled))
     assert "M=8" in out and "M=64" in out
@@ -293,7 +304,7 @@ def test_cli_show_history(capsys, filled):
 
 
 def test_cli_show_rejects_unknown_and_ambiguous_workloads(capsys, filled):
-    with pytest.raises(UsageError, match="matches 2 workloads") as error:
+    with pytest.raises(UsageError, match="matches 3 workloads") as error:
         db_command(capsys, "show", "matmul")
     assert key().workload_hash[:8] in str(error.value)
     with pytest.raises(UsageError, match="no workload matches 'conv'"):
@@ -305,7 +316,11 @@ def test_ambiguous_name_lists_each_candidate_by_hash_prefix_and_shape(capsys, fi
         db_command(capsys, "show", "matmul")
     message = str(error.value)
     candidates = dict(re.findall(r"([0-9a-f]{8,}) \(([^)]*)\)", message))
-    assert sorted(candidates.values()) == ["matmul K=32 M=64 N=16", "matmul K=8 M=8 N=8"]
+    assert sorted(candidates.values()) == [
+        "matmul K=16 M=16 N=16",
+        "matmul K=32 M=64 N=16",
+        "matmul K=8 M=8 N=8",
+    ]
     assert "name one by its hash prefix" in message
     for prefix, label in candidates.items():  # each prefix shown picks its workload
         code, out = db_command(capsys, "show", prefix)
@@ -355,7 +370,7 @@ def test_cli_export_json_round_trip(capsys, filled, tmp_path):
     code, out = db_command(capsys, "export")
     assert code == 0
     exported = json.loads(out)
-    assert len(exported) == 3
+    assert len(exported) == 4
     assert exported[0]["samples"] == [1e-6, 2e-6]
     assert exported[0]["params"] == {"MR": 4, "NR": 8}
     assert exported[0]["statistics"]["count"] == 2
@@ -369,7 +384,7 @@ def test_cli_export_csv_has_a_header(capsys, filled):
     code, out = db_command(capsys, "export", "--format", "csv")
     assert code == 0
     rows = list(csv.DictReader(io.StringIO(out)))
-    assert len(rows) == 3
+    assert len(rows) == 4
     assert json.loads(rows[0]["samples"]) == [1e-6, 2e-6]
     assert json.loads(rows[1]["params"]) == {"MR": 2, "NR": 8}
     assert rows[1]["status"] == "wrong_result" and rows[1]["gflops"] == ""
