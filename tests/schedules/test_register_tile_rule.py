@@ -48,7 +48,7 @@ def test_more_fmas_in_flight_raise_the_accumulator_floor():
     op = matmul(2048, 2048, 2048)
     assert filling_tiles(op, with_in_flight(AVX2, 10)) == [(6, 16), (5, 16)]
     assert filling_tiles(op, with_in_flight(AVX2, 12)) == [(6, 16)]
-    config = {**CONTRACTION.select(op, with_in_flight(AVX2, 12)), "KU": 1, "ORDER": 1}
+    config = {**CONTRACTION.select(op, with_in_flight(AVX2, 12)), "KU": 1}
     assert (config["MR"], config["NR"]) == (6, 16)
     assert not CONTRACTION.violations(op, with_in_flight(AVX2, 12), config)
     assert "min_accumulators" in CONTRACTION.violations(
@@ -92,10 +92,12 @@ def test_k_in_one_block_is_split_for_a_row_tail():
 @pytest.mark.parametrize("features", [AVX2, AVX512], ids=["avx2", "avx512"])
 def test_half_precision_widened_for_fma_takes_the_f32_blocks(features, narrow):
     """Widened before the nest (widen.py), bf16 and f16 operands are f32 in its blocks:
-    sized for 2 bytes, B's block held twice its bytes."""
+    sized for 2 bytes, B's block held twice its bytes. Those of the M-outer nest, which a
+    fixed PACK names: N outer is taken for f32 operands only (packed_order.py)."""
     cpu = HostCPU(features)
-    keys = ("MC", "NC", "KC", "MR", "NR", "PACK", "PREFETCH")
-    f32, half = (CONTRACTION.select(matmul(2048, 2048, 2048, t), cpu) for t in ("f32", narrow))
+    keys = ("MC", "NC", "KC", "MR", "NR", "PACK", "PREFETCH", "ORDER")
+    f32 = CONTRACTION.select(matmul(2048, 2048, 2048), cpu, {"PACK": 1})
+    half = CONTRACTION.select(matmul(2048, 2048, 2048, narrow), cpu)
     assert half["UNIT"] == 0
     assert {k: half[k] for k in keys} == {k: f32[k] for k in keys}
 

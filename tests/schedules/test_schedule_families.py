@@ -69,7 +69,7 @@ def test_the_convolution_f_tile_default_spans_128_bytes():
 def test_only_the_selected_knobs_are_selected():
     cpu = HostCPU(isa="avx512")
     contraction = FAMILIES["contraction"]
-    selected = ("MC", "NC", "KC", "MR", "NR", "PACK", "PREFETCH", "UNIT")
+    selected = ("MC", "NC", "KC", "MR", "NR", "ORDER", "PACK", "PREFETCH", "UNIT")
     assert contraction.selected() == selected
     assert set(contraction.select(MATMUL, cpu)) == set(selected)
 

@@ -16,6 +16,7 @@ pytestmark = pytest.mark.jit
 # (workload, options): odd shapes with tails, narrow types, every family's roots.
 CASES = [
     ("matmul", {"M": "1000", "N": "1000", "K": "1000"}),
+    ("matmul", {"M": "300", "N": "256", "K": "1024"}),  # AVX2: N outer, A packed
     ("matmul", {"M": "1", "N": "1024", "K": "512"}),
     ("matmul", {"M": "96", "N": "200", "K": "130", "dtype": "bf16"}),
     ("matmul", {"M": "64", "N": "96", "K": "128", "dtype": "i8"}),

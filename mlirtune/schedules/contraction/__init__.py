@@ -158,14 +158,13 @@ class Contraction(HostFamily[ContractionKnobs]):
             choices(1, 2, 4, 8),
             selected=False,
         ),
-        # Not selected: 1 walks the output blocks (the register tiles of the packed nest,
-        # with PACK=2) M outer, 2 N outer.
+        # 1 walks the output blocks (the register tiles of the packed nest, with PACK=2)
+        # M outer, 2 N outer (packed_order.py says where the selector takes it).
         Knob(
             "ORDER",
             "loop order of the output blocks (packed: register tiles): 1 = M outer, 2 = N outer",
             1,
             choices(1, 2),
-            selected=False,
             alternatives=(1, 2),
         ),
         # Matmul roots only (packed.py): 0 reads A and B in place, 1 packs B's panels per
@@ -239,7 +238,9 @@ class Contraction(HostFamily[ContractionKnobs]):
         AMX host: the FMA path's blocks, not the AMX tiles' with UNIT=0), in whole register
         tiles of a fixed MR and NR (--param MR=8 on an AVX2 host, whose selector takes 6-row
         tiles, gets a multiple of 8 rows for MC)."""
-        chosen = host.select(op, cpu, fixed.get("UNIT"))
+        # A fixed packing or prefetch names the M-outer nest's (packed_order.py).
+        n_outer = not {"PACK", "PREFETCH"} & set(fixed) or fixed.get("ORDER") == 2
+        chosen = host.select(op, cpu, fixed.get("UNIT"), n_outer=n_outer)
         domains = self.knob_domains(op, cpu)
         for block, tile in (("MC", "MR"), ("NC", "NR")):
             if tile in fixed and block not in fixed and chosen[block] % fixed[tile]:

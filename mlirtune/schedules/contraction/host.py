@@ -32,6 +32,7 @@ from mlirtune.schedules.contraction.packed_host import (
     transposed_packs,
     unpacked_tile,
 )
+from mlirtune.schedules.contraction.packed_order import walk_n_outer
 from mlirtune.schedules.contraction.packed_tails import packed_nest
 from mlirtune.schedules.contraction.register_tiles import (
     fullest_register_tile,
@@ -83,18 +84,19 @@ def contraction_sizes(op: OpInfo) -> tuple[int, int, int, int, int, int]:
     )
 
 
-def select(op: OpInfo, cpu: HostCPU, unit: int | None = None) -> Config:
+def select(op: OpInfo, cpu: HostCPU, unit: int | None = None, *, n_outer: bool = True) -> Config:
     """The row-dot path for a product of one column (`rows_select`), AMX tiles or dot
     products where the host and shape allow them (`amx_blocks`, `dot_blocks`), else the FMA
-    path (`_fma_select`); with `unit`, that path's blocks (the FMA path's where it has none)."""
-    fma = {**_fma_select(op, cpu), "UNIT": UNIT_FMA}
+    path (`_fma_select`); with `unit`, that path's blocks (the FMA path's where it has none).
+    `n_outer`: the packed FMA nest may walk N outer (`walk_n_outer`)."""
+    fma = {**_fma_select(op, cpu, n_outer), "UNIT": UNIT_FMA}
     paths = {UNIT_ROWS: rows_select, UNIT_AMX: amx_host.amx_blocks, UNIT_DOT: dot_blocks}
     order = [unit] if unit is not None else [UNIT_ROWS, UNIT_AMX, UNIT_DOT]
     chosen = next((c for u in order if u in paths and (c := paths[u](op, cpu))), fma)
-    return {"PREFETCH": 0, **chosen}
+    return {"PREFETCH": 0, "ORDER": 1, **chosen}
 
 
-def _fma_select(op: OpInfo, cpu: HostCPU) -> Config:
+def _fma_select(op: OpInfo, cpu: HostCPU, n_outer: bool = True) -> Config:
     """Register tile MR x NR; then KC, then the MC x NC output block.
 
     The schedule runs the register tiles of a block row by row, so A's micro-panel
@@ -126,7 +128,7 @@ def _fma_select(op: OpInfo, cpu: HostCPU) -> Config:
             tile = packed_register_tile(nest_op, cpu, *register_tile(cpu, m, n, dtype))
             packed = packed_blocks(nest_op, cpu, *tile)
         if op.kind == "matmul" and packed is not None:
-            return packed
+            return walk_n_outer(op, cpu, packed) if n_outer else packed
         block = OUTPUT_BLOCK_BYTES // size_out
         a_rows = f.l1d_bytes // 2 // (kc * size_in)
         mc = fit(m, max(mr, a_rows - a_rows % mr), step=mr, pow2=True)

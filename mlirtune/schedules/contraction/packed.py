@@ -18,14 +18,11 @@ broadcast/FMA outer product of the unpacked path, its accumulators hoisted into
 registers. Packing happens inside the timed call, as numpy's does.
 
 ORDER=2 (with PACK=2) turns the register tiles' loops around, N by NR outer and M by MR
-inner: BLIS's own order, for the tuner to try. A is packed a whole MC x KC block at a time
-(into L2); B's KC x NR micro-panel, where KC x NR fits L1, then stays there for the MC / MR
+inner: BLIS's own order, which the selector takes where packed_order.py says (AVX2's
+narrow tiles, A's rows in one L1 set). A is packed a whole MC x KC block at a time (into
+L2); B's KC x NR micro-panel, where KC x NR fits L1, then stays there for the MC / MR
 tiles that reuse it, and only A's MR elements per K step stream from L2. C's column panel
-is re-read from L3 every K block, where M x NC passes L2. Measured on an AMD Zen 3 (AVX2,
-4 x 16 tiles, KC=256, NC=1024; medians against OpenBLAS in one interleaved run, ORDER=1's
-selected blocks first): 2048^3 0.87x -> 0.91x and 0.80x -> 0.85x, 1024^3 0.80x -> 0.82x,
-4096x4096x256 0.91x -> 0.93x; but Llama 256x11008x4096 0.82x -> 0.64-0.72x and
-512x4096x1024 0.95x -> 0.85-0.91x, whose C panels stay in L2 between K blocks with ORDER=1.
+is re-read from L3 every K block, where M x NC passes L2.
 
 Remainders: the rows past M's last whole register tile and the columns past N's are split
 off into nests of their own (packed_tails.py), and the first K block takes K's

