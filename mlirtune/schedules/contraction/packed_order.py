@@ -14,6 +14,7 @@ from __future__ import annotations
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config
+from mlirtune.ir.prefetch import LINE_BYTES
 from mlirtune.schedules.contraction.blocking import CacheLevel, b_block_budget, whole_block
 from mlirtune.schedules.contraction.knob_values import PACK_AB, PACK_B
 from mlirtune.schedules.contraction.packed_tails import column_tail
@@ -31,8 +32,8 @@ def walk_n_outer(op: OpInfo, cpu: HostCPU, config: Config) -> Config:
     packed and column blocks as wide as B's block in B_BLOCK_L2S times L2's bytes allows,
     where:
     - A's rows fall into one L1 set (K's bytes a multiple of an L1 way's);
-    - B's KC x NR micro-panel fits half of L1 (AVX2's 16-column f32 tiles; AVX-512's 64-
-      and 32-column ones do not);
+    - B's KC x NR micro-panel fits half of L1 in rows of one cache line (AVX2's 16-column
+      f32 tiles; AVX-512's 64- and 32-column ones, not measured N outer, are wider);
     - C's column panel (M x NC) passes B's share of L2, so the M-outer nest would read it
       back from L3 every K block anyway;
     - one thread, f32, and no epilogue (the cases measured).
@@ -48,7 +49,7 @@ def walk_n_outer(op: OpInfo, cpu: HostCPU, config: Config) -> Config:
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
     kc, nc, nr = config["KC"], config["NC"], config["NR"]
     one_set = (k * size) % l1.way_bytes == 0
-    panel_in_l1 = kc * nr * size <= l1.size_bytes // 2
+    panel_in_l1 = nr * size <= LINE_BYTES and kc * nr * size <= l1.size_bytes // 2
     c_panel_past_l2 = m * nc * element_bytes(op.dtypes[-1]) > b_block_budget(cpu.features)
     measured = (
         cpu.threads == 1
