@@ -1,8 +1,10 @@
-"""Where the packed f32 nest walks N outer with A packed (packed_order.py): A's rows in one
-L1 set, B's micro-panel in half of L1, C's column panel past B's share of L2. Checked for
-each CPU class through overridden features; nothing is compiled."""
+"""Where the packed f32 nest walks N outer with A packed (packed_order.py): A's MR rows
+crowding one L1 set, B's micro-panel in half of L1, C's column panel past B's share of L2.
+Checked for each CPU class through overridden features; nothing is compiled."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 
@@ -12,6 +14,7 @@ from mlirtune.targets.host_cpu import HostCPU
 from tests.cpu_classes import AMX, AVX2, AVX512, AVX512_BF16
 
 CONTRACTION = FAMILIES["contraction"]
+XEON_AVX2 = dataclasses.replace(AVX2, l1d_bytes=48 << 10, l1d_ways=12, l2_bytes=2 << 20, l2_ways=16)
 
 
 def matmul(m: int, n: int, k: int, **attributes: object) -> OpInfo:
@@ -44,6 +47,8 @@ def test_avx2_walks_n_outer_with_a_packed(shape, nc):
         (AVX2, matmul(1000, 999, 1001)),
         # Under a bias and ReLU (measured slower).
         (AVX2, matmul(512, 4096, 1024, epilogue=("add", "relu"))),
+        # A 12-way L1 (an Intel Xeon restricted to AVX2) has ways to spare beside 6 rows.
+        (XEON_AVX2, matmul(2048, 2048, 2048)),
         # AVX-512's micro-panels (64 or 32 columns x KC) take more than half of L1.
         (AVX512, matmul(2048, 2048, 2048)),
         (AVX512_BF16, matmul(2048, 2048, 2048)),

@@ -31,7 +31,9 @@ def walk_n_outer(op: OpInfo, cpu: HostCPU, config: Config) -> Config:
     """`config` (the M-outer packed nest's blocks, A read in place) turned N outer, with A
     packed and column blocks as wide as B's block in B_BLOCK_L2S times L2's bytes allows,
     where:
-    - A's rows fall into one L1 set (K's bytes a multiple of an L1 way's);
+    - A's rows fall into one L1 set (K's bytes a multiple of an L1 way's), and its MR rows
+      take more than half of that set's ways (6 of a Zen 3's 8; a 12-way L1 has ways to
+      spare, as the 6 x 64 tiles of AVX-512 hosts found);
     - B's KC x NR micro-panel fits half of L1 in rows of one cache line (AVX2's 16-column
       f32 tiles; AVX-512's 64- and 32-column ones, not measured N outer, are wider);
     - C's column panel (M x NC) passes B's share of L2, so the M-outer nest would read it
@@ -48,7 +50,7 @@ def walk_n_outer(op: OpInfo, cpu: HostCPU, config: Config) -> Config:
     size = element_bytes(op.element_type)
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
     kc, nc, nr = config["KC"], config["NC"], config["NR"]
-    one_set = (k * size) % l1.way_bytes == 0
+    crowded_set = (k * size) % l1.way_bytes == 0 and config["MR"] > l1.ways // 2
     panel_in_l1 = nr * size <= LINE_BYTES and kc * nr * size <= l1.size_bytes // 2
     c_panel_past_l2 = m * nc * element_bytes(op.dtypes[-1]) > b_block_budget(cpu.features)
     measured = (
@@ -58,7 +60,7 @@ def walk_n_outer(op: OpInfo, cpu: HostCPU, config: Config) -> Config:
         and not op.attributes.get("transpose_a")
         and config["PACK"] == PACK_B
     )
-    if not (measured and one_set and panel_in_l1 and c_panel_past_l2):
+    if not (measured and crowded_set and panel_in_l1 and c_panel_past_l2):
         return config
     columns = n - column_tail(op, config["MR"], nr, cpu.threads)
     wide = whole_block(columns, B_BLOCK_L2S * l2.size_bytes // (kc * size), nr, least=nc)
