@@ -45,6 +45,8 @@ def test_avx2_walks_n_outer_with_a_packed(shape, nc):
         (AVX2, matmul(256, 11008, 4096)),
         # Rows 4004 bytes apart spread over L1's sets.
         (AVX2, matmul(1000, 999, 1001)),
+        # B stored [N, K] (a Linear layer's weight): not measured N outer.
+        (AVX2, matmul(2048, 2048, 2048, transpose_b=True)),
         # Under a bias and ReLU (measured slower).
         (AVX2, matmul(512, 4096, 1024, epilogue=("add", "relu"))),
         # A 12-way L1 (an Intel Xeon restricted to AVX2) has ways to spare beside 6 rows.

@@ -38,7 +38,8 @@ def walk_n_outer(op: OpInfo, cpu: HostCPU, config: Config) -> Config:
       f32 tiles; AVX-512's 64- and 32-column ones, not measured N outer, are wider);
     - C's column panel (M x NC) passes B's share of L2, so the M-outer nest would read it
       back from L3 every K block anyway;
-    - one thread, f32, and no epilogue (the cases measured).
+    - one thread, f32, both operands stored as [M, K] and [K, N], and no epilogue (the
+      cases measured).
     Measured on an AMD Zen 3 (32 KiB 8-way L1d, 512 KiB L2; 6 x 16 tiles, KC=256; medians
     of 5-6 rounds against OpenBLAS in one run, M outer -> N outer with NC=1024): 2048^3
     0.70x -> 0.88x (NC=2048: 0.74x -> 0.93x), 4096^3 0.85x -> 0.93x, 1024^3 0.78x ->
@@ -58,6 +59,7 @@ def walk_n_outer(op: OpInfo, cpu: HostCPU, config: Config) -> Config:
         and op.element_type == op.dtypes[-1] == "f32"
         and not op.attributes.get("epilogue")
         and not op.attributes.get("transpose_a")
+        and not op.attributes.get("transpose_b")
         and config["PACK"] == PACK_B
     )
     if not (measured and crowded_set and panel_in_l1 and c_panel_past_l2):
