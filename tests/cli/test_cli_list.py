@@ -42,9 +42,9 @@ def test_list_agrees_with_bench_json(capsys, workload, specs):
 def test_list_names_every_source(capsys):
     plan = run_json(capsys, "list", "matmul", "M=512", "N=512", "K=512", "--no-specs", "--json")
     sources = plan["parameter_sources"]
-    # The selector picks the tiles; the unroll factor and loop order keep their defaults.
-    assert sources["MR"] == sources["KC"] == "selector"
-    assert sources["KU"] == sources["ORDER"] == "default"
+    # The selector picks the tiles and the loop order; the unroll factor keeps its default.
+    assert sources["MR"] == sources["KC"] == sources["ORDER"] == "selector"
+    assert sources["KU"] == "default"
     assert plan["config_source"] == "selector"
 
 
