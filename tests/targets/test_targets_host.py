@@ -168,7 +168,7 @@ def test_fingerprint():
 
 def check_contraction(target: HostCPU, op: OpInfo, chosen: dict[str, int]) -> None:
     """Properties every contraction choice must have."""
-    knobs = {"MC", "NC", "KC", "MR", "NR", "PACK", "PREFETCH", "UNIT"}
+    knobs = {"MC", "NC", "KC", "MR", "NR", "ORDER", "PACK", "PREFETCH", "UNIT"}
     assert chosen.keys() == selected_names("contraction") == knobs
     m, n, k = op.dims["M"], op.dims["N"], op.dims["K"]
     if chosen["PACK"]:  # packed panels are whole register tiles (partial blocks are padded)
