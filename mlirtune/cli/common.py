@@ -131,7 +131,21 @@ def iree_engine_of(args: argparse.Namespace, target: Target) -> IreeEngine:
     spec = Path(args.spec[0]) if getattr(args, "spec", None) else None
     if spec is not None and not spec.is_file():
         raise UsageError(f"--spec {spec}: no such tuning spec file")
-    return IreeEngine(target, spec)
+    engine = IreeEngine(target, spec)
+    tuned_on = engine.spec_tuned_on().get("class")
+    if tuned_on and tuned_on != target.hardware_class():
+        import warnings
+
+        from mlirtune.specs.specset import SpecWarning
+
+        warnings.warn(
+            f"--spec {spec} was tuned on CPU class {tuned_on}, not on this host's "
+            f"({target.hardware_class()}); IREE applies it whole, so its configs may not suit "
+            "here: tune this host's own with `mlirtune tune --engine iree`",
+            SpecWarning,
+            stacklevel=2,
+        )
+    return engine
 
 
 def specs_of(args: argparse.Namespace, target: Target) -> tuple[SpecSet | None, bool]:

@@ -14,6 +14,7 @@ from mlirtune.cli.common import (
     add_spec_arguments,
     add_target_argument,
     engine_of,
+    integer,
     label,
     plural,
     seconds,
@@ -27,6 +28,7 @@ EPILOG = """\
 examples:
   mlirtune specs export --db tuning.db -o my-specs.mlir
   mlirtune specs export --db tuning.db --workload matmul -o matmuls.mlirbc
+  mlirtune specs export --engine iree --payload examples/iree/mlp.mlir --entry mlp -o mlp.mlir
   mlirtune specs list
   mlirtune specs list my-specs.mlir
   mlirtune specs verify my-specs.mlir
@@ -96,6 +98,20 @@ def add_specs_parser(subparsers: Any) -> None:
         "--per-class`), each from the verdicts measured on that class",
     )
     add_target_argument(export)
+    model = export.add_argument_group(
+        "with --engine iree: the model whose dispatches' verdicts make the IREE tuning spec"
+    )
+    model.add_argument("--for", dest="model", metavar="WORKLOAD", help="built-in workload")
+    model.add_argument("options", nargs="*", metavar="KEY=VALUE", help="its options")
+    model.add_argument("--torch", metavar="FILE.py[:FACTORY]", help="a PyTorch module")
+    model.add_argument("--batch", type=integer(1), metavar="N", help="--torch's batch_size")
+    model.add_argument("--payload", metavar="FILE.mlir", help="linalg on tensors")
+    model.add_argument(
+        "--entry",
+        default="payload",
+        metavar="NAME",
+        help="--payload's entry function (default: %(default)s)",
+    )
     listing = command("list", "entries with speedup and provenance", _list)
     listing.add_argument("libraries", nargs="*", metavar="LIB", help="default: those applied")
     add_target_argument(listing)
@@ -159,9 +175,14 @@ def _export(args: argparse.Namespace) -> int:
     from mlirtune.tune.db import TuningDB
 
     if args.engine == "iree":
+        from mlirtune.cli.tune_iree import export_iree_spec
+
+        return export_iree_spec(args)
+    given = [flag for flag in ("model", "torch", "payload") if getattr(args, flag)]
+    if given or args.options:
         raise UsageError(
-            "specs export writes this project's libraries; IREE's tuning specs are written "
-            "by `mlirtune tune ... --engine iree --update-spec SPEC.mlir`",
+            "--for, --torch and --payload name the model of an IREE tuning spec (--engine "
+            "iree); this project's libraries take every verdict, or --workload's",
             stage="specs",
         )
     if args.per_class:

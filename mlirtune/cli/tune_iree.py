@@ -126,6 +126,56 @@ def _write_spec(
     print_plain(Console(stderr=True), f"wrote the IREE tuning spec of {count} to {path}")
 
 
+def export_iree_spec(args: argparse.Namespace) -> int:
+    """`specs export --engine iree`: the model's IREE tuning spec from the database, one
+    matcher per dispatch whose verdict on this host, with this IREE, beat IREE's config."""
+    from mlirtune.cli.common import target_of, workload_of
+    from mlirtune.iree.problem import distinct_tunable, recorded_verdicts
+    from mlirtune.tune.db import TuningDB
+
+    if args.per_class or args.workload:
+        flag = "--per-class" if args.per_class else "--workload"
+        raise UsageError(f"{flag} exports this project's libraries: drop it with --engine iree")
+    if not (args.model or args.torch or args.payload):
+        raise UsageError(
+            "--engine iree exports one model's spec: name it with --for WORKLOAD, --torch "
+            "FILE.py or --payload FILE.mlir",
+            stage="specs",
+        )
+    path = Path(args.output)
+    if path.suffix != ".mlir":
+        raise UsageError(f"{path}: an IREE tuning spec is a .mlir file", stage="specs")
+    host = problem_target(target_of(args))
+    model = argparse.Namespace(
+        **{**vars(args), "workload": args.model, "inputs": None, "expect": None}
+    )
+    workload = workload_of(model)
+    engine = iree_engine_of(args, host)
+    roots = distinct_tunable(engine.dispatches(workload))
+    with TuningDB(args.db, readonly=True) as db:
+        found = recorded_verdicts(db, workload, host, roots)
+    if all(verdict is None for _, verdict in found):
+        raise UsageError(
+            f"tuning database {args.db} holds no IREE verdicts for {label(workload.describe())} "
+            "on this host with this IREE; run `mlirtune tune --engine iree` on it first",
+            stage="specs",
+        )
+    for root, verdict in found:
+        if verdict is None:
+            kept = "not tuned: IREE's config"
+        elif verdict.won:
+            kept = f"tuned {verdict.params}, {verdict.speedup:.2f}x IREE's config"
+        else:
+            kept = "IREE's config won its race"
+        print(f"dispatch {root.dispatch} ({root.describe()}): {kept}")
+    winners = [(root, verdict.params) for root, verdict in found if verdict and verdict.won]
+    engine.write_spec(winners, path)
+    print(
+        f"wrote the IREE tuning spec of {plural(len(winners), 'dispatch', 'dispatches')} to {path}"
+    )
+    return 0
+
+
 def problem_target(target: Target) -> HostCPU:
     """The host target IREE compiles for."""
     from mlirtune.targets import HostCPU

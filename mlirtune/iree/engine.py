@@ -42,7 +42,7 @@ from mlirtune.iree.tools import iree_compile, require_iree, spec_tool
 from mlirtune.memory import check_memory
 from mlirtune.runtime.host import HostRuntime
 from mlirtune.targets.host_cpu import HostCPU
-from mlirtune.toolchain import digest
+from mlirtune.toolchain import IREE_PACKAGES, digest, toolchain_versions
 
 Config = dict[str, int]
 DUMP_FLAGS = ("--iree-codegen-add-tuner-attributes", "--compile-to=executable-configurations")
@@ -211,9 +211,21 @@ class IreeEngine(Engine):
             }
             for root, config in entries
         ]
-        entries_path = path.with_suffix(".json")
-        entries_path.write_text(json.dumps(listed))
+        entries_path = Path(self._folder.name) / "spec-entries.json"
+        entries_path.write_text(json.dumps({"entries": listed, "tuned_on": self.tuned_on()}))
         spec_tool("spec", str(entries_path), str(path), *([str(merged)] if merged else []))
+
+    def tuned_on(self) -> dict[str, str]:
+        """The stamp of the specs this engine writes: the CPU class, CPU and IREE."""
+        return {
+            "class": self.target.hardware_class(),
+            "cpu": str(self.target.fingerprint().get("model", "")),
+            "iree": toolchain_versions(IREE_PACKAGES).get("iree-base-compiler", ""),
+        }
+
+    def spec_tuned_on(self) -> dict[str, str]:
+        """The stamp of the spec this engine applies ({} where it has none or no spec)."""
+        return json.loads(spec_tool("tuned-on", str(self.spec))) if self.spec else {}
 
     def clear_cache(self) -> None:
         for kernel in self._kernels.values():

@@ -21,7 +21,7 @@ from mlirtune.iree.tiles import IREE_DEFAULT, KNOBS, PIPELINES, IreeRoot, search
 from mlirtune.iree.tools import TARGET_FLAGS
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.toolchain import current_toolchain, digest
-from mlirtune.tune.db import TuningDB
+from mlirtune.tune.db import TuningDB, Verdict
 from mlirtune.tune.evaluator import EvaluatorSettings, IsolatedEvaluator
 from mlirtune.tune.key import TuningKey
 from mlirtune.tune.problem import TuningProblem, check_worker_memory, workload_identity
@@ -40,9 +40,18 @@ def iree_problem(
 ) -> TuningProblem:
     """The search over the knobs of `root`, a dispatch of `workload`, on `target`."""
     check_worker_memory(workload, settings or EvaluatorSettings())
-    op = root_info(root)
-    key = TuningKey(
-        workload={**workload_identity(workload, op), "dispatch": root.dispatch},
+    return TuningProblem(
+        workload, target, PIPELINE_NAME, None, None, root_info(root), {k: k for k in KNOBS},
+        search_space(root, target), iree_key(workload, target, root),
+        untuned=dict(IREE_DEFAULT), timed_flops=root.flops,
+    )  # fmt: skip
+
+
+def iree_key(workload: Workload, target: HostCPU, root: IreeRoot) -> TuningKey:
+    """What the records and verdict of `root`'s search are keyed on: the workload and its
+    dispatch, the CPU, this install's IREE, and IREE's flags, pipelines and knobs."""
+    return TuningKey(
+        workload={**workload_identity(workload, root_info(root)), "dispatch": root.dispatch},
         target=target.fingerprint(),
         toolchain=current_toolchain(iree=True),
         pipeline=PIPELINE_NAME,
@@ -50,10 +59,6 @@ def iree_problem(
             {"flags": TARGET_FLAGS, "translation": PIPELINES, "knobs": KNOBS, "timed": TIMED}
         ),
     )
-    return TuningProblem(
-        workload, target, PIPELINE_NAME, None, None, op, {k: k for k in KNOBS},
-        search_space(root, target), key, untuned=dict(IREE_DEFAULT), timed_flops=root.flops,
-    )  # fmt: skip
 
 
 def root_info(root: IreeRoot) -> OpInfo:
@@ -147,3 +152,11 @@ def distinct_tunable(roots: list[IreeRoot]) -> list[IreeRoot]:
             seen.add(identity)
             distinct.append(root)
     return distinct
+
+
+def recorded_verdicts(
+    db: TuningDB, workload: Workload, target: HostCPU, roots: list[IreeRoot]
+) -> list[tuple[IreeRoot, Verdict | None]]:
+    """Each root's latest verdict tuned on `target` with this install's IREE (None where
+    its dispatch was never tuned so)."""
+    return [(root, db.verdict(iree_key(workload, target, root))) for root in roots]

@@ -5,6 +5,8 @@
     python spec_tool.py spec ENTRIES.json OUT.mlir [EARLIER.mlir]
                                                   a tuning spec for the entries (and
                                                   the other matchers of EARLIER)
+    python spec_tool.py tuned-on SPEC.mlir        the CPU class and IREE SPEC was tuned
+                                                  on, as JSON
 
 `roots` reads the executable configurations `iree-compile` dumped with tuner attributes
 (`--iree-codegen-add-tuner-attributes`): per dispatch, its root op, loop sizes, element types
@@ -32,6 +34,7 @@ from iree.compiler.dialects import preprocessing_transform as iree_transform
 ENTRY_POINT = "__kernel_config"
 APPLY = "apply_op_config"
 MATCHER_PREFIX = "match_"  # and the dispatch's name: one matcher per dispatch
+TUNED_ON = "mlirtune.tuned_on"  # the module's stamp: CPU class, CPU and IREE it was tuned on
 
 
 def roots(paths: list[str], spec_path: str | None = None) -> list[dict]:
@@ -142,19 +145,27 @@ def _function_of(op: ir.Operation) -> ir.Operation:
     return parent
 
 
-def spec(entries: list[dict], output: str, merged: str | None = None) -> None:
+def spec(
+    entries: list[dict], output: str, merged: str | None = None, tuned_on: dict | None = None
+) -> None:
     """Write the tuning spec of `entries` ({"file", "lowering_config", "translation_info"},
-    the file one `roots` read) to `output`, verified. With `merged` (an earlier spec of
-    this tool), its matchers are kept, except those of the dispatches `entries` set again."""
+    the file one `roots` read) to `output`, verified, stamped with `tuned_on` (the CPU
+    class and IREE it was tuned on, strings). With `merged` (an earlier spec of this tool,
+    tuned on the same class), its matchers are kept, except those of the dispatches
+    `entries` set again."""
+    tuned_on = tuned_on or {}
     with ir.Context() as context, ir.Location.unknown():
         module = ir.Module.create()
         module.operation.attributes["transform.with_named_sequence"] = ir.UnitAttr.get()
+        module.operation.attributes[TUNED_ON] = ir.DictAttr.get(
+            {key: ir.StringAttr.get(value) for key, value in tuned_on.items()}
+        )
         any_op, any_param = transform.AnyOpType.get(), transform.AnyParamType.get()
         with ir.InsertionPoint(module.body):
             _apply_sequence(any_op, any_param)
             matchers = [_matcher(entry, context, any_op, any_param) for entry in entries]
             if merged:
-                matchers += _kept_matchers(merged, context, set(matchers))
+                matchers += _kept_matchers(merged, context, set(matchers), tuned_on)
             # foreach_match consumes the payload's handle; without matchers it is only read
             effect = "transform.consumed" if matchers else "transform.readonly"
             entry_point = transform.NamedSequenceOp(
@@ -180,9 +191,21 @@ def spec(entries: list[dict], output: str, merged: str | None = None) -> None:
             file.write(str(module))
 
 
-def _kept_matchers(path: str, context: ir.Context, replaced: set[str]) -> list[str]:
+def _tuned_on(path: str, context: ir.Context) -> dict[str, str]:
+    """The `tuned_on` stamp of the spec at `path` ({} where it has none)."""
+    with open(path) as file:
+        module = ir.Module.parse(file.read(), context)
+    if TUNED_ON not in module.operation.attributes:
+        return {}
+    stamp = ir.DictAttr(module.operation.attributes[TUNED_ON])
+    return {stamp[i].name: ir.StringAttr(stamp[i].attr).value for i in range(len(stamp))}
+
+
+def _kept_matchers(
+    path: str, context: ir.Context, replaced: set[str], tuned_on: dict[str, str]
+) -> list[str]:
     """Clone the matchers of the spec at `path` not named in `replaced` to the insertion
-    point; their names."""
+    point; their names. A spec stamped with another CPU class than `tuned_on`'s is refused."""
     with open(path) as file:
         earlier = ir.Module.parse(file.read(), context)
     names = [
@@ -192,6 +215,12 @@ def _kept_matchers(path: str, context: ir.Context, replaced: set[str]) -> list[s
     ]
     if names != [ENTRY_POINT]:  # refused, not overwritten: it may be another library
         raise SystemExit(f"error: {path} is no IREE tuning spec written by mlirtune")
+    earlier_class = _tuned_on(path, context).get("class")
+    if earlier_class and earlier_class != tuned_on.get("class"):
+        raise SystemExit(
+            f"error: {path} was tuned on CPU class {earlier_class}, this host is "
+            f"{tuned_on.get('class')}: write this host's spec to another file"
+        )
     kept = []
     for op in earlier.body.operations:
         name = ir.StringAttr(op.attributes["sym_name"]).value if "sym_name" in op.attributes else ""
@@ -256,7 +285,13 @@ def main(arguments: list[str]) -> int:
         return 0
     if arguments[:1] == ["spec"] and len(arguments) in (3, 4):
         with open(arguments[1]) as file:
-            spec(json.load(file), arguments[2], arguments[3] if len(arguments) == 4 else None)
+            listed = json.load(file)
+        merged = arguments[3] if len(arguments) == 4 else None
+        spec(listed["entries"], arguments[2], merged, listed["tuned_on"])
+        return 0
+    if arguments[:1] == ["tuned-on"] and len(arguments) == 2:
+        with ir.Context() as context:
+            json.dump(_tuned_on(arguments[1], context), sys.stdout)
         return 0
     print(__doc__, file=sys.stderr)
     return 2

@@ -203,6 +203,17 @@ class TuningDB:
         ).fetchall()
         return [verdict_of(row) for row in rows]
 
+    def verdict(self, key: TuningKey) -> Verdict | None:
+        """The latest verdict recorded under exactly `key`, or None."""
+        row = self.conn.execute(
+            f"""{SELECT_VERDICTS}
+               WHERE v.workload_hash = ? AND v.target_hash = ? AND v.toolchain_hash = ?
+                     AND v.pipeline_hash = ?
+               ORDER BY v.id DESC LIMIT 1""",
+            _key_values(key),
+        ).fetchone()
+        return verdict_of(row)[1] if row else None
+
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         """One write transaction, committed on leaving; SQLite failures (a full disk, a
