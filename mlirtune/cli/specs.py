@@ -14,13 +14,13 @@ from mlirtune.cli.common import (
     add_spec_arguments,
     add_target_argument,
     engine_of,
-    integer,
     label,
     plural,
     seconds,
     target_of,
     workload_of,
 )
+from mlirtune.cli.tune_iree import add_iree_model_arguments, refuse_iree_model_arguments
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.ir.context import new_context
 
@@ -98,20 +98,7 @@ def add_specs_parser(subparsers: Any) -> None:
         "--per-class`), each from the verdicts measured on that class",
     )
     add_target_argument(export)
-    model = export.add_argument_group(
-        "with --engine iree: the model whose dispatches' verdicts make the IREE tuning spec"
-    )
-    model.add_argument("--for", dest="model", metavar="WORKLOAD", help="built-in workload")
-    model.add_argument("options", nargs="*", metavar="KEY=VALUE", help="its options")
-    model.add_argument("--torch", metavar="FILE.py[:FACTORY]", help="a PyTorch module")
-    model.add_argument("--batch", type=integer(1), metavar="N", help="--torch's batch_size")
-    model.add_argument("--payload", metavar="FILE.mlir", help="linalg on tensors")
-    model.add_argument(
-        "--entry",
-        default="payload",
-        metavar="NAME",
-        help="--payload's entry function (default: %(default)s)",
-    )
+    add_iree_model_arguments(export)
     listing = command("list", "entries with speedup and provenance", _list)
     listing.add_argument("libraries", nargs="*", metavar="LIB", help="default: those applied")
     add_target_argument(listing)
@@ -178,13 +165,7 @@ def _export(args: argparse.Namespace) -> int:
         from mlirtune.cli.tune_iree import export_iree_spec
 
         return export_iree_spec(args)
-    given = [flag for flag in ("model", "torch", "payload") if getattr(args, flag)]
-    if given or args.options:
-        raise UsageError(
-            "--for, --torch and --payload name the model of an IREE tuning spec (--engine "
-            "iree); this project's libraries take every verdict, or --workload's",
-            stage="specs",
-        )
+    refuse_iree_model_arguments(args)
     if args.per_class:
         return _export_per_class(args)
     target = target_of(args)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from mlirtune.cli.common import iree_engine_of, label, plural
+from mlirtune.cli.common import integer, iree_engine_of, label, plural
 from mlirtune.cli.tune_report import (
     print_plain,
     print_report,
@@ -124,6 +124,35 @@ def _write_spec(
     engine.write_spec(winners, path, merged=path if path.exists() else None)
     count = plural(len(winners), "winning dispatch", "winning dispatches")
     print_plain(Console(stderr=True), f"wrote the IREE tuning spec of {count} to {path}")
+
+
+def add_iree_model_arguments(export: argparse.ArgumentParser) -> None:
+    """`specs export`'s model, for --engine iree."""
+    model = export.add_argument_group(
+        "with --engine iree: the model whose dispatches' verdicts make the IREE tuning spec"
+    )
+    model.add_argument("--for", dest="model", metavar="WORKLOAD", help="built-in workload")
+    model.add_argument("options", nargs="*", metavar="KEY=VALUE", help="its options")
+    model.add_argument("--torch", metavar="FILE.py[:FACTORY]", help="a PyTorch module")
+    model.add_argument("--batch", type=integer(1), metavar="N", help="--torch's batch_size")
+    model.add_argument("--payload", metavar="FILE.mlir", help="linalg on tensors")
+    model.add_argument(
+        "--entry",
+        default="payload",
+        metavar="NAME",
+        help="--payload's entry function (default: %(default)s)",
+    )
+
+
+def refuse_iree_model_arguments(args: argparse.Namespace) -> None:
+    """`specs export` without --engine iree: its model arguments do not apply."""
+    given = [flag for flag in ("model", "torch", "payload") if getattr(args, flag)]
+    if given or args.options:
+        raise UsageError(
+            "--for, --torch and --payload name the model of an IREE tuning spec (--engine "
+            "iree); this project's libraries take every verdict, or --workload's",
+            stage="specs",
+        )
 
 
 def export_iree_spec(args: argparse.Namespace) -> int:
