@@ -25,6 +25,7 @@ from mlirtune.ir.inspect import find_function, ops_named
 from mlirtune.schedules.roots import find_roots, root_flops, summed_terms
 from mlirtune.torch.importer import ENTRY, ImportedModule
 from mlirtune.torch.masks import store_masks_as_bytes
+from mlirtune.torch.static_concats import concat_static_operands
 from mlirtune.workloads.base import SEED_PARAM, PayloadWorkload
 from mlirtune.workloads.payload import build_payload
 
@@ -55,6 +56,7 @@ class TorchWorkload(PayloadWorkload):
                 stage="torch",
             ) from None
         store_masks_as_bytes(_entry(module), self.imported.name)
+        concat_static_operands(_entry(module))
         return module
 
     def _signature(self, module: ir.Module) -> list[ArgSpec]:
