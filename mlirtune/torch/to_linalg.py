@@ -8,7 +8,8 @@ Beside torch-mlir's decompositions it applies its own, where torch-mlir's make k
 project cannot make fast: variances in the input's precision (not f64), a group norm as
 rows, a softmax's masked rows found by its maximum, a cumulative sum as products with
 triangular blocks, a cumulative product by doubling, strided convolutions as convolutions
-of stride one, and 3-D depthwise convolutions as grouped ones.
+of stride one, 3-D depthwise convolutions as grouped ones, and reflected and replicated
+pads as joined slices.
 
     python -I to_linalg.py PROGRAM.pt2 OUT.mlir FUNC_NAME
 """
@@ -34,6 +35,9 @@ def main(program_path: str, text_path: str, func_name: str) -> None:
     table[aten.cumprod.default] = cumprod
     table[aten.convolution.default] = convolution
     table[aten.view.default] = view
+    for rank in ("1d", "2d", "3d"):
+        table[getattr(aten, f"reflection_pad{rank}").default] = reflection_pad
+        table[getattr(aten, f"replication_pad{rank}").default] = replication_pad
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # torch's own deprecations
         program = torch.export.load(program_path)
@@ -159,6 +163,38 @@ def group_norm(x, weight, bias, batch, channels, spatial, groups, eps):
     if bias is not None:
         out = out + bias.reshape(per_channel)
     return out, mean.reshape(batch, groups), rstd.reshape(batch, groups)
+
+
+def reflection_pad(x, padding):
+    """A reflection pad as the input joined with one-wide slices of itself in mirrored
+    order (`padding` lists the last dim's sides first). torch's decomposition gathers every
+    output element through index tensors, which no vectorizer takes, and torch-mlir's own
+    lowering reads the border through a negated index, which MLIR's tiling asserts on;
+    joined slices are copies."""
+    return _bordered(x, padding, lambda size, side, i: i + 1 if side == 0 else size - 2 - i)
+
+
+def replication_pad(x, padding):
+    """A replication pad as the input joined with copies of its edge slices (see
+    reflection_pad)."""
+    return _bordered(x, padding, lambda size, side, i: 0 if side == 0 else size - 1)
+
+
+def _bordered(x, padding, source):
+    """`x` with each padded dim's borders joined from one-wide slices: the i-th slice out
+    from side 0 (before) or 1 (after) copies the element `source(size, side, i)`."""
+    import torch
+
+    if any(p < 0 for p in padding):  # a crop
+        return NotImplemented
+    for axis in range(len(padding) // 2):
+        dim = x.dim() - 1 - axis
+        size = x.shape[dim]
+        before = [x.narrow(dim, source(size, 0, i), 1) for i in range(padding[2 * axis])]
+        after = [x.narrow(dim, source(size, 1, i), 1) for i in range(padding[2 * axis + 1])]
+        if before or after:
+            x = torch.cat([*reversed(before), x, *after], dim)
+    return x
 
 
 def convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
