@@ -1,6 +1,7 @@
 """`mlirtune tune --engine iree`: search the lowering config of each distinct contraction and
 convolution dispatch IREE forms of a workload, and write the winners as one tuning spec
-`iree-compile` applies."""
+`iree-compile` applies; `mlirtune specs export --engine iree` writes that spec again from the
+tuning database."""
 
 from __future__ import annotations
 
@@ -146,8 +147,7 @@ def add_iree_model_arguments(export: argparse.ArgumentParser) -> None:
 
 def refuse_iree_model_arguments(args: argparse.Namespace) -> None:
     """`specs export` without --engine iree: its model arguments do not apply."""
-    given = [flag for flag in ("model", "torch", "payload") if getattr(args, flag)]
-    if given or args.options:
+    if args.model or args.torch or args.payload or args.options:
         raise UsageError(
             "--for, --torch and --payload name the model of an IREE tuning spec (--engine "
             "iree); this project's libraries take every verdict, or --workload's",
