@@ -89,6 +89,10 @@ class AxisReduction(HostFamily[AxisReductionKnobs]):
         if len(reduced) != 1 or reduced[0] == len(loops) - 1 or len(loops) > 3:
             return None  # the schedule tiles [OUTER, R, INNER]; more loops: the generic's
         (r,) = reduced
+        if [n for n in loops[r + 1 :] if n != 1][:-1]:  # with OUTER 1 its unit loops are
+            return None  # folded away, so INNER must be one loop
+        if product(loops[:r]) == product(loops[r + 1 :]) == 1:  # a vector summed whole
+            return None
         dims = {"OUTER": product(loops[:r]), "R": loops[r], "INNER": product(loops[r + 1 :])}
         # Two outputs: an arg reduction (value and index, see workloads/reduce.py).
         segments = "operandSegmentSizes"  # [inputs, outputs] of a DPS op
@@ -130,6 +134,7 @@ class AxisReduction(HostFamily[AxisReductionKnobs]):
             knobs=self.knob_values(op, parameters),
             outputs=op.attributes.get("outputs", 1),
             gathered=bool(op.attributes.get("gathered")),
+            outer_loop=op.dims["OUTER"] > 1,
         )
 
     def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
@@ -232,29 +237,42 @@ def axis_reduction_schedule(
     knobs: AxisReductionKnobs,
     outputs: int = 1,
     gathered: bool = False,
+    outer_loop: bool = True,
 ) -> ir.Module:
     """Schedule the one [OUTER, R, INNER] -> [OUTER, INNER] reduction generic (with its fills)
     whose result the payload writes (see the module docstring); a `gathered` input's gather
-    (an embedding's lookup) is fused into the R steps."""
+    (an embedding's lookup) is fused into the R steps. Without `outer_loop` (OUTER is 1: a
+    column sum) the unit loops are folded away first, leaving [R, INNER] -> [INNER]."""
     outer, r, inner = shape
     outer_tile = min(knobs.outer, outer)
     cols = min(knobs.cols, inner)
     r_step = 1 if outputs > 1 else min(knobs.r_step, r)
     parallel = knobs.threads > 1 and outer % outer_tile == 0 and outer > 1
+    iterators = AXIS_REDUCTION if outer_loop else AXIS_REDUCTION[1:]
+
+    def sizes(outer: int, r: int, inner: int) -> list[int]:
+        return [outer, r, inner] if outer_loop else [r, inner]
+
     with ScheduleBuilder("axis_reduction") as s:
         if parallel:
             s.fuse_with_loops(s.last_op(), [outer_tile, 0, 0], "parallel_outer", parallel=True)
         function = s.match(s.root, ["func.func"], step="match_function")
-        reduction = s.match_generic(function, AXIS_REDUCTION, step="match_reduction")
+        if not outer_loop:  # torch's [R, INNER], [1, R, INNER] or [R, 1, INNER]
+            s.apply_patterns(
+                function,
+                "fold_unit_loops",
+                structured.apply_patterns_linalg_fold_unit_extent_dims_via_slices,
+            )
+        reduction = s.match_generic(function, iterators, step="match_reduction")
         # One OUTER row at a time, COLS columns of accumulators; the fills are fused.
-        _, (_, col_loop) = s.fuse_with_loops(reduction, [1, 0, cols], "tile_columns")
+        _, loops = s.fuse_with_loops(reduction, sizes(1, 0, cols), "tile_columns")
         if inner % cols:
-            s.peel(col_loop, step="peel_columns")
-        reduction = s.match_generic(function, AXIS_REDUCTION, step="match_column_tiles")
+            s.peel(loops[-1], step="peel_columns")
+        reduction = s.match_generic(function, iterators, step="match_column_tiles")
         if gathered:  # its rows fused into the R steps, not gathered whole per column tile
-            _, (r_loop,) = s.fuse_with_loops(reduction, [0, r_step, 0], step="tile_r")
+            _, (r_loop,) = s.fuse_with_loops(reduction, sizes(0, r_step, 0), step="tile_r")
         else:
-            _, (r_loop,) = s.tile(reduction, [0, r_step, 0], step="tile_r")
+            _, (r_loop,) = s.tile(reduction, sizes(0, r_step, 0), step="tile_r")
         if r % r_step:
             s.peel(r_loop, step="peel_r")
         s.canonicalize(function)  # static sizes for the peeled tiles

@@ -39,6 +39,7 @@ def get_init_inputs():
 FORMS = {
     "argmax_rows": ("torch.argmax(x, dim=-1)", "6, 40, 96", 'float("nan")'),
     "argmin_middle_axis": ("torch.argmin(x, dim=1)", "6, 40, 24", 'float("nan")'),
+    "argmax_columns": ("torch.argmax(x, dim=0)", "96, 64", 'float("nan")'),
     "max_values_and_indices": ("torch.max(x, dim=-1)", "8, 200", "9.0"),
 }
 

@@ -82,12 +82,16 @@ def test_ties_keep_the_first_index_and_nan_wins(engine, op):
 
 @pytest.mark.jit
 @pytest.mark.parametrize("op", ["sum", "mean"])
-def test_schedule_vectorizes_the_r_loop(engine, op):
+@pytest.mark.parametrize(
+    ("shape", "axis"),
+    [("3,40,33", 1), ("40,33", 0), ("1,40,33", 1)],  # no OUTER loop: a column reduction
+)
+def test_schedule_vectorizes_the_r_loop(engine, op, shape, axis):
     """Vector adds of whole rows: no horizontal reduction, and mean's multiply by 1/R stays
     element-wise (not a vector.contract)."""
     stages = {}
     engine.lower_payload(
-        Reduce(shape="3,40,33", axis=1, op=op),
+        Reduce(shape=shape, axis=axis, op=op),
         {"COLS": 16, "R_STEP": 4},
         observer=lambda stage, module: stages.setdefault(stage, str(module)),
     )
