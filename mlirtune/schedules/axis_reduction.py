@@ -91,8 +91,6 @@ class AxisReduction(HostFamily[AxisReductionKnobs]):
         (r,) = reduced
         if [n for n in loops[r + 1 :] if n != 1][:-1]:  # with OUTER 1 its unit loops are
             return None  # folded away, so INNER must be one loop
-        if product(loops[:r]) == product(loops[r + 1 :]) == 1:  # a vector summed whole
-            return None
         dims = {"OUTER": product(loops[:r]), "R": loops[r], "INNER": product(loops[r + 1 :])}
         # Two outputs: an arg reduction (value and index, see workloads/reduce.py).
         segments = "operandSegmentSizes"  # [inputs, outputs] of a DPS op
@@ -134,7 +132,7 @@ class AxisReduction(HostFamily[AxisReductionKnobs]):
             knobs=self.knob_values(op, parameters),
             outputs=op.attributes.get("outputs", 1),
             gathered=bool(op.attributes.get("gathered")),
-            outer_loop=op.dims["OUTER"] > 1,
+            outer_loop=op.dims["OUTER"] > 1 or op.dims["INNER"] == 1,
         )
 
     def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
@@ -241,8 +239,9 @@ def axis_reduction_schedule(
 ) -> ir.Module:
     """Schedule the one [OUTER, R, INNER] -> [OUTER, INNER] reduction generic (with its fills)
     whose result the payload writes (see the module docstring); a `gathered` input's gather
-    (an embedding's lookup) is fused into the R steps. Without `outer_loop` (OUTER is 1: a
-    column sum) the unit loops are folded away first, leaving [R, INNER] -> [INNER]."""
+    (an embedding's lookup) is fused into the R steps. Without `outer_loop` (OUTER is 1 and
+    INNER is not: a column sum) the unit loops are folded away first, leaving [R, INNER] ->
+    [INNER]."""
     outer, r, inner = shape
     outer_tile = min(knobs.outer, outer)
     cols = min(knobs.cols, inner)
