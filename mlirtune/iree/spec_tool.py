@@ -191,10 +191,8 @@ def spec(
             file.write(str(module))
 
 
-def _tuned_on(path: str, context: ir.Context) -> dict[str, str]:
-    """The `tuned_on` stamp of the spec at `path` ({} where it has none)."""
-    with open(path) as file:
-        module = ir.Module.parse(file.read(), context)
+def _tuned_on(module: ir.Module) -> dict[str, str]:
+    """The `tuned_on` stamp of a spec ({} where it has none)."""
     if TUNED_ON not in module.operation.attributes:
         return {}
     stamp = ir.DictAttr(module.operation.attributes[TUNED_ON])
@@ -215,7 +213,7 @@ def _kept_matchers(
     ]
     if names != [ENTRY_POINT]:  # refused, not overwritten: it may be another library
         raise SystemExit(f"error: {path} is no IREE tuning spec written by mlirtune")
-    earlier_class = _tuned_on(path, context).get("class")
+    earlier_class = _tuned_on(earlier).get("class")
     if earlier_class and earlier_class != tuned_on.get("class"):
         raise SystemExit(
             f"error: {path} was tuned on CPU class {earlier_class}, this host is "
@@ -290,8 +288,8 @@ def main(arguments: list[str]) -> int:
         spec(listed["entries"], arguments[2], merged, listed["tuned_on"])
         return 0
     if arguments[:1] == ["tuned-on"] and len(arguments) == 2:
-        with ir.Context() as context:
-            json.dump(_tuned_on(arguments[1], context), sys.stdout)
+        with ir.Context() as context, open(arguments[1]) as file:
+            json.dump(_tuned_on(ir.Module.parse(file.read(), context)), sys.stdout)
         return 0
     print(__doc__, file=sys.stderr)
     return 2
