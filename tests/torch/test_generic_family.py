@@ -1,8 +1,10 @@
-"""Ops no dedicated family schedules (3-D convolutions, 3-D pooling, transposed
-convolutions) take the generic family's register tiles: they verify, on every CPU class,
+"""Ops no dedicated family schedules (3-D convolutions, 3-D pooling, transposed and
+grouped convolutions) take the generic family's register tiles: they verify, on every CPU class,
 and are vectorized rather than left as scalar loops. Skipped without the torch extra."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from mlir import ir
@@ -47,6 +49,9 @@ LAYERS = {
     "conv3d": ("torch.nn.Conv3d(4, 8, 3, padding=1)", "4, 6, 8, 16"),
     "maxpool3d": ("torch.nn.MaxPool3d(2, stride=2)", "8, 8, 8, 16"),
     "conv_transpose1d": ("torch.nn.ConvTranspose1d(8, 4, 3)", "8, 30"),
+    # Neither dense nor depthwise: the conv2d family's schedule failed to vectorize it,
+    # and it ran as scalar loops (0.22x eager at 4 x 64 x 56 x 56 in 4 groups).
+    "grouped_conv2d": ("torch.nn.Conv2d(8, 8, 3, padding=1, groups=2)", "8, 12, 16"),
 }
 
 ODD_ROWS = PROBLEM.format(layer="torch.nn.Conv1d(8, 16, 3, dilation=2)", shape="8, 62")
@@ -63,10 +68,12 @@ def test_ops_no_family_owns_are_vectorized_and_verify(tmp_path, name):
     engine = engine_for(HostCPU(), use_specs=False)
     result = engine.execute(workload)
     assert result.verification.ok, result.verification
-    dispatches = [d for d in result.extra.get("dispatches") or [] if d["kind"] == "generic"]
-    assert all(d["scheduled"] for d in dispatches), dispatches
-    pipelines = [d["pipeline"] for d in dispatches] or [result.extra["pipeline"]]
-    assert pipelines and all("generic" in p for p in pipelines), pipelines
+    dispatches = result.extra.get("dispatches")
+    if dispatches:  # split: the root's dispatch is the generic family's, and scheduled
+        roots = [d for d in dispatches if d["kind"] != "elementwise"]
+        assert roots and all(d["kind"] == "generic" and d["scheduled"] for d in roots), roots
+    else:
+        assert Path(result.extra["pipeline"]).stem == "generic", result.extra["pipeline"]
 
 
 @pytest.mark.parametrize("cpu_class", ["avx2", "avx512"])

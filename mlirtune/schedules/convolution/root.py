@@ -20,8 +20,9 @@ def recognise_convolution(
     conv = linalg.infer_convolution_dimensions(op)
     if conv is None or len(conv.output_image) != 2 or len(conv.filter_loop) != 2:
         return None
-    if not (len(conv.batch) == len(conv.output_channel) == len(conv.input_channel) == 1):
-        return None  # a depthwise or grouped form: another family's, or none
+    one_each = len(conv.batch) == len(conv.output_channel) == len(conv.input_channel) == 1
+    if conv.depth or not one_each:
+        return None  # a depthwise or grouped form: another family's, or the generic one
     (n,), (oh, ow), (f,), (kh, kw), (c,) = (
         conv.batch,
         conv.output_image,
