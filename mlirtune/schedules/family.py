@@ -119,7 +119,7 @@ class LibraryFamily(ScheduleFamily, Generic[ValuesT]):
         if self.covers(target):
             for name, value in self.select(op, target).items():
                 if name in domains and value not in domains[name]:
-                    domains[name] = (*domains[name], value)
+                    domains[name] = tuple(sorted((*domains[name], value)))
         return domains
 
     def knob_domains(self, op: OpInfo, target: Target) -> Domains:

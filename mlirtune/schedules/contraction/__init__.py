@@ -243,7 +243,9 @@ class Contraction(HostFamily[ContractionKnobs]):
         chosen = host.select(op, cpu, fixed.get("UNIT"), n_outer=n_outer)
         domains = self.knob_domains(op, cpu)
         for block, tile in (("MC", "MR"), ("NC", "NR")):
-            if tile in fixed and block not in fixed and chosen[block] % fixed[tile]:
+            if fixed.get(tile, 0) <= 0 or block in fixed:
+                continue  # a tile of no rows is refused by the parameters' own check
+            if chosen[block] % fixed[tile]:
                 whole = [v for v in domains[block] if v % fixed[tile] == 0] or [fixed[tile]]
                 chosen[block] = min(whole, key=lambda v: abs(v - chosen[block]))
         return chosen

@@ -30,7 +30,9 @@ from mlirtune.ir.inspect import defining_op, op_attributes, ops_named
 from mlirtune.schedules.contraction.steps.widen import WIDENED_ATTRIBUTE
 
 # What a copy read's vector may go through before it is stored: the moves of B's squares,
-# transposed (lowered to shuffles by the schedule). At most MOVES_SEEN of them are followed.
+# transposed (lowered to shuffles by the schedule). At most MOVES_SEEN of them are followed:
+# one read of B's 16 x 16 squares on AVX-512 (a 96-deep K block) reaches 8,944 ops, and a
+# limit of 4,096 left B stored [N, K] widened by a pass of its own on AVX-512 hosts.
 MOVES = {
     "vector.extract",
     "vector.insert",
@@ -40,7 +42,7 @@ MOVES = {
     "vector.to_elements",
     "vector.from_elements",
 }
-MOVES_SEEN = 4096
+MOVES_SEEN = 1 << 16
 # AVX2's 8 x 8 transpose is lowered with these instructions as inline assembly.
 MOVING_INSTRUCTIONS = {"vblendps", "vshufps", "vunpcklps", "vunpckhps", "vperm2f128"}
 
