@@ -52,12 +52,14 @@ def find_roots(module: ir.Module) -> list[tuple[ir.Operation, OpInfo]]:
         for info in convs:
             info.attributes["convs"] = len(convs)
     if not roots:
+        # Element-wise ops with loops (a scalar's, such as a logsumexp's last steps over a
+        # whole-tensor result, has none to tile and is lowered as it is).
         chain: list[ir.Operation] = []
         for function in functions:
             function.operation.walk(
                 lambda op: (
                     chain.append(op) or ir.WalkResult.ADVANCE
-                    if op.name == "linalg.generic" and is_static(op)
+                    if op.name == "linalg.generic" and is_static(op) and loop_sizes(op)
                     else ir.WalkResult.ADVANCE
                 )
             )
