@@ -132,10 +132,11 @@ def vectors_per_step(op: OpInfo, cpu: HostCPU) -> int:
     """Vectors of a row each step of a plain row reduction reads (the tile keeps its rows):
     four on rows of 64 vectors or more, fewer on shorter ones, where each row's tile ends by
     merging its vectors and then their lanes. Measured on a Zen 5 (a mean over rows, torch's
-    time over ours, 4-row tiles): rows of 16 vectors 0.58x with four vectors a step, 1.12x
-    with one; rows of 8 vectors 0.38x against 0.82x; restricted to AVX2 (2-row tiles), rows
-    of 16 vectors 0.68x against 0.90x. At 4096 columns four vectors stayed best (1.22x
-    against 1.02-1.03x)."""
+    time over ours, 4-row tiles, four vectors a step against the rule's): rows of 8 vectors
+    0.40-0.41x against 1.15-1.18x, of 16 vectors 0.58x against 1.12x, of 32 vectors
+    0.63-0.74x against 0.82-0.95x; restricted to AVX2 (2-row tiles), rows of 16 vectors
+    0.68x against 0.90x. At 4096 columns 4 x 64 tiles stayed best (1.22x; 8 x 32 and 16 x 16
+    1.02-1.03x)."""
     row_vectors = -(-op.dims["COLS"] // cpu.lanes(op.element_type))
     return 4 if row_vectors >= 64 else 2 if row_vectors >= 32 else 1
 
