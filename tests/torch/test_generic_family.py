@@ -222,3 +222,37 @@ def test_a_causal_attention_softmax_is_row_wise(tmp_path):
     assert result.verification.ok, result.verification
     softmax = [d for d in result.extra["dispatches"] if d["kind"] == "reduction"]
     assert softmax and all(d["scheduled"] for d in softmax), result.extra["dispatches"]
+
+
+PRODUCERS_FIRST = """
+import torch
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.BatchNorm1d(8)
+        self.proj = torch.nn.Conv1d(8, 32, 1)
+
+    def forward(self, x):
+        return self.proj(torch.nn.functional.gelu(self.norm(x)))
+
+
+def get_inputs():
+    return [torch.randn(2, 8, 40)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_generic_root_reading_computed_values_is_split_from_them(tmp_path):
+    """A 1x1 Conv1d after a BatchNorm1d and GELU: fused into the conv's register tiles, the
+    GELU was computed again for every tile of output channels (0.20x eager); the payload
+    is split, the element-wise ops in a dispatch of their own."""
+    workload = problem_workload(tmp_path, "producers_first.py", PRODUCERS_FIRST)
+    result = engine_for(HostCPU(), use_specs=False).execute(workload)
+    assert result.verification.ok, result.verification
+    kinds = [d["kind"] for d in result.extra["dispatches"]]
+    assert "generic" in kinds and kinds.index("generic") > 0, kinds
