@@ -43,16 +43,14 @@ def annotated_payload(workload: Workload) -> tuple[ir.Module, list[OpInfo]]:
 MULTI_ROOT = "multi_root"
 
 
-def descriptor_names(
-    workload: Workload, roots: list[OpInfo], module: ir.Module | None = None
-) -> list[str]:
+def descriptor_names(workload: Workload, roots: list[OpInfo], module: ir.Module) -> list[str]:
     """Default descriptor names for a workload, most specific first: its own
     (`descriptor_name`), then its root op's kind (lookup adds "default"). A payload of
     several root ops (an imported model) falls to `multi_root`, which splits it into
     dispatches of one root each, unless a descriptor is named after the workload (a
     softmax's two row reductions are one schedule's). So does a generic root that reads
     a value element-wise ops compute (`reads_computed_input`)."""
-    if len(roots) > 1 or (module is not None and reads_computed_input(module, roots)):
+    if len(roots) > 1 or reads_computed_input(module, roots):
         return [workload.descriptor_name, MULTI_ROOT]
     return [workload.descriptor_name, *(op.kind for op in roots)]
 
