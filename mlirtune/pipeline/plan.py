@@ -21,7 +21,7 @@ from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.target import Target
 from mlirtune.interfaces.workload import Workload
 from mlirtune.ir.context import new_context
-from mlirtune.ir.inspect import find_function
+from mlirtune.ir.inspect import defining_op, find_function
 from mlirtune.ir.roots import ROOT_ATTRIBUTE
 from mlirtune.pipeline.driver import resolve_values, schedule_modules
 from mlirtune.pipeline.lookup import resolve_descriptor
@@ -68,9 +68,11 @@ def reads_computed_input(module: ir.Module, roots: list[OpInfo]) -> bool:
     def visit(op: ir.Operation) -> ir.WalkResult:
         nonlocal found
         if ROOT_ATTRIBUTE in op.attributes:
-            inputs = list(op.operands)[: len(op.operands) - len(op.results)]  # not its init
-            producers = [v.owner for v in inputs if isinstance(v.owner, ir.OpView)]
-            found = any(p.name.startswith("linalg.") and p.name != "linalg.fill" for p in producers)
+            producers = [defining_op(v) for v in op.opview.inputs]  # not its init
+            found = any(
+                p is not None and p.name.startswith("linalg.") and p.name != "linalg.fill"
+                for p in producers
+            )
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit)
