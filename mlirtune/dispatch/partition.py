@@ -4,7 +4,8 @@ Ops are taken in program order. A contraction or convolution opens a dispatch; a
 (and a generic root's) also takes the element-wise ops that consume its result alone
 (bias, activation, residual add), and a convolution's the zero padding it reads. A row
 reduction opens one that takes the reductions and element-wise ops that follow it on its
-values (a softmax, a layer norm). Other ops gather in element-wise dispatches. An op only
+values (a softmax, a layer norm). A scan's loops make one of their own. Other ops gather
+in element-wise dispatches. An op only
 joins the dispatch opened last, so dispatches stay in program order, and one whose values
 are read outside it at more than one point is split, so each has one output.
 
@@ -25,6 +26,7 @@ from mlirtune.dispatch.prepare import collapse_after_fusion, prepare_for_dispatc
 from mlirtune.dispatch.rows import VIEWS, is_elementwise, leaves_the_rows, regroups_rows
 from mlirtune.ir.context import run_passes
 from mlirtune.ir.inspect import defining_op, find_function
+from mlirtune.ir.roots import SCAN_ATTRIBUTE
 from mlirtune.schedules.roots import describe
 
 # Root kinds whose schedules fuse element-wise consumers into their output tiles (the
@@ -77,7 +79,7 @@ def group_ops(function: ir.Operation) -> list[Group] | None:
     group_of: dict[ir.Operation, Group] = {}
     for op in _earliest_first(function):
         info = describe(op)
-        kind = info.kind if info is not None else None
+        kind = "scan" if SCAN_ATTRIBUTE in op.attributes else info.kind if info else None
         open_group = groups[-1] if groups else None
         reads_open = open_group is not None and any(
             group_of.get(defining_op(v)) is open_group for v in op.operands
@@ -131,6 +133,8 @@ def _accepts(group: Group, op: ir.Operation, kind: str | None) -> bool:
             and len(list(group.tail.uses)) == 1
             and ir.ShapedType(op.results[0].type).shape == ir.ShapedType(group.tail.type).shape
         )
+    if group.kind == "scan":  # the loops of one scan: its full chunks, then its tail
+        return kind == "scan"
     if group.kind in ("reduction", "elementwise"):
         # A zero padding stays apart: the convolution that reads it takes it. So does a
         # reshape of rows that regroups real dims (a group norm's [N, G, C/G*H*W] rows
@@ -248,6 +252,8 @@ def _inputs(group: Group) -> list[ir.Value]:
         producer = defining_op(value)
         if producer is not None and producer in members:
             return
+        if _defined_inside(value, members):  # a loop's own values (a scan's)
+            return
         if producer is not None and _free(producer):
             for operand in producer.operands:
                 visit(operand)
@@ -318,6 +324,18 @@ def _copy(op: ir.Operation, mapping: dict[ir.Value, ir.Value]) -> None:
                 copied.operands[index] = mapping[operand]
     for original, copied in zip(op.results, clone.results, strict=True):
         mapping[original] = copied
+
+
+def _defined_inside(value: ir.Value, members: set[ir.Operation]) -> bool:
+    """Whether `value` is defined in the regions of one of `members`: a block argument of
+    one of their blocks, or the result of an op nested in them."""
+    owner = value.owner
+    op = owner.owner if isinstance(owner, ir.Block) else owner.operation.parent
+    while op is not None and op.name != "func.func":
+        if op.operation in members:
+            return True
+        op = op.operation.parent
+    return False
 
 
 def _inside(op: ir.Operation, container: ir.Operation) -> bool:

@@ -16,6 +16,22 @@ from mlir import ir
 from mlir.dialects import linalg
 
 ROOT_ATTRIBUTE = "mlirtune.root"
+# Marks the outermost loops of a scan built at import (mlirtune.torch.scans): a dispatch of
+# their own, lowered as they are.
+SCAN_ATTRIBUTE = "mlirtune.scan"
+
+
+def has_scans(module: ir.Module) -> bool:
+    """Whether a loop of `module` is a scan's (SCAN_ATTRIBUTE)."""
+    found = False
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        nonlocal found
+        found = found or SCAN_ATTRIBUTE in op.attributes
+        return ir.WalkResult.INTERRUPT if found else ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return found
 
 
 def is_padded(value: ir.Value) -> bool:

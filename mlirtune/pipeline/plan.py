@@ -22,7 +22,7 @@ from mlirtune.interfaces.target import Target
 from mlirtune.interfaces.workload import Workload
 from mlirtune.ir.context import new_context
 from mlirtune.ir.inspect import defining_op, find_function
-from mlirtune.ir.roots import ROOT_ATTRIBUTE
+from mlirtune.ir.roots import ROOT_ATTRIBUTE, has_scans
 from mlirtune.pipeline.driver import resolve_values, schedule_modules
 from mlirtune.pipeline.lookup import resolve_descriptor
 from mlirtune.schedules.registry import bound_family
@@ -49,8 +49,9 @@ def descriptor_names(workload: Workload, roots: list[OpInfo], module: ir.Module)
     several root ops (an imported model) falls to `multi_root`, which splits it into
     dispatches of one root each, unless a descriptor is named after the workload (a
     softmax's two row reductions are one schedule's). So does a generic root that reads
-    a value element-wise ops compute (`reads_computed_input`)."""
-    if len(roots) > 1 or reads_computed_input(module, roots):
+    a value element-wise ops compute (`reads_computed_input`), and a payload with a scan,
+    whose loops are a dispatch apart from the transposes around them."""
+    if len(roots) > 1 or reads_computed_input(module, roots) or has_scans(module):
         return [workload.descriptor_name, MULTI_ROOT]
     return [workload.descriptor_name, *(op.kind for op in roots)]
 

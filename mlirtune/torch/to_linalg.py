@@ -6,8 +6,7 @@ project's MLIR parses. It imports nothing from mlirtune.
 
 Beside torch-mlir's decompositions it applies its own, where torch-mlir's make kernels this
 project cannot make fast: variances in the input's precision (not f64), a group norm as
-rows, a softmax's masked rows found by its maximum, a cumulative sum as products with
-triangular blocks, a cumulative product by doubling, products of an input of rank 3 or
+rows, a softmax's masked rows found by its maximum, products of an input of rank 3 or
 more with a matrix as one matrix product over its rows, strided convolutions as convolutions
 of stride one, 3-D depthwise convolutions as grouped ones, and reflected and replicated
 pads as joined slices.
@@ -32,8 +31,6 @@ def main(program_path: str, text_path: str, func_name: str) -> None:
     table[aten.var.correction] = lambda *args, **kwargs: var_mean(*args, **kwargs)[0]
     table[aten.native_group_norm.default] = group_norm
     table[aten._safe_softmax.default] = safe_softmax
-    table[aten.cumsum.default] = cumsum
-    table[aten.cumprod.default] = cumprod
     table[aten.convolution.default] = convolution
     table[aten.view.default] = view
     table[aten.linear.default] = linear
@@ -73,11 +70,6 @@ def var_mean(x, dim=None, *, correction=None, keepdim=False):
     return var.to(x.dtype), mean.to(x.dtype)
 
 
-# Elements of a cumulative sum's blocks: each block's sums are one product with an
-# upper-triangular matrix of ones, B * B multiply-adds per B elements.
-SCAN_BLOCK = 32
-
-
 def view(x, size):
     """aten.view, of a contiguous copy where the tensor is not contiguous: decomposing
     GPT-2's attention at batch 8 left a view of a transposed [8, 128, 256] tensor (its
@@ -110,51 +102,6 @@ def matmul(x, weight):
         return NotImplemented
     rows = x.reshape(-1, x.shape[-1]) @ weight
     return rows.reshape(*x.shape[:-1], weight.shape[-1])
-
-
-def cumsum(x, dim, dtype=None):
-    """A cumulative sum (floating point) as products with triangular matrices of ones: the
-    sums within blocks of SCAN_BLOCK elements, plus the cumulative sum of the blocks'
-    totals before each (recursively). torch-mlir lowers it to a scan op of its own that
-    has no lowering to linalg."""
-    import torch
-
-    if dtype is not None:
-        x = x.to(dtype)
-    if not x.is_floating_point() or x.dim() == 0:
-        return NotImplemented
-    moved = x.movedim(dim % x.dim(), -1)
-    length = moved.shape[-1]
-    block = min(SCAN_BLOCK, length)
-    blocks = -(-length // block)
-    rows = torch.nn.functional.pad(moved, [0, blocks * block - length])
-    rows = rows.reshape(*moved.shape[:-1], blocks, block)
-    sums = rows @ torch.ones(block, block, dtype=x.dtype).triu()
-    if blocks > 1:
-        totals = sums[..., -1]
-        sums = sums + (cumsum(totals, -1) - totals).unsqueeze(-1)
-    return sums.reshape(*moved.shape[:-1], -1)[..., :length].movedim(-1, dim % x.dim())
-
-
-def cumprod(x, dim, dtype=None):
-    """A cumulative product (floating point) by doubling: after the step of shift s, each
-    element is the product of the s elements up to it, so log2(length) element-wise
-    products, each with the row shifted by s (ones shifted in), leave the prefix products.
-    torch-mlir lowers it to the same scan op as a cumulative sum, which has no lowering
-    to linalg. (In blocks, as the sum is, it ran at half this speed: more dispatches.)"""
-    import torch
-
-    if dtype is not None:
-        x = x.to(dtype)
-    if not x.is_floating_point() or x.dim() == 0:
-        return NotImplemented
-    moved = x.movedim(dim % x.dim(), -1)
-    shift = 1
-    while shift < moved.shape[-1]:
-        ones = torch.ones(*moved.shape[:-1], shift, dtype=moved.dtype)
-        moved = moved * torch.cat([ones, moved[..., :-shift]], -1)
-        shift *= 2
-    return moved.movedim(-1, dim % x.dim())
 
 
 def safe_softmax(x, dim, dtype=None):

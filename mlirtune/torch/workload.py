@@ -25,6 +25,7 @@ from mlirtune.ir.inspect import find_function, ops_named
 from mlirtune.schedules.roots import find_roots, root_flops, summed_terms
 from mlirtune.torch.importer import ENTRY, ImportedModule
 from mlirtune.torch.masks import store_masks_as_bytes
+from mlirtune.torch.scans import lower_scans
 from mlirtune.torch.static_concats import concat_static_operands
 from mlirtune.workloads.base import SEED_PARAM, PayloadWorkload
 from mlirtune.workloads.payload import build_payload
@@ -45,16 +46,24 @@ class TorchWorkload(PayloadWorkload):
             self._args = self._signature(self._parse())
 
     def _parse(self) -> ir.Module:
+        """torch-mlir's module with its scans lowered (`lower_scans`): parsed taking unknown
+        dialects, since a scan is an op of torch-mlir's own, and refused if any is left."""
+        context = ir.Context.current
+        context.allow_unregistered_dialects = True
         try:
             module = ir.Module.parse(self.imported.text)
-        except ir.MLIRError as error:  # an op or attribute this MLIR cannot read
-            detail = _unlowered_ops(self.imported.text) or "; ".join(
-                str(d) for d in error.error_diagnostics
-            )
+        except ir.MLIRError as error:  # an attribute or type this MLIR cannot read
+            detail = "; ".join(str(d) for d in error.error_diagnostics)
             raise UsageError(
                 f"{self.imported.name}: torch-mlir's IR does not parse here: {detail}",
                 stage="torch",
             ) from None
+        finally:
+            context.allow_unregistered_dialects = False
+        lower_scans(_entry(module))
+        unlowered = _unlowered_ops(module)
+        if unlowered:
+            raise UsageError(f"{self.imported.name}: {unlowered}", stage="torch")
         store_masks_as_bytes(_entry(module), self.imported.name)
         concat_static_operands(_entry(module))
         return module
@@ -168,25 +177,20 @@ def _entry(module: ir.Module) -> func.FuncOp:
     raise UsageError(f"torch-mlir's module has no @{ENTRY}", stage="torch")
 
 
-def _unlowered_ops(text: str) -> str:
-    """The ops torch-mlir left outside linalg (e.g. `tm_tensor.scan`, a cumulative sum),
-    each with its first location, read in a context that takes unknown dialects; empty
-    when there are none."""
-    with ir.Context() as context, ir.Location.unknown():
-        context.allow_unregistered_dialects = True
-        try:
-            module = ir.Module.parse(text)
-        except ir.MLIRError:
-            return ""
-        found: dict[str, str] = {}
+def _unlowered_ops(module: ir.Module) -> str:
+    """The ops torch-mlir left outside linalg that are not lowered here (a scan of another
+    kind than `lower_scans` takes), each with its first location; empty when there are
+    none."""
+    context = module.context
+    found: dict[str, str] = {}
 
-        def visit(op: ir.Operation) -> ir.WalkResult:
-            unknown = not context.is_registered_operation(op.name)
-            if unknown and not op.name.endswith(".yield") and op.name not in found:
-                found[op.name] = str(op.location)
-            return ir.WalkResult.ADVANCE
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        unknown = not context.is_registered_operation(op.name)
+        if unknown and not op.name.endswith(".yield") and op.name not in found:
+            found[op.name] = str(op.location)
+        return ir.WalkResult.ADVANCE
 
-        module.operation.walk(visit)
+    module.operation.walk(visit)
     ops = ", ".join(f"{name} at {where}" for name, where in found.items())
     return f"{ops}: no lowering to linalg here" if ops else ""
 

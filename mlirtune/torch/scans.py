@@ -1,0 +1,313 @@
+"""Cumulative sums and products as loops of vector steps.
+
+torch-mlir lowers `cumsum` and `cumprod` to `tm_tensor.scan`, an op of its own dialect with
+no lowering to linalg. Each one becomes a loop nest here, on tensors: vectors run along the
+last dim, and the innermost loop walks the scanned dim, carrying the running sum (or
+product) in registers and writing it at every step. Where the scanned dim is the last one,
+it is first swapped with the dim before it (`linalg.transpose`, which the element-wise
+family schedules), so the vectors hold many rows' values at the same position.
+
+Each step combines values in the order torch's sequential loop does, so the results are
+torch's to the rounding of each output; a NaN or an infinity changes the elements after it
+and none before. The running values have the precision torch's CPU kernels give them: f64
+for f32, f32 for 16-bit floats.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from mlir import ir
+from mlir.dialects import arith, scf, tensor, vector
+
+from mlirtune.ir.constants import splat
+from mlirtune.ir.inspect import ops_named
+from mlirtune.ir.roots import SCAN_ATTRIBUTE
+
+SCAN_OP = "tm_tensor.scan"
+# Lanes of one vector, in bits: an AVX2 register, which LLVM splits on narrower hosts.
+VECTOR_BITS = 256
+# Vectors combined per step: independent chains, enough to hide a combine's latency (3-4
+# cycles) on two vector pipes.
+CHAINS = 4
+# Per combiner in the scan's body: its builder and its identity, the running value's start
+# (-0.0, not 0.0, so that a sum of negative zeros stays negative, as torch's does).
+COMBINERS: dict[str, tuple[Callable[[ir.Value, ir.Value], ir.Value], float]] = {
+    "arith.addf": (arith.addf, -0.0),
+    "arith.mulf": (arith.mulf, 1.0),
+    "arith.addi": (arith.addi, 0),
+    "arith.muli": (arith.muli, 1),
+}
+
+
+def lower_scans(function: ir.Operation) -> int:
+    """Replace each inclusive scan in `function` whose combiner is a sum or a product and
+    whose running total (second result) nobody reads; returns how many. Others stay, and
+    are reported as ops with no lowering."""
+    found = [(op, _combiner(op)) for op in ops_named(function, SCAN_OP)]
+    scans = [(op, combiner) for op, combiner in found if combiner is not None]
+    for op, combiner in scans:
+        dim = ir.IntegerAttr(op.attributes["dimension"]).value
+        with ir.InsertionPoint(op), op.location:
+            result = _scan(op.operands[0], dim, combiner)
+        op.results[0].replace_all_uses_with(result)
+        op.erase()
+    return len(scans)
+
+
+def _combiner(op: ir.Operation) -> str | None:
+    """The name of the scan's combiner when `op` is an inclusive scan of one input by one
+    of COMBINERS on its two block arguments, with its running total unread."""
+    if len(op.operands) != 3 or len(op.results) != 2 or list(op.results[1].uses):
+        return None
+    if "inclusive" not in op.attributes or not ir.BoolAttr(op.attributes["inclusive"]).value:
+        return None
+    block = op.regions[0].blocks[0]
+    body = [nested.operation for nested in block.operations]
+    if len(body) != 2 or body[0].name not in COMBINERS:
+        return None
+    if set(body[0].operands) != set(block.arguments) or list(body[1].operands) != [
+        body[0].results[0]
+    ]:
+        return None
+    return body[0].name
+
+
+def _scan(source: ir.Value, dim: int, combiner: str) -> ir.Value:
+    """`source` scanned along `dim`: in row tiles transposed in registers along the last
+    dim, with vectors along the last dim along any other, one value at a time in a single
+    row (as a column [N, 1])."""
+    shape = ir.RankedTensorType(source.type).shape
+    if shape[dim] == 1:  # a scan of one value is that value
+        return source
+    if math.prod(shape) == shape[dim]:
+        flat = ir.RankedTensorType.get([shape[dim]], _element(source))
+        line = tensor.collapse_shape(flat, source, [list(range(len(shape)))])
+        column_type = ir.RankedTensorType.get([shape[dim], 1], _element(source))
+        column = tensor.expand_shape(column_type, line, [[0, 1]], [], [shape[dim], 1])
+        scanned = _scan_loops(column, 0, combiner)
+        line = tensor.collapse_shape(flat, scanned, [[0, 1]])
+        return tensor.expand_shape(source.type, line, [list(range(len(shape)))], [], shape)
+    if dim != len(shape) - 1:
+        return _scan_loops(source, dim, combiner)
+    return _scan_rows(source, combiner)
+
+
+def _element(value: ir.Value) -> ir.Type:
+    return ir.RankedTensorType(value.type).element_type
+
+
+def _scan_loops(source: ir.Value, dim: int, combiner: str) -> ir.Value:
+    """The loop nest of a scan along `dim`, which is not the last dim: a loop per other dim
+    but the last, over chunks of the last dim CHAINS vectors wide (and one narrower tail
+    chunk), and innermost the scan's own loop over `dim`."""
+    shape = ir.RankedTensorType(source.type).shape
+    rank, last = len(shape), shape[-1]
+    element = _element(source)
+    width = min(CHAINS * _lanes(element), last)
+    full, tail = last - last % width, last % width
+    outer = [d for d in range(rank - 1) if d != dim]
+    bounds = [(0, shape[d], 1) for d in outer]
+
+    def chunks(width: int, start: int, stop: int) -> Callable[[ir.Value], ir.Value]:
+        def nest(output: ir.Value) -> ir.Value:
+            def body(ivs: list[ir.Value], carried: ir.Value) -> ir.Value:
+                *outer_ivs, column = ivs
+                at = dict(zip(outer, outer_ivs, strict=True))
+                return _scan_chunk(source, carried, dim, at, column, width, combiner)
+
+            return _loops([*bounds, (start, stop, width)], output, body)
+
+        return nest
+
+    output = tensor.empty(shape, element)
+    if full:
+        output = chunks(width, 0, full)(output)
+    if tail:
+        output = chunks(tail, full, last)(output)
+    return output
+
+
+def _scan_rows(source: ir.Value, combiner: str) -> ir.Value:
+    """The loop nest of a scan along the last dim, in tiles of `lanes` rows (along the dim
+    before it) by `lanes` values: a loop per dim before the rows, one over row tiles (and
+    a shorter tail tile), and innermost the scan's own loop over column tiles (and a
+    narrower tail tile), carrying one running vector whose lanes are the tile's rows."""
+    shape = ir.RankedTensorType(source.type).shape
+    rows, columns = shape[-2], shape[-1]
+    lanes = _lanes(_element(source))
+    _, identity = COMBINERS[combiner]
+    running = ir.VectorType.get([lanes], _accumulator(_element(source)))
+    bounds = [(0, size, 1) for size in shape[:-2]]
+    full_columns, tail_columns = columns - columns % lanes, columns % lanes
+
+    def row_tiles(height: int) -> Callable[[list[ir.Value], ir.Value], ir.Value]:
+        def body(ivs: list[ir.Value], output: ir.Value) -> ir.Value:
+            tile = _RowTile(source, combiner, ivs, height)
+            total = splat(identity, running)
+            if full_columns:
+                steps = (_index(0), _index(full_columns), _index(lanes))
+                loop = _marked(scf.ForOp(*steps, [output, total]))
+                with ir.InsertionPoint(loop.body):
+                    written, total = loop.inner_iter_args
+                    written, total = tile.scan(written, total, loop.induction_variable, lanes)
+                    scf.YieldOp([written, total])
+                output, total = loop.results
+            if tail_columns:
+                output, _ = tile.scan(output, total, _index(full_columns), tail_columns)
+            return output
+
+        return body
+
+    output = tensor.empty(shape, _element(source))
+    full_rows = rows - rows % lanes
+    if full_rows:
+        output = _loops([*bounds, (0, full_rows, lanes)], output, row_tiles(lanes))
+    if rows % lanes:
+        output = _loops([*bounds, (full_rows, rows, lanes)], output, row_tiles(rows % lanes))
+    return output
+
+
+class _RowTile:
+    """One tile of `height` rows at the row loops' indices `ivs`: its rows read as vectors,
+    transposed in registers (`_transposed`) so that each vector holds the rows' values at
+    one position, those combined in order into the running vector, the results transposed
+    back and written, in the precision eager accumulates in (`_accumulator`)."""
+
+    def __init__(self, source: ir.Value, combiner: str, ivs: list[ir.Value], height: int):
+        self.source, self.combine = source, COMBINERS[combiner][0]
+        *self.outer, self.first_row = ivs
+        self.height = height
+        self.element = _element(source)
+        self.lanes = _lanes(self.element)
+        self.accumulator = _accumulator(self.element)
+
+    def scan(
+        self, output: ir.Value, total: ir.Value, column: ir.Value, width: int
+    ) -> tuple[ir.Value, ir.Value]:
+        """The tile's `width` values from `column` scanned into `output`; the output and
+        the running vector after them."""
+        lanes, element = self.lanes, self.element
+        vector_type = ir.VectorType.get([lanes], element)
+        rank = len(ir.RankedTensorType(self.source.type).shape)
+        last = ir.AffineMap.get_minor_identity(rank, 1)
+        indices = [
+            [*self.outer, arith.addi(self.first_row, _index(i)), column] for i in range(self.height)
+        ]
+        narrow = ir.VectorType.get([width], element)
+        rows = []
+        for at in indices:
+            row = vector.transfer_read(narrow, self.source, at, last, splat(0, element), [True])
+            if width < lanes:
+                row = vector.insert_strided_slice(row, splat(0, vector_type), [0], [1])
+            rows.append(row)
+        rows += [splat(0, vector_type)] * (lanes - self.height)
+        widened, results = self.accumulator != element, []
+        for values in _transposed(rows)[:width]:
+            total = self.combine(total, arith.extf(total.type, values) if widened else values)
+            results.append(arith.truncf(vector_type, total) if widened else total)
+        results += [splat(0, vector_type)] * (lanes - width)
+        for at, row in zip(indices, _transposed(results), strict=False):
+            if width < lanes:
+                row = vector.extract_strided_slice(narrow, row, [0], [width], [1])
+            output = vector.transfer_write(output.type, row, output, at, last, [True])
+        return output, total
+
+
+def _transposed(rows: list[ir.Value]) -> list[ir.Value]:
+    """The transpose of a square of vectors (a power of two of them), by log2 rounds of
+    interleaving row i with row i + n/2: shuffles of two vectors, which LLVM selects the
+    host's permutes for."""
+    n = len(rows)
+    low = [j // 2 + (n if j % 2 else 0) for j in range(n)]
+    high = [n // 2 + index for index in low]
+    for _ in range(n.bit_length() - 1):
+        pairs = [(rows[i], rows[i + n // 2]) for i in range(n // 2)]
+        rows = [vector.shuffle(a, b, mask) for a, b in pairs for mask in (low, high)]
+    return rows
+
+
+def _lanes(element: ir.Type) -> int:
+    """Values of `element` in one VECTOR_BITS vector."""
+    return max(1, VECTOR_BITS // element.width)
+
+
+def _loops(
+    bounds: list[tuple[int, int, int]],
+    carried: ir.Value,
+    body: Callable[[list[ir.Value], ir.Value], ir.Value],
+) -> ir.Value:
+    """Nested `scf.for` loops over `bounds` (start, stop, step), outermost first, carrying
+    one tensor; `body` takes the induction variables and the carried tensor."""
+    if not bounds:
+        return body([], carried)
+    start, stop, step = (_index(v) for v in bounds[0])
+    loop = _marked(scf.ForOp(start, stop, step, [carried]))
+    with ir.InsertionPoint(loop.body):
+        inner = _loops(
+            bounds[1:],
+            loop.inner_iter_args[0],
+            lambda ivs, value: body([loop.induction_variable, *ivs], value),
+        )
+        scf.YieldOp([inner])
+    return loop.results[0]
+
+
+def _scan_chunk(
+    source: ir.Value,
+    output: ir.Value,
+    dim: int,
+    at: dict[int, ir.Value],
+    column: ir.Value,
+    width: int,
+    combiner: str,
+) -> ir.Value:
+    """The scan's own loop for one chunk of `width` values of the last dim from `column`,
+    at the other dims' indices `at`: read a vector, combine it into the running one, write
+    that, in the precision eager accumulates in (`_accumulator`)."""
+    shape = ir.RankedTensorType(source.type).shape
+    element = _element(source)
+    accumulator = _accumulator(element)
+    widened = accumulator != element
+    running = ir.VectorType.get([width], accumulator)
+    stored = ir.VectorType.get([width], element)
+    combine, identity = COMBINERS[combiner]
+    last = ir.AffineMap.get_minor_identity(len(shape), 1)
+    padding = splat(0, element)
+    steps = (_index(0), _index(shape[dim]), _index(1))
+    loop = _marked(scf.ForOp(*steps, [output, splat(identity, running)]))
+    with ir.InsertionPoint(loop.body):
+        written, total = loop.inner_iter_args
+        at = {**at, dim: loop.induction_variable}
+        indices = [at.get(d, column) for d in range(len(shape))]
+        values = vector.transfer_read(stored, source, indices, last, padding, [True])
+        if widened:
+            values = arith.extf(running, values)
+        total = combine(total, values)
+        result = arith.truncf(stored, total) if widened else total
+        written = vector.transfer_write(output.type, result, written, indices, last, [True])
+        scf.YieldOp([written, total])
+    return loop.results[0]  # the tensor first: a dispatch's output is its last op's first
+
+
+def _accumulator(element: ir.Type) -> ir.Type:
+    """The type a scan of `element` values runs in: f64 for f32 and f32 for 16-bit floats,
+    as torch's CPU kernels accumulate (a sum of 1024 values in f32 strayed from eager's by
+    70 times the tolerance); integers and f64 as they are."""
+    if isinstance(element, ir.F32Type):
+        return ir.F64Type.get()
+    if isinstance(element, ir.FloatType) and element.width < 32:
+        return ir.F32Type.get()
+    return element
+
+
+def _marked(loop: scf.ForOp) -> scf.ForOp:
+    """`loop`, marked as a scan's: every loop of the nest is, since canonicalization folds
+    the loops of one step away, and a dispatch is formed from those left outermost."""
+    loop.operation.attributes[SCAN_ATTRIBUTE] = ir.UnitAttr.get()
+    return loop
+
+
+def _index(value: int) -> ir.Value:
+    return arith.constant(ir.IndexType.get(), value)
