@@ -1,16 +1,17 @@
 """Cumulative sums and products as loops of vector steps.
 
 torch-mlir lowers `cumsum` and `cumprod` to `tm_tensor.scan`, an op of its own dialect with
-no lowering to linalg. Each one becomes a loop nest here, on tensors: vectors run along the
-last dim, and the innermost loop walks the scanned dim, carrying the running sum (or
-product) in registers and writing it at every step. Where the scanned dim is the last one,
-it is first swapped with the dim before it (`linalg.transpose`, which the element-wise
-family schedules), so the vectors hold many rows' values at the same position.
+no lowering to linalg. Each one becomes a loop nest here, on tensors, whose innermost loop
+walks the scanned dim carrying the running sums (or products) in a vector register:
 
-Each step combines values in the order torch's sequential loop does, so the results are
-torch's to the rounding of each output; a NaN or an infinity changes the elements after it
-and none before. The running values have the precision torch's CPU kernels give them: f64
-for f32, f32 for 16-bit floats.
+- along any dim but the last, the vectors run along the last dim (`_scan_columns`);
+- along the last dim, tiles of rows are read as vectors and transposed in registers, so
+  that each vector holds the tile's rows at one position (`_scan_rows`);
+- a single row is scanned one value at a time.
+
+Each step combines values in the order torch's sequential loop does, so a NaN or an
+infinity changes the elements after it and none before, and the running values have the
+precision torch's CPU kernels give them (`_accumulator`): the results are eager's.
 """
 
 from __future__ import annotations
@@ -75,22 +76,15 @@ def _combiner(op: ir.Operation) -> str | None:
 
 
 def _scan(source: ir.Value, dim: int, combiner: str) -> ir.Value:
-    """`source` scanned along `dim`: in row tiles transposed in registers along the last
-    dim, with vectors along the last dim along any other, one value at a time in a single
-    row (as a column [N, 1])."""
+    """`source` scanned along `dim`, in the layout of the module's docstring."""
     shape = ir.RankedTensorType(source.type).shape
     if shape[dim] == 1:  # a scan of one value is that value
         return source
-    if math.prod(shape) == shape[dim]:
-        flat = ir.RankedTensorType.get([shape[dim]], _element(source))
-        line = tensor.collapse_shape(flat, source, [list(range(len(shape)))])
-        column_type = ir.RankedTensorType.get([shape[dim], 1], _element(source))
-        column = tensor.expand_shape(column_type, line, [[0, 1]], [], [shape[dim], 1])
-        scanned = _scan_loops(column, 0, combiner)
-        line = tensor.collapse_shape(flat, scanned, [[0, 1]])
-        return tensor.expand_shape(source.type, line, [list(range(len(shape)))], [], shape)
+    if math.prod(shape) == shape[dim]:  # one row, as a column [N, 1]
+        column = _scan_columns(_reshaped(source, [shape[dim], 1]), 0, combiner)
+        return _reshaped(column, shape)
     if dim != len(shape) - 1:
-        return _scan_loops(source, dim, combiner)
+        return _scan_columns(source, dim, combiner)
     return _scan_rows(source, combiner)
 
 
@@ -98,34 +92,27 @@ def _element(value: ir.Value) -> ir.Type:
     return ir.RankedTensorType(value.type).element_type
 
 
-def _scan_loops(source: ir.Value, dim: int, combiner: str) -> ir.Value:
+def _scan_columns(source: ir.Value, dim: int, combiner: str) -> ir.Value:
     """The loop nest of a scan along `dim`, which is not the last dim: a loop per other dim
-    but the last, over chunks of the last dim CHAINS vectors wide (and one narrower tail
-    chunk), and innermost the scan's own loop over `dim`."""
+    but the last, one over chunks of the last dim CHAINS vectors wide (then one over the
+    narrower rest), and innermost the scan's own loop over `dim`."""
     shape = ir.RankedTensorType(source.type).shape
-    rank, last = len(shape), shape[-1]
-    element = _element(source)
-    width = min(CHAINS * _lanes(element), last)
-    full, tail = last - last % width, last % width
-    outer = [d for d in range(rank - 1) if d != dim]
+    last = shape[-1]
+    width = min(CHAINS * _lanes(_element(source)), last)
+    outer = [d for d in range(len(shape) - 1) if d != dim]
     bounds = [(0, shape[d], 1) for d in outer]
+    output = tensor.empty(shape, _element(source))
+    full = last - last % width
+    for start, stop, step in ((0, full, width), (full, last, last - full)):
+        if start == stop:
+            continue
 
-    def chunks(width: int, start: int, stop: int) -> Callable[[ir.Value], ir.Value]:
-        def nest(output: ir.Value) -> ir.Value:
-            def body(ivs: list[ir.Value], carried: ir.Value) -> ir.Value:
-                *outer_ivs, column = ivs
-                at = dict(zip(outer, outer_ivs, strict=True))
-                return _scan_chunk(source, carried, dim, at, column, width, combiner)
+        def body(ivs: list[ir.Value], output: ir.Value, width: int = step) -> ir.Value:
+            *at, column = ivs
+            at = dict(zip(outer, at, strict=True))
+            return _scan_column_chunk(source, output, dim, at, column, width, combiner)
 
-            return _loops([*bounds, (start, stop, width)], output, body)
-
-        return nest
-
-    output = tensor.empty(shape, element)
-    if full:
-        output = chunks(width, 0, full)(output)
-    if tail:
-        output = chunks(tail, full, last)(output)
+        output = _loops([*bounds, (start, stop, step)], output, body)
     return output
 
 
@@ -173,7 +160,7 @@ class _RowTile:
     """One tile of `height` rows at the row loops' indices `ivs`: its rows read as vectors,
     transposed in registers (`_transposed`) so that each vector holds the rows' values at
     one position, those combined in order into the running vector, the results transposed
-    back and written, in the precision eager accumulates in (`_accumulator`)."""
+    back and written."""
 
     def __init__(self, source: ir.Value, combiner: str, ivs: list[ir.Value], height: int):
         self.source, self.combine = source, COMBINERS[combiner][0]
@@ -181,7 +168,6 @@ class _RowTile:
         self.height = height
         self.element = _element(source)
         self.lanes = _lanes(self.element)
-        self.accumulator = _accumulator(self.element)
 
     def scan(
         self, output: ir.Value, total: ir.Value, column: ir.Value, width: int
@@ -203,10 +189,10 @@ class _RowTile:
                 row = vector.insert_strided_slice(row, splat(0, vector_type), [0], [1])
             rows.append(row)
         rows += [splat(0, vector_type)] * (lanes - self.height)
-        widened, results = self.accumulator != element, []
+        results = []
         for values in _transposed(rows)[:width]:
-            total = self.combine(total, arith.extf(total.type, values) if widened else values)
-            results.append(arith.truncf(vector_type, total) if widened else total)
+            total, result = _step(self.combine, total, values)
+            results.append(result)
         results += [splat(0, vector_type)] * (lanes - width)
         for at, row in zip(indices, _transposed(results), strict=False):
             if width < lanes:
@@ -254,7 +240,7 @@ def _loops(
     return loop.results[0]
 
 
-def _scan_chunk(
+def _scan_column_chunk(
     source: ir.Value,
     output: ir.Value,
     dim: int,
@@ -265,30 +251,34 @@ def _scan_chunk(
 ) -> ir.Value:
     """The scan's own loop for one chunk of `width` values of the last dim from `column`,
     at the other dims' indices `at`: read a vector, combine it into the running one, write
-    that, in the precision eager accumulates in (`_accumulator`)."""
+    that."""
     shape = ir.RankedTensorType(source.type).shape
     element = _element(source)
-    accumulator = _accumulator(element)
-    widened = accumulator != element
-    running = ir.VectorType.get([width], accumulator)
-    stored = ir.VectorType.get([width], element)
     combine, identity = COMBINERS[combiner]
+    running = ir.VectorType.get([width], _accumulator(element))
+    stored = ir.VectorType.get([width], element)
     last = ir.AffineMap.get_minor_identity(len(shape), 1)
-    padding = splat(0, element)
     steps = (_index(0), _index(shape[dim]), _index(1))
     loop = _marked(scf.ForOp(*steps, [output, splat(identity, running)]))
     with ir.InsertionPoint(loop.body):
         written, total = loop.inner_iter_args
         at = {**at, dim: loop.induction_variable}
         indices = [at.get(d, column) for d in range(len(shape))]
-        values = vector.transfer_read(stored, source, indices, last, padding, [True])
-        if widened:
-            values = arith.extf(running, values)
-        total = combine(total, values)
-        result = arith.truncf(stored, total) if widened else total
+        values = vector.transfer_read(stored, source, indices, last, splat(0, element), [True])
+        total, result = _step(combine, total, values)
         written = vector.transfer_write(output.type, result, written, indices, last, [True])
         scf.YieldOp([written, total])
     return loop.results[0]  # the tensor first: a dispatch's output is its last op's first
+
+
+def _step(
+    combine: Callable[[ir.Value, ir.Value], ir.Value], total: ir.Value, values: ir.Value
+) -> tuple[ir.Value, ir.Value]:
+    """The running vector `total` with `values` combined into it (widened to its type),
+    and that as `values`' type, to be stored."""
+    widened = total.type != values.type
+    total = combine(total, arith.extf(total.type, values) if widened else values)
+    return total, arith.truncf(values.type, total) if widened else total
 
 
 def _accumulator(element: ir.Type) -> ir.Type:
@@ -307,6 +297,19 @@ def _marked(loop: scf.ForOp) -> scf.ForOp:
     the loops of one step away, and a dispatch is formed from those left outermost."""
     loop.operation.attributes[SCAN_ATTRIBUTE] = ir.UnitAttr.get()
     return loop
+
+
+def _reshaped(value: ir.Value, shape: list[int]) -> ir.Value:
+    """`value` in another static shape of as many elements, through its 1-D view."""
+    element = _element(value)
+    rank = len(ir.RankedTensorType(value.type).shape)
+    flat = ir.RankedTensorType.get([math.prod(shape)], element)
+    if rank > 1:
+        value = tensor.collapse_shape(flat, value, [list(range(rank))])
+    if len(shape) == 1:
+        return value
+    result = ir.RankedTensorType.get(shape, element)
+    return tensor.expand_shape(result, value, [list(range(len(shape)))], [], shape)
 
 
 def _index(value: int) -> ir.Value:
