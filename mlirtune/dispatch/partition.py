@@ -5,9 +5,9 @@ Ops are taken in program order. A contraction or convolution opens a dispatch; a
 (bias, activation, residual add), and a convolution's the zero padding it reads. A row
 reduction opens one that takes the reductions and element-wise ops that follow it on its
 values (a softmax, a layer norm). A scan's loops make one of their own. Other ops gather
-in element-wise dispatches. An op only
-joins the dispatch opened last, so dispatches stay in program order, and one whose values
-are read outside it at more than one point is split, so each has one output.
+in element-wise dispatches. An op only joins the dispatch opened last, so dispatches stay
+in program order, and one whose values are read outside it at more than one point is
+split, so each has one output.
 
 Constants, empty tensors, fills of them and reshapes of inputs are not dispatched: each
 dispatch that reads one gets its own copy, so a matmul dispatch keeps its zero fill.
@@ -79,7 +79,9 @@ def group_ops(function: ir.Operation) -> list[Group] | None:
     group_of: dict[ir.Operation, Group] = {}
     for op in _earliest_first(function):
         info = describe(op)
-        kind = "scan" if SCAN_ATTRIBUTE in op.attributes else info.kind if info else None
+        kind = info.kind if info is not None else None
+        if SCAN_ATTRIBUTE in op.attributes:
+            kind = "scan"
         open_group = groups[-1] if groups else None
         reads_open = open_group is not None and any(
             group_of.get(defining_op(v)) is open_group for v in op.operands

@@ -16,8 +16,8 @@ from mlir import ir
 from mlir.dialects import linalg
 
 ROOT_ATTRIBUTE = "mlirtune.root"
-# Marks the outermost loops of a scan built at import (mlirtune.torch.scans): a dispatch of
-# their own, lowered as they are.
+# Marks the loops of a scan built at import (mlirtune.torch.scans): those left outermost
+# make a dispatch of their own, lowered as they are.
 SCAN_ATTRIBUTE = "mlirtune.scan"
 
 

@@ -50,7 +50,7 @@ def descriptor_names(workload: Workload, roots: list[OpInfo], module: ir.Module)
     dispatches of one root each, unless a descriptor is named after the workload (a
     softmax's two row reductions are one schedule's). So does a generic root that reads
     a value element-wise ops compute (`reads_computed_input`), and a payload with a scan,
-    whose loops are a dispatch apart from the transposes around them."""
+    whose loops are a dispatch apart from the ops around them (a flip, a mask)."""
     if len(roots) > 1 or reads_computed_input(module, roots) or has_scans(module):
         return [workload.descriptor_name, MULTI_ROOT]
     return [workload.descriptor_name, *(op.kind for op in roots)]
