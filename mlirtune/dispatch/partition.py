@@ -333,11 +333,7 @@ def _defined_inside(value: ir.Value, members: set[ir.Operation]) -> bool:
     one of their blocks, or the result of an op nested in them."""
     owner = value.owner
     op = owner.owner if isinstance(owner, ir.Block) else owner.operation.parent
-    while op is not None and op.name != "func.func":
-        if op.operation in members:
-            return True
-        op = op.operation.parent
-    return False
+    return op is not None and _enclosing(op.operation, members) in members
 
 
 def _inside(op: ir.Operation, container: ir.Operation) -> bool:

@@ -49,7 +49,7 @@ class TorchWorkload(PayloadWorkload):
         """torch-mlir's module with its scans lowered (`lower_scans`): parsed taking unknown
         dialects, since a scan is an op of torch-mlir's own, and refused if any is left."""
         context = ir.Context.current
-        context.allow_unregistered_dialects = True
+        allowed, context.allow_unregistered_dialects = context.allow_unregistered_dialects, True
         try:
             module = ir.Module.parse(self.imported.text)
         except ir.MLIRError as error:  # an attribute or type this MLIR cannot read
@@ -59,7 +59,7 @@ class TorchWorkload(PayloadWorkload):
                 stage="torch",
             ) from None
         finally:
-            context.allow_unregistered_dialects = False
+            context.allow_unregistered_dialects = allowed
         lower_scans(_entry(module))
         unlowered = _unlowered_ops(module)
         if unlowered:
