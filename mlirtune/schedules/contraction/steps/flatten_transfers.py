@@ -61,8 +61,9 @@ def _flattenable_rank(view: ir.OpView, vector_type: ir.VectorType) -> int:
     if shape[-1] * bits >= NARROW_ROW_BITS:
         return 0
     buffer = ir.MemRefType(view.base.type)
-    minor_identity = ir.AffineMap.get_minor_identity(buffer.rank, rank)
-    if buffer.rank < rank or view.permutation_map.value != minor_identity:
+    if buffer.rank < rank:  # a broadcast read (MLIR asserts on a minor identity map of it)
+        return 0
+    if view.permutation_map.value != ir.AffineMap.get_minor_identity(buffer.rank, rank):
         return 0
     if not all(ir.BoolAttr(flag).value for flag in view.in_bounds):
         return 0
