@@ -9,8 +9,8 @@ in element-wise dispatches. An op only joins the dispatch opened last, so dispat
 in program order, and one whose values are read outside it at more than one point is
 split, so each has one output.
 
-Constants, empty tensors, fills of them and reshapes of inputs are not dispatched: each
-dispatch that reads one gets its own copy, so a matmul dispatch keeps its zero fill.
+Constants, empty tensors, fills of them, reshapes of inputs and convolutions' bias
+broadcasts are not dispatched: each dispatch that reads one gets its own copy (free.py).
 """
 
 from __future__ import annotations
@@ -22,15 +22,17 @@ from mlir.dialects import bufferization, func, memref
 from mlir.passmanager import PassManager
 
 from mlirtune.dispatch.collapse import store_through_views
+from mlirtune.dispatch.free import SOURCE, is_free
 from mlirtune.dispatch.prepare import collapse_after_fusion, prepare_for_dispatch
-from mlirtune.dispatch.rows import VIEWS, is_elementwise, leaves_the_rows, regroups_rows
+from mlirtune.dispatch.rows import is_elementwise, leaves_the_rows, regroups_rows
 from mlirtune.ir.context import run_passes
 from mlirtune.ir.inspect import defining_op, find_function
-from mlirtune.ir.roots import SCAN_ATTRIBUTE
+from mlirtune.ir.roots import SCAN_ATTRIBUTE, reads_aligned
+from mlirtune.schedules.convolution.epilogue import takes_epilogue
 from mlirtune.schedules.roots import describe
 
-# Root kinds whose schedules fuse element-wise consumers into their output tiles (the
-# convolution family tiles its root alone: a consumer would be vectorized whole).
+# Root kinds whose schedules fuse element-wise consumers into their output tiles (so do
+# NCHW convolutions', `_tiles_epilogue`).
 TAKES_CONSUMERS = ("matmul", "batch_matmul", "generic")
 # Root kinds whose schedules materialise the zero padding they read, once.
 TAKES_PADDING = ("conv2d", "depthwise", "generic")
@@ -47,7 +49,6 @@ OPENS_A_DISPATCH = {
     "elementwise": ("tensor.concat",),
     "reduction": ("tensor.concat", "tensor.extract_slice"),
 }
-SOURCE = "bufferization.to_tensor"
 SINK = "bufferization.materialize_in_destination"
 
 
@@ -106,7 +107,7 @@ def _earliest_first(function: ir.Operation) -> list[ir.Operation]:
     order: list[ir.Operation] = []
     for op in function.regions[0].blocks[0].operations:
         op = op.operation
-        if _free(op) or op.name in (SOURCE, SINK, "func.return"):
+        if is_free(op) or op.name in (SOURCE, SINK, "func.return"):
             continue
         producers = {defining_op(v) for v in _operands_within(op)}
         last = max((i for i, earlier in enumerate(order) if earlier in producers), default=-1)
@@ -127,13 +128,14 @@ def _takes_padding(group: Group, op: ir.Operation, kind: str | None) -> bool:
 
 def _accepts(group: Group, op: ir.Operation, kind: str | None) -> bool:
     """Whether `op` (of root kind `kind`, or None) may join the open `group`."""
-    if group.kind in TAKES_CONSUMERS:
-        # Element-wise, on the contraction's result alone, with nobody else reading it.
+    if group.kind in TAKES_CONSUMERS or _tiles_epilogue(group):
+        # Element-wise, on the root's result alone, with nobody else reading it.
         return (
             is_elementwise(op)
             and all(v == group.tail for v in op.operands if defining_op(v) in group.ops)
             and len(list(group.tail.uses)) == 1
             and ir.ShapedType(op.results[0].type).shape == ir.ShapedType(group.tail.type).shape
+            and (group.kind in TAKES_CONSUMERS or reads_aligned(op, group.tail))
         )
     if group.kind == "scan":  # the loops of one scan: its full chunks, then its tail
         return kind == "scan"
@@ -149,6 +151,15 @@ def _accepts(group: Group, op: ir.Operation, kind: str | None) -> bool:
             and not leaves_the_rows(group.ops, op, kind)
         )
     return False
+
+
+def _tiles_epilogue(group: Group) -> bool:
+    """Whether `group` is a convolution alone (its padding aside) whose schedule tiles an
+    element-wise epilogue with its output (mlirtune.schedules.convolution.epilogue)."""
+    if group.kind != "conv2d":
+        return False
+    convs = [info for info in map(describe, group.ops) if info and info.kind == "conv2d"]
+    return len(convs) == 1 and takes_epilogue(convs[0])
 
 
 def _one_output_each(groups: list[Group]) -> list[Group] | None:
@@ -188,18 +199,6 @@ def _enclosing(op: ir.Operation, members: set[ir.Operation]) -> ir.Operation:
     while op not in members and op.parent is not None and op.parent.name != "func.func":
         op = op.parent
     return op
-
-
-def _free(op: ir.Operation) -> bool:
-    """Ops each dispatch may copy: constants, empty tensors, fills of those, reshapes of
-    inputs, and scalar arithmetic on constants."""
-    if op.name in ("arith.constant", "tensor.empty"):
-        return True
-    producers = [defining_op(v) for v in op.operands]
-    if op.name == "linalg.fill" or op.name in VIEWS:
-        return all(p is not None and (_free(p) or p.name == SOURCE) for p in producers)
-    tensors = any(isinstance(r.type, ir.ShapedType) for r in op.results)
-    return not tensors and not op.regions and all(p is not None and _free(p) for p in producers)
 
 
 def outline(function: ir.Operation, groups: list[Group]) -> list[Dispatch]:
@@ -256,7 +255,7 @@ def _inputs(group: Group) -> list[ir.Value]:
             return
         if _defined_inside(value, members):  # a loop's own values (a scan's)
             return
-        if producer is not None and _free(producer):
+        if producer is not None and is_free(producer):
             for operand in producer.operands:
                 visit(operand)
             return
@@ -317,7 +316,7 @@ def _copy(op: ir.Operation, mapping: dict[ir.Value, ir.Value]) -> None:
     for value in _operands_within(op):
         producer = defining_op(value)
         copied = value in mapping or producer is None or _inside(producer, op)
-        if not copied and _free(producer):
+        if not copied and is_free(producer):
             _copy(producer, mapping)
     clone = op.clone()
     for original, copied in zip(_nested(op), _nested(clone), strict=True):

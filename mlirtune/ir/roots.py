@@ -120,3 +120,28 @@ def rows_cols(loops: list[int]) -> dict[str, int]:
 def product(values: Iterable[int]) -> int:
     """The product of loop sizes, as a Python int."""
     return math.prod(int(v) for v in values)
+
+
+def reads_aligned(op: ir.Operation, value: ir.Value) -> bool:
+    """Whether element-wise `op` (a linalg.generic without reductions) reads `value` and
+    writes its result at the same indices: its loops are the value's dims, in order."""
+    if op.name != "linalg.generic" or has_reduction(op):
+        return False
+    maps = indexing_maps(op)
+    reads = [m for v, m in zip(op.operands, maps, strict=True) if v == value]
+    identity = ir.AffineMap.get_identity(len(ir.ShapedType(value.type).shape))
+    return bool(reads) and all(m == identity for m in [*reads, maps[-1]])
+
+
+def stored_epilogue(op: ir.Operation) -> bool:
+    """Whether `op`'s result is read, alone, by a chain of element-wise ops that each
+    `reads_aligned` the one before and whose last result the payload stores (an
+    activation after a convolution)."""
+    value, length = op.results[0], 0
+    while len(users := [use.owner for use in value.uses]) == 1:
+        if users[0].name == "bufferization.materialize_in_destination":
+            return length > 0
+        if not reads_aligned(users[0].operation, value):
+            return False
+        value, length = users[0].results[0], length + 1
+    return False

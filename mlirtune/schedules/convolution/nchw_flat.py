@@ -4,8 +4,10 @@ one row of (OH - 1) * IW + OW positions, and this schedules it like `nchw_rows` 
 one output row: F_TILE channels x OW_TILE positions per register tile, the fill fused, one
 channel and tap per filter step, out[f, p] += K[f] * I[p + offset] once its unit loops are
 folded. The plane's tail past whole OW_TILE tiles runs in power-of-two pieces;
-the op that crops the planes back to OW pixels a row is tiled into rows and vectorized.
-With THREADS > 1, each thread takes F / THREADS channels of every plane (an scf.forall).
+the op that crops the planes back to OW pixels a row is tiled into rows and vectorized,
+within an element-wise epilogue's rows where the conv has one (epilogue.py). With
+THREADS > 1, each thread takes F / THREADS channels of every plane (an scf.forall), and of
+the crop.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from mlir import ir
 
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.schedules.builder import ScheduleBuilder
+from mlirtune.schedules.convolution.epilogue import has_epilogue, row_chunks
 from mlirtune.schedules.convolution.flat_conv import FLAT_CROP_ATTRIBUTE
 from mlirtune.schedules.convolution.knob_values import ConvolutionKnobs
 from mlirtune.schedules.convolution.nchw_tiles import plane_row
@@ -21,8 +24,6 @@ from mlirtune.schedules.unit_steps import vectorize_unit_steps
 
 # The crop: a copy, or an add into a conv's init that is not a fill (its producer fused).
 CROP_OPS = ["linalg.copy", "linalg.generic"]
-# Widest row piece of the crop (four AVX-512 vectors of f32).
-CROP_CHUNK = 64
 
 
 def flat_channel_rows(
@@ -46,11 +47,13 @@ def flat_channel_rows(
         s.split_pieces(last, 2, tail, step="split_plane_tail")
     if channels % f_tile:  # after the pieces, so that the peel clones them all
         s.peel(loops[1], step="peel_f")
-    crop = s.match(function, CROP_OPS, step="match_crop", attributes=[FLAT_CROP_ATTRIBUTE])
-    chunk = min(CROP_CHUNK, d["OW"])
-    _, crop_loops = s.fuse_with_loops(crop, [1, 1, 1, chunk], step="crop_rows")
-    if d["OW"] % chunk:
-        s.peel(crop_loops[-1], step="peel_crop_row")
+    # The crop's rows, or the epilogue's with the crop fused: a thread's channels each.
+    rows = s.match(function, CROP_OPS, step="match_crop", attributes=[FLAT_CROP_ATTRIBUTE])
+    if has_epilogue(op):
+        rows = s.last_op(step="match_epilogue")
+    if threads > 1:
+        rows = s.fuse_with_loops(rows, [1, channels, 0, 0], "parallel_crop", parallel=True)[0]
+    row_chunks(s, rows, d["OW"], step="crop_rows", fuse=True)
     function = s.match(s.root, ["func.func"], step="match_function_tiled")
     s.canonicalize(function, step="static_tile_shapes")
     conv = s.match_root(s.root, "conv2d", step="match_flat_tiles")

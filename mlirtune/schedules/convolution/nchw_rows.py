@@ -7,16 +7,19 @@ folded, it is out[f, oh, ow] += K[f] * I[oh, ow], a broadcast filter value times
 input rows, and the accumulators stay in registers across the C, KH and KW loops. F_TILE
 rows are the outermost loop (a memory-bound conv writes F_TILE output planes at a time);
 a row's pixels past its whole OW_TILE tiles run in pieces of power-of-two widths
-(`row_pieces`).
+(`row_pieces`). An element-wise epilogue is tiled by the same rows, the conv fused into
+them (epilogue.py).
 """
 
 from __future__ import annotations
 
 from mlir import ir
+from mlir.dialects import transform
 from mlir.dialects.transform import structured
 
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.schedules.builder import ScheduleBuilder
+from mlirtune.schedules.convolution.epilogue import has_epilogue, row_chunks
 from mlirtune.schedules.convolution.knob_values import ConvolutionKnobs
 from mlirtune.schedules.unit_steps import vectorize_unit_steps
 
@@ -31,11 +34,19 @@ def channel_rows(
     d = op.dims
     ow_tile, f_tile = min(knobs.ow_tile, d["OW"]), min(knobs.f_tile, d["F"])
     oh_tile = knobs.oh_tile
+    # The output rows are the epilogue's where the conv has one, the conv fused into them.
+    rows, filter_loops = (
+        (s.last_op(step="match_epilogue"), []) if has_epilogue(op) else (conv, [0] * 3)
+    )
     if knobs.threads > 1:
-        rows = [1, 0, oh_tile, 0, 0, 0, 0]
-        s.fuse_with_loops(conv, rows, step="parallel_rows", parallel=True)
-        conv = s.match(s.root, [NCHW_OP], step="match_conv_rows")
-    _, row_loops = s.fuse_with_loops(conv, [1, f_tile, oh_tile, 0, 0, 0, 0], step="output_rows")
+        sizes = [1, 0, oh_tile, 0, *filter_loops]
+        rows = s.fuse_with_loops(rows, sizes, step="parallel_rows", parallel=True)[0]
+    sizes = [1, f_tile, oh_tile, 0, *filter_loops]
+    rows, row_loops = s.fuse_with_loops(rows, sizes, step="output_rows")
+    if has_epilogue(op):
+        row_chunks(s, rows, d["OW"], step="epilogue_rows", fuse=False)
+        with s.at("erase_fused_conv"):  # left behind, read by a dead slice of it alone
+            transform.ApplyDeadCodeEliminationOp(function)
     conv = s.match(s.root, [NCHW_OP], step="match_conv_row")
     pieces = row_pieces(s, op, conv, ow_tile)
     for piece, (part, width) in enumerate(pieces):

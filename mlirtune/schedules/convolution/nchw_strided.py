@@ -11,7 +11,8 @@ channel step. Here the output channels are made contiguous instead:
 of one row (each tile's unpack fused with its producers), and every pixel of a tile is
 its own op: per tap, one input value broadcast times the tap's F_TILE weights, into an
 accumulator that stays in a register across the C, KH and KW loops. The finished tile is
-transposed back to NCHW rows (the vectorized unpack) and stored contiguously.
+transposed back to NCHW rows (the vectorized unpack) and stored contiguously, or passed
+to the tile of an element-wise epilogue (epilogue.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from mlir.dialects.transform import tensor as ttensor
 
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.schedules.builder import ScheduleBuilder
+from mlirtune.schedules.convolution.epilogue import has_epilogue
 from mlirtune.schedules.convolution.knob_values import ConvolutionKnobs
 
 # Loops of the packed conv: N, F blocks, OH, OW, C, KH, KW, then the F_TILE channels.
@@ -30,6 +32,8 @@ from mlirtune.schedules.convolution.knob_values import ConvolutionKnobs
 # that each tap's weights are loaded once for all pixels of a tile.
 TAP_TILES = [0, 0, 0, 1, 1, 1, 1, 0]
 PIXELS_INNERMOST = [0, 1, 2, 4, 5, 6, 3, 7]
+# The packed conv's iterators (an epilogue's generic beside it has four parallel loops).
+PACKED_CONV_LOOPS = ["parallel"] * 4 + ["reduction"] * 3 + ["parallel"]
 
 
 def strided_channels_first(
@@ -39,10 +43,14 @@ def strided_channels_first(
     into `s`, as the module docstring says."""
     d = op.dims
     f_tile, ow_tile = min(knobs.f_tile, d["F"]), min(knobs.ow_tile, d["OW"])
-    unpack = _packed_output(
-        s, conv, function, f_tile, parallel=knobs.threads > 1 and d["F"] % f_tile == 0
-    )
-    convs = _pixel_tiles(s, op, unpack, function, f_tile, ow_tile)
+    # The output is tiled by the epilogue's tiles where the conv has one, the unpack and
+    # the conv fused into them (epilogue.py); else by the unpack's.
+    epilogue = s.last_op(step="match_epilogue") if has_epilogue(op) else None
+    unpack = _packed_output(s, conv, function, f_tile)
+    tiled = epilogue or unpack
+    if knobs.threads > 1 and d["F"] % f_tile == 0:
+        tiled = s.fuse_with_loops(tiled, [1, 0, 0, 0], "parallel_images", parallel=True)[0]
+    convs = _pixel_tiles(s, op, tiled, function, f_tile, ow_tile)
     for tile_conv, pixels in convs:
         with s.at("tap_and_pixel_loops"):
             tiled = structured.TileUsingForOp(
@@ -54,14 +62,12 @@ def strided_channels_first(
     _vectorize_pixels(s, function, d["F"] % f_tile == 0)
 
 
-def _packed_output(
-    s: ScheduleBuilder, conv: ir.Value, function: ir.Value, f_tile: int, parallel: bool
-) -> ir.Value:
+def _packed_output(s: ScheduleBuilder, conv: ir.Value, function: ir.Value, f_tile: int) -> ir.Value:
     """Pack the conv's output channels by F_TILE (its zero fill becomes a fill of the packed
-    output); with `parallel`, the images (N) are one scf.forall spread over the threads.
-    Returns the handle of the unpack that writes the NCHW output back. Not with a partial F
-    block: the filter's packing, fused into the forall, would then be cut per block into
-    dynamic shapes that do not vectorize (the image loop stays on one thread)."""
+    output). Returns the handle of the unpack that writes the NCHW output back. With
+    threads, the caller makes the images (N) one scf.forall spread over them; not with a
+    partial F block: the filter's packing, fused into the forall, would then be cut per
+    block into dynamic shapes that do not vectorize (the image loop stays on one thread)."""
     with s.at("pack_output_channels"):
         structured.PackOp(
             transform.OperationType.get("linalg.generic"),
@@ -72,36 +78,33 @@ def _packed_output(
     s.apply_patterns(
         function, "fill_packed_output", structured.apply_patterns_tensor_fold_into_pack_and_unpack
     )
-    unpack = s.match(function, ["linalg.unpack"], step="match_unpack")
-    if parallel:
-        s.fuse_with_loops(unpack, [1, 0, 0, 0], step="parallel_images", parallel=True)
-        unpack = s.match(function, ["linalg.unpack"], step="match_unpack_per_image")
-    return unpack
+    return s.match(function, ["linalg.unpack"], step="match_unpack")
 
 
 def _pixel_tiles(
     s: ScheduleBuilder,
     op: OpInfo,
-    unpack: ir.Value,
+    output: ir.Value,
     function: ir.Value,
     f_tile: int,
     ow_tile: int,
 ) -> list[tuple[ir.Value, int]]:
-    """The output in F_TILE channels x OW_TILE pixels of one row, F blocks outermost so that
-    the filter's packing (fused per block) is hoisted out of the image and pixel loops.
-    Partial F blocks and pixel tiles are peeled, F first (peeling a loop invalidates the
-    handles inside it), then each part's conv matched, before canonicalization inlines the
-    one-iteration remainder loops. Returns each tile's conv and its pixel count."""
+    """The `output` op (the unpack, or the epilogue after it) in F_TILE channels x OW_TILE
+    pixels of one row, F blocks outermost so that the filter's packing (fused per block) is
+    hoisted out of the image and pixel loops. Partial F blocks and pixel tiles are peeled,
+    F first (peeling a loop invalidates the handles inside it), then each part's conv
+    matched, before canonicalization inlines the one-iteration remainder loops. Returns
+    each tile's conv and its pixel count."""
     d = op.dims
     _, loops = s.fuse_with_loops(
-        unpack, [1, f_tile, 1, ow_tile], step="output_tile", interchange=[1, 0, 2, 3]
+        output, [1, f_tile, 1, ow_tile], step="output_tile", interchange=[1, 0, 2, 3]
     )
     f_parts = [loops[0]]
     if d["F"] % f_tile:
         f_parts = list(s.peel(loops[0], step="peel_f"))
     convs = []
     for f_part in f_parts:
-        tile_conv = s.match(f_part, ["linalg.generic"], step="match_block_conv")
+        tile_conv = s.match_generic(f_part, PACKED_CONV_LOOPS, step="match_block_conv")
         if d["OW"] % ow_tile == 0:
             convs.append((tile_conv, ow_tile))
             continue
@@ -111,7 +114,8 @@ def _pixel_tiles(
             ).result
         main, rest = s.peel(ow_loop, step="peel_ow")
         for part, pixels in ((main, ow_tile), (rest, d["OW"] % ow_tile)):
-            convs.append((s.match(part, ["linalg.generic"], step="match_tile_conv"), pixels))
+            tile = s.match_generic(part, PACKED_CONV_LOOPS, step="match_tile_conv")
+            convs.append((tile, pixels))
     s.canonicalize(function, step="static_tile_shapes")
     with s.at("hoist_filter_packing"):
         transform.apply_licm(s.match(function, ["scf.for"], step="match_loops"))

@@ -7,7 +7,7 @@ from mlir import ir
 from mlir.dialects import linalg
 
 from mlirtune.interfaces.op import OpInfo
-from mlirtune.ir.roots import is_padded, padding
+from mlirtune.ir.roots import is_padded, padding, stored_epilogue
 
 CONV_DIMS = ("N", "OH", "OW", "F", "KH", "KW", "C")
 
@@ -51,9 +51,10 @@ def convolution_flops(op: OpInfo) -> int:
 def _channels_first(op: ir.Operation, conv) -> dict[str, int]:
     """What a channels-first (NCHW / FCHW) conv's schedule needs besides the NHWC names:
     `nchw` (its loops are N, F, OH, OW, C, KH, KW), the stride and dilation along the
-    contiguous W, its input row `IW`, that row's zero padding `pad` on each side, and
-    `padded` when a tensor.pad (along any dim) produces the input."""
-    return {
+    contiguous W, its input row `IW`, that row's zero padding `pad` on each side,
+    `padded` when a tensor.pad (along any dim) produces the input, and `epilogue` when
+    element-wise ops read its result and the payload stores theirs (epilogue.py)."""
+    attrs = {
         "nchw": 1,
         "stride_w": int(list(conv.strides)[-1]),
         "dilation_w": int(list(conv.dilations)[-1]),
@@ -61,3 +62,6 @@ def _channels_first(op: ir.Operation, conv) -> dict[str, int]:
         "pad": padding(op.operands[0]),
         "padded": int(is_padded(op.operands[0])),
     }
+    if stored_epilogue(op):
+        attrs["epilogue"] = 1
+    return attrs
