@@ -32,7 +32,7 @@ from mlirtune.schedules.convolution.epilogue import takes_epilogue
 from mlirtune.schedules.roots import describe
 
 # Root kinds whose schedules fuse element-wise consumers into their output tiles (so do
-# NCHW convolutions', `_tiles_epilogue`).
+# NCHW and depthwise convolutions', `_tiles_epilogue`).
 TAKES_CONSUMERS = ("matmul", "batch_matmul", "generic")
 # Root kinds whose schedules materialise the zero padding they read, once.
 TAKES_PADDING = ("conv2d", "depthwise", "generic")
@@ -155,11 +155,12 @@ def _accepts(group: Group, op: ir.Operation, kind: str | None) -> bool:
 
 def _tiles_epilogue(group: Group) -> bool:
     """Whether `group` is a convolution alone (its padding aside) whose schedule tiles an
-    element-wise epilogue with its output (mlirtune.schedules.convolution.epilogue)."""
-    if group.kind != "conv2d":
+    element-wise epilogue with its output (mlirtune.schedules.convolution.epilogue, and
+    every depthwise one's)."""
+    if group.kind not in ("conv2d", "depthwise"):
         return False
-    convs = [info for info in map(describe, group.ops) if info and info.kind == "conv2d"]
-    return len(convs) == 1 and takes_epilogue(convs[0])
+    convs = [info for info in map(describe, group.ops) if info and info.kind == group.kind]
+    return len(convs) == 1 and (group.kind == "depthwise" or takes_epilogue(convs[0]))
 
 
 def _one_output_each(groups: list[Group]) -> list[Group] | None:

@@ -3,11 +3,12 @@
 
 A padded input is materialised once (ScheduleBuilder.materialize_padding). The output is
 tiled into C_TILE channels x OH_TILE rows x OW_TILE pixels of a row (contiguous in NCHW),
-fusing the zero fill, and each tile is split into one channel and one filter tap (kh, kw) per
-step. MLIR has no 1-D decomposition or convolution vectorizer for the channels-first
-depthwise op, so each step is generalized and its unit loops folded away: what is left is an
-element-wise multiply-add of OH_TILE input rows (shifted by the tap) with the tap's weight,
-which vectorizes along W. The accumulators stay in registers across the taps because
+fusing the zero fill (or an element-wise epilogue is tiled so, the conv fused into its
+tiles), and each tile is split into one channel and one filter tap (kh, kw) per step. MLIR
+has no 1-D decomposition or convolution vectorizer for the channels-first depthwise op, so
+each step is generalized and its unit loops folded away: what is left is an element-wise
+multiply-add of OH_TILE input rows (shifted by the tap) with the tap's weight, which
+vectorizes along W. The accumulators stay in registers across the taps because
 loop-invariant subsets are hoisted. A strided dim has no contiguous form: a step covers one
 output along it (scalar along W for a W stride).
 """
@@ -30,7 +31,7 @@ from mlirtune.interfaces.schedule import (
     KnobValues,
     KnobVariables,
 )
-from mlirtune.ir.roots import is_padded, padding
+from mlirtune.ir.roots import is_padded, padding, stored_epilogue
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.cpu_model import (
     LOAD_PORTS,
@@ -53,6 +54,8 @@ from mlirtune.schedules.knobs import (
 from mlirtune.targets.host_cpu import HostCPU
 
 DEPTHWISE_OP = "linalg.depthwise_conv_2d_nchw_chw"
+# The op's loop (N, OH, OW, C, KH, KW) of each loop of an element-wise epilogue (N, C, OH, OW).
+EPILOGUE_LOOPS = [0, 3, 1, 2]
 # Output rows per tile the selector aims for: each tap's weight is broadcast once for them.
 TARGET_ROWS = 4
 
@@ -181,7 +184,7 @@ def depthwise_schedule(op: OpInfo, knobs: DepthwiseKnobs, name: str = "depthwise
         # Loops (n, oh, ow, c, kh, kw); tiles visited as n, c, oh, ow.
         sizes = [1, oh_tile, ow_tile, c_tile, 0, 0]
         extents = {1: d["OH"], 2: d["OW"], 3: d["C"]}
-        _tile_output(s, sizes, extents, knobs.threads)
+        _tile_output(s, sizes, extents, knobs.threads, bool(attrs.get("epilogue")))
         function = s.match(s.root, ["func.func"], step="match_function_tiled")
         s.canonicalize(function, step="static_tile_shapes")
         # One channel and one tap per step; a strided dim one output per step.
@@ -202,20 +205,35 @@ def depthwise_schedule(op: OpInfo, knobs: DepthwiseKnobs, name: str = "depthwise
     return s.module
 
 
-def _tile_output(s: ScheduleBuilder, sizes: list[int], extents: dict[int, int], threads: int):
+def _tile_output(
+    s: ScheduleBuilder, sizes: list[int], extents: dict[int, int], threads: int, epilogue: bool
+):
     """Tile the depthwise op by `sizes` (fusing the zero fill), its tile loops ordered
     channels, rows, columns; peel the partial tiles (`extents`: loop -> size). With threads,
-    N and whole channel tiles become one scf.forall first."""
+    N and whole channel tiles become one scf.forall first. With an element-wise
+    `epilogue` (convolution/epilogue.py), its tiles are the ones cut, the depthwise op
+    fused into them: loops N, C, OH, OW, which EPILOGUE_LOOPS maps to the op's."""
     order = [0, 3, 1, 2, 4, 5]
-    anchor = s.match(s.root, [DEPTHWISE_OP], step="match_depthwise")
+    if epilogue:
+        anchor = s.last_op(step="match_epilogue")
+    else:
+        anchor = s.match(s.root, [DEPTHWISE_OP], step="match_depthwise")
+
+    def anchor_sizes(sizes: list[int]) -> list[int]:
+        return [sizes[loop] for loop in EPILOGUE_LOOPS] if epilogue else sizes
+
     if threads > 1:
         whole = extents[3] % sizes[3] == 0
         parallel = [1, 0, 0, sizes[3] if whole else 0, 0, 0]
-        s.fuse_with_loops(anchor, parallel, step="parallel_tiles", parallel=True)
-        anchor = s.match(s.root, [DEPTHWISE_OP], step="match_parallel_tiles")
+        anchor = s.fuse_with_loops(
+            anchor, anchor_sizes(parallel), step="parallel_tiles", parallel=True
+        )[0]
         sizes = [0, sizes[1], sizes[2], 0 if whole else sizes[3], 0, 0]
     tiled = [dim for dim in order if sizes[dim]]
-    _, loops = s.fuse_with_loops(anchor, sizes, step="output_tiles", interchange=order)
+    interchange = None if epilogue else order  # the epilogue's loops are in that order
+    _, loops = s.fuse_with_loops(
+        anchor, anchor_sizes(sizes), step="output_tiles", interchange=interchange
+    )
     # Innermost first, so an outer peel clones the peeled inner loops too.
     for dim, loop_handle in reversed(list(zip(tiled, loops, strict=True))):
         if dim in extents and extents[dim] % sizes[dim]:
@@ -237,4 +255,6 @@ def recognise_depthwise(op: ir.Operation, loops: list[int], dtypes: tuple[str, .
         "pad": padding(op.operands[0]),
         "padded": int(is_padded(op.operands[0])),
     }
+    if stored_epilogue(op):
+        attrs["epilogue"] = 1  # element-wise ops after it, tiled with it (`_tile_output`)
     return OpInfo("depthwise", dims, dtypes, op.name, attrs)

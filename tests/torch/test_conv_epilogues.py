@@ -10,7 +10,7 @@ import pytest
 from mlir import ir
 
 from mlirtune.api import engine_for
-from mlirtune.ir.inspect import largest_vector
+from mlirtune.ir.inspect import largest_vector, ops_named
 from mlirtune.pipeline.driver import LARGEST_VECTOR
 from mlirtune.targets.host_cpu import HostCPU
 from tests.cpu_classes import cpu
@@ -53,7 +53,9 @@ batch_size = 2
 class Model(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.conv = torch.nn.Conv2d(16, 24, {kernel}, stride={stride}, padding={kernel} // 2)
+        self.conv = torch.nn.Conv2d(
+            16, {channels}, {kernel}, stride={stride}, padding={kernel} // 2, groups={groups}
+        )
 
     def forward(self, x, residual):
         return torch.nn.functional.gelu(self.conv(x) * 0.5 + residual)
@@ -61,20 +63,29 @@ class Model(torch.nn.Module):
 
 def get_inputs():
     image = torch.randn(batch_size, 16, {size}, {size})
-    return [image, torch.randn(batch_size, 24, {out}, {out})]
+    return [image, torch.randn(batch_size, {channels}, {out}, {out})]
 
 
 def get_init_inputs():
     return []
 """
-# (kernel, stride, image, output) of the flat path (a 1x1 conv over rows of 28: partial
-# vectors), the row path (3x3 over rows of 32, whole vectors) and the strided path.
-SHAPES = {"flat": (1, 1, 28, 28), "rows": (3, 1, 32, 32), "strided": (3, 2, 32, 16)}
+# (kernel, stride, groups, image, output) of the conv2d family's flat path (a 1x1 conv over
+# rows of 28: partial vectors), row path (3x3 over rows of 32, whole vectors) and strided
+# path, and of a depthwise conv.
+SHAPES = {
+    "flat": (1, 1, 1, 28, 28),
+    "rows": (3, 1, 1, 32, 32),
+    "strided": (3, 2, 1, 32, 16),
+    "depthwise": (3, 1, 16, 32, 32),
+}
 
 
 def _problem(path: str) -> str:
-    kernel, stride, size, out = SHAPES[path]
-    return EPILOGUE.format(kernel=kernel, stride=stride, size=size, out=out)
+    kernel, stride, groups, size, out = SHAPES[path]
+    channels = 16 if groups > 1 else 24
+    return EPILOGUE.format(
+        kernel=kernel, stride=stride, groups=groups, size=size, out=out, channels=channels
+    )
 
 
 def test_each_convolution_takes_its_bias_into_its_dispatch(tmp_path):
@@ -88,15 +99,8 @@ def test_each_convolution_takes_its_bias_into_its_dispatch(tmp_path):
 
 
 def _allocated_shapes(module: ir.Module) -> list[list[int]]:
-    shapes: list[list[int]] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "memref.alloc":
-            shapes.append(ir.MemRefType(op.results[0].type).shape)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return shapes
+    allocs = ops_named(module.operation, "memref.alloc")
+    return [ir.MemRefType(op.results[0].type).shape for op in allocs]
 
 
 @pytest.mark.parametrize("path", sorted(SHAPES))
@@ -108,11 +112,13 @@ def test_an_epilogue_runs_on_the_convolutions_output_rows(tmp_path, path, cpu_cl
     workload = problem_workload(tmp_path, f"{path}.py", _problem(path))
     engine = engine_for(cpu(cpu_class, threads), use_specs=False)
     lowering = engine.plan(workload)
-    assert [d.kind for d in lowering.dispatches] in ([], ["conv2d"]), lowering.dispatches
+    kinds = [d.kind for d in lowering.dispatches]
+    assert kinds in ([], ["depthwise" if path == "depthwise" else "conv2d"]), kinds
     with ir.Context(), ir.Location.unknown():
         lowered = engine.lower_payload(workload)
         assert largest_vector(lowered) <= LARGEST_VECTOR
-        assert [2, 24, SHAPES[path][3], SHAPES[path][3]] not in _allocated_shapes(lowered)
+        output = SHAPES[path][-1]
+        assert not [s for s in _allocated_shapes(lowered) if s[2:] == [output, output]]
     assert not [n for n in lowering.notes if "untiled" in n or "failed" in n], lowering.notes
 
 

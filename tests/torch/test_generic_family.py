@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from mlir import ir
 
@@ -171,44 +172,53 @@ def test_a_product_over_batch_and_head_dims_is_register_tiled(tmp_path):
     assert softmax and all(d["scheduled"] for d in softmax), softmax
 
 
-CONV_RELU = """
-import torch
-
-
-class Model(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = torch.nn.Conv2d(16, 16, 3, groups=16)
-
-    def forward(self, x):
-        return torch.relu(self.conv(x))
-
-
-batch_size = 1
-
-
-def get_inputs():
-    return [torch.randn(batch_size, 16, {size}, {size})]
-
-
-def get_init_inputs():
-    return []
+# An NHWC conv, whose schedule tiles its root alone, and a ReLU after it.
+NHWC_CONV_RELU = """\
+func.func @payload(%x: memref<1x64x64x16xf32>, %w: memref<1x1x16x16xf32>,
+                   %out: memref<1x64x64x16xf32>) {
+  %tx = bufferization.to_tensor %x restrict : memref<1x64x64x16xf32> to tensor<1x64x64x16xf32>
+  %tw = bufferization.to_tensor %w restrict : memref<1x1x16x16xf32> to tensor<1x1x16x16xf32>
+  %zero = arith.constant 0.0 : f32
+  %empty = tensor.empty() : tensor<1x64x64x16xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%empty : tensor<1x64x64x16xf32>)
+      -> tensor<1x64x64x16xf32>
+  %conv = linalg.conv_2d_nhwc_hwcf ins(%tx, %tw : tensor<1x64x64x16xf32>, tensor<1x1x16x16xf32>)
+      outs(%init : tensor<1x64x64x16xf32>) -> tensor<1x64x64x16xf32>
+  %relu = linalg.generic {indexing_maps = [affine_map<(n, h, w, c) -> (n, h, w, c)>,
+                                           affine_map<(n, h, w, c) -> (n, h, w, c)>],
+                          iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%conv : tensor<1x64x64x16xf32>) outs(%empty : tensor<1x64x64x16xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.maximumf %v, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<1x64x64x16xf32>
+  bufferization.materialize_in_destination %relu in restrict writable %out
+      : (tensor<1x64x64x16xf32>, memref<1x64x64x16xf32>) -> ()
+  return
+}
 """
 
 
 def test_a_schedule_that_leaves_an_op_untiled_splits_the_payload(tmp_path):
-    """The depthwise schedule tiles its root alone; a ReLU after a conv's, vectorized
-    whole, was one vector of 12,544 elements that took LLVM most of a minute. Such a
-    schedule counts as failed: the payload splits into dispatches, and no vector passes a
-    register block."""
+    """The NHWC conv schedule tiles its root alone; a ReLU after it, vectorized whole, was
+    one vector of 65,536 elements that would take LLVM minutes. Such a schedule counts as
+    failed: the payload splits into dispatches, and no vector passes a register block."""
     from mlirtune.pipeline.driver import LARGEST_VECTOR
+    from mlirtune.workloads.from_file import FromFile
 
-    workload = problem_workload(tmp_path, "conv_relu.py", CONV_RELU.format(size=64))
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((1, 64, 64, 16)), rng.standard_normal((1, 1, 16, 16))
+    arrays = {"x": x, "w": w, "out": np.maximum(np.einsum("nhwc,cf->nhwf", x, w[0, 0]), 0)}
+    for name, array in arrays.items():
+        np.save(tmp_path / f"{name}.npy", array.astype(np.float32))
+    (tmp_path / "payload.mlir").write_text(NHWC_CONV_RELU)
+    inputs = [tmp_path / "x.npy", tmp_path / "w.npy"]
+    workload = FromFile(tmp_path / "payload.mlir", inputs=inputs, expect=[tmp_path / "out.npy"])
     engine = engine_for(HostCPU(), use_specs=False)
     result = engine.execute(workload)
-    assert result.verification.ok
+    assert result.verification.ok, result.verification.summary()
     assert any("left an op untiled" in n for n in result.extra["notes"]), result.extra["notes"]
-    convs = [d for d in result.extra["dispatches"] if d["kind"] == "depthwise"]
+    convs = [d for d in result.extra["dispatches"] if d["kind"] == "conv2d"]
     assert convs and all(d["scheduled"] for d in convs), result.extra["dispatches"]
     with ir.Context(), ir.Location.unknown():
         assert largest_vector(engine.lower_payload(workload)) <= LARGEST_VECTOR

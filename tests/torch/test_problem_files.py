@@ -12,6 +12,7 @@ from mlir import ir
 from mlirtune.api import engine_for
 from mlirtune.cli import main
 from mlirtune.interfaces.errors import MlirtuneError
+from mlirtune.ir.inspect import ops_named
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads import Matmul
 from tests.torch import needs_torch, problem_workload, write_problem
@@ -289,14 +290,8 @@ def test_a_linear_on_tokens_is_one_matmul_with_its_epilogue_in_one_pass(tmp_path
     assert not [n for n in result.extra["notes"] if "schedule failed" in n]
     with ir.Context(), ir.Location.unknown():
         lowered = engine.lower_payload(workload)
-        shapes: list[list[int]] = []
-
-        def visit(op: ir.Operation) -> ir.WalkResult:
-            if op.name == "memref.alloc":
-                shapes.append(ir.MemRefType(op.results[0].type).shape)
-            return ir.WalkResult.ADVANCE
-
-        lowered.operation.walk(visit)
+        allocs = ops_named(lowered.operation, "memref.alloc")
+        shapes = [ir.MemRefType(op.results[0].type).shape for op in allocs]
     assert [32, 64] not in shapes and [4, 8, 64] not in shapes, shapes
 
 
