@@ -7,7 +7,8 @@ The row path (nchw_rows.py) tiles the epilogue by its output rows and fuses the
 convolution into those tiles, then cuts the epilogue's rows into vectors of at most
 ROW_CHUNK pixels; the flat path (nchw_flat.py) fuses its crop into the epilogue's row
 pieces instead; the strided path (nchw_strided.py) fuses its unpack and convolution into
-the epilogue's channel x pixel tiles.
+the epilogue's channel x pixel tiles. (The depthwise family tiles its own epilogues the
+same way: mlirtune.schedules.depthwise.)
 """
 
 from __future__ import annotations
