@@ -155,12 +155,11 @@ def _accepts(group: Group, op: ir.Operation, kind: str | None) -> bool:
 
 def _tiles_epilogue(group: Group) -> bool:
     """Whether `group` is a convolution alone (its padding aside) whose schedule tiles an
-    element-wise epilogue with its output (mlirtune.schedules.convolution.epilogue, and
-    every depthwise one's)."""
+    element-wise epilogue with its output (mlirtune.schedules.convolution.epilogue)."""
     if group.kind not in ("conv2d", "depthwise"):
         return False
     convs = [info for info in map(describe, group.ops) if info and info.kind == group.kind]
-    return len(convs) == 1 and (group.kind == "depthwise" or takes_epilogue(convs[0]))
+    return len(convs) == 1 and takes_epilogue(convs[0])
 
 
 def _one_output_each(groups: list[Group]) -> list[Group] | None:

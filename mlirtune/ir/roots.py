@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from mlir import ir
 from mlir.dialects import linalg
 
+from mlirtune.ir.maps import identity_map
+
 ROOT_ATTRIBUTE = "mlirtune.root"
 # Marks the loops of a scan built at import (mlirtune.torch.scans): those left outermost
 # make a dispatch of their own, lowered as they are.
@@ -129,7 +131,7 @@ def reads_aligned(op: ir.Operation, value: ir.Value) -> bool:
         return False
     maps = indexing_maps(op)
     reads = [m for v, m in zip(op.operands, maps, strict=True) if v == value]
-    identity = ir.AffineMap.get_identity(len(ir.ShapedType(value.type).shape))
+    identity = identity_map(len(ir.ShapedType(value.type).shape))
     return bool(reads) and all(m == identity for m in [*reads, maps[-1]])
 
 

@@ -33,6 +33,7 @@ from mlirtune.interfaces.schedule import (
 )
 from mlirtune.ir.roots import is_padded, padding, stored_epilogue
 from mlirtune.schedules.builder import ScheduleBuilder
+from mlirtune.schedules.convolution.epilogue import has_epilogue
 from mlirtune.schedules.cpu_model import (
     LOAD_PORTS,
     TILE_CYCLES,
@@ -184,7 +185,7 @@ def depthwise_schedule(op: OpInfo, knobs: DepthwiseKnobs, name: str = "depthwise
         # Loops (n, oh, ow, c, kh, kw); tiles visited as n, c, oh, ow.
         sizes = [1, oh_tile, ow_tile, c_tile, 0, 0]
         extents = {1: d["OH"], 2: d["OW"], 3: d["C"]}
-        _tile_output(s, sizes, extents, knobs.threads, bool(attrs.get("epilogue")))
+        _tile_output(s, sizes, extents, knobs.threads, has_epilogue(op))
         function = s.match(s.root, ["func.func"], step="match_function_tiled")
         s.canonicalize(function, step="static_tile_shapes")
         # One channel and one tap per step; a strided dim one output per step.

@@ -23,9 +23,11 @@ ROW_CHUNK = 64
 
 
 def takes_epilogue(op: OpInfo) -> bool:
-    """Whether the schedule of convolution `op` tiles an element-wise epilogue: NCHW ones,
-    but not several in one handle (a strided transposed convolution's phases)."""
-    return bool(op.attributes.get("nchw")) and op.attributes.get("convs", 1) == 1
+    """Whether the schedule of convolution `op` tiles an element-wise epilogue: depthwise
+    and NCHW ones, but not several in one handle (a strided transposed convolution's
+    phases)."""
+    one = op.attributes.get("convs", 1) == 1
+    return op.kind == "depthwise" or (bool(op.attributes.get("nchw")) and one)
 
 
 def has_epilogue(op: OpInfo) -> bool:
