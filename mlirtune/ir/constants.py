@@ -25,6 +25,11 @@ def splat(value: float, of: ir.Type) -> ir.Value:
     return arith.ConstantOp(of, attr).result
 
 
+def index_constant(value: int) -> ir.Value:
+    """An `index` constant."""
+    return arith.constant(ir.IndexType.get(), value)
+
+
 def same_shape(value_type: ir.Type, element: ir.Type) -> ir.Type:
     """`element`, or a vector of it shaped like `value_type` when that is a vector."""
     if isinstance(value_type, ir.VectorType):

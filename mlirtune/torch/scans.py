@@ -22,7 +22,7 @@ from collections.abc import Callable
 from mlir import ir
 from mlir.dialects import arith, scf, tensor, vector
 
-from mlirtune.ir.constants import splat
+from mlirtune.ir.constants import index_constant, splat
 from mlirtune.ir.inspect import ops_named
 from mlirtune.ir.roots import SCAN_ATTRIBUTE
 
@@ -134,7 +134,7 @@ def _scan_rows(source: ir.Value, combiner: str) -> ir.Value:
             tile = _RowTile(source, combiner, ivs, height)
             total = splat(identity, running)
             if full_columns:
-                steps = (_index(0), _index(full_columns), _index(lanes))
+                steps = (index_constant(0), index_constant(full_columns), index_constant(lanes))
                 loop = _marked(scf.ForOp(*steps, [output, total]))
                 with ir.InsertionPoint(loop.body):
                     written, total = loop.inner_iter_args
@@ -142,7 +142,7 @@ def _scan_rows(source: ir.Value, combiner: str) -> ir.Value:
                     scf.YieldOp([written, total])
                 output, total = loop.results
             if tail_columns:
-                output, _ = tile.scan(output, total, _index(full_columns), tail_columns)
+                output, _ = tile.scan(output, total, index_constant(full_columns), tail_columns)
             return output
 
         return body
@@ -179,7 +179,8 @@ class _RowTile:
         rank = len(ir.RankedTensorType(self.source.type).shape)
         last = ir.AffineMap.get_minor_identity(rank, 1)
         indices = [
-            [*self.outer, arith.addi(self.first_row, _index(i)), column] for i in range(self.height)
+            [*self.outer, arith.addi(self.first_row, index_constant(i)), column]
+            for i in range(self.height)
         ]
         narrow = ir.VectorType.get([width], element)
         rows = []
@@ -228,7 +229,7 @@ def _loops(
     one tensor; `body` takes the induction variables and the carried tensor."""
     if not bounds:
         return body([], carried)
-    start, stop, step = (_index(v) for v in bounds[0])
+    start, stop, step = (index_constant(v) for v in bounds[0])
     loop = _marked(scf.ForOp(start, stop, step, [carried]))
     with ir.InsertionPoint(loop.body):
         inner = _loops(
@@ -258,7 +259,7 @@ def _scan_column_chunk(
     running = ir.VectorType.get([width], _accumulator(element))
     stored = ir.VectorType.get([width], element)
     last = ir.AffineMap.get_minor_identity(len(shape), 1)
-    steps = (_index(0), _index(shape[dim]), _index(1))
+    steps = (index_constant(0), index_constant(shape[dim]), index_constant(1))
     loop = _marked(scf.ForOp(*steps, [output, splat(identity, running)]))
     with ir.InsertionPoint(loop.body):
         written, total = loop.inner_iter_args
@@ -310,7 +311,3 @@ def _reshaped(value: ir.Value, shape: list[int]) -> ir.Value:
         return value
     result = ir.RankedTensorType.get(shape, element)
     return tensor.expand_shape(result, value, [list(range(len(shape)))], [], shape)
-
-
-def _index(value: int) -> ir.Value:
-    return arith.constant(ir.IndexType.get(), value)

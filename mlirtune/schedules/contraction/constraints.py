@@ -106,17 +106,12 @@ def _columns_with_narrow_tails(n: int, domains: Domains, lanes: int) -> tuple[in
     """The NR candidates that some NC candidate tiles whole, its peeled tails narrow
     (nc_multiple_of_nr and nr_tails, evaluated on the candidates)."""
 
-    def narrow(width: int) -> bool:
-        return width <= lanes or width == 2 * lanes
+    def tiles(nc: int, nr: int) -> bool:
+        tails = [z3.IntVal(nc % nr), z3.IntVal(n % nc % nr)]
+        narrow = narrow_tails("nr_tails", "", tails, lanes).expr
+        return (nc % nr == 0 or nc == n) and z3.is_true(z3.simplify(narrow))
 
-    return tuple(
-        nr
-        for nr in domains["NR"]
-        if any(
-            (nc % nr == 0 or nc == n) and narrow(nc % nr) and narrow(n % nc % nr)
-            for nc in domains["NC"]
-        )
-    )
+    return tuple(nr for nr in domains["NR"] if any(tiles(nc, nr) for nc in domains["NC"]))
 
 
 def _block_constraints(

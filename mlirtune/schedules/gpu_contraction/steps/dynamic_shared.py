@@ -23,6 +23,7 @@ from mlir.dialects import arith, gpu, memref
 
 from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.interfaces.gpu_program import STATIC_SHARED_BYTES
+from mlirtune.ir.constants import index_constant
 from mlirtune.ir.gpu import (
     WORKGROUP_ARGUMENT_ATTRIBUTES,
     WORKGROUP_ATTRIBUTIONS,
@@ -55,7 +56,7 @@ def use_dynamic_shared_memory(module: ir.Module) -> None:
         with ir.InsertionPoint.at_block_begin(body), kernel.location:
             dynamic = gpu.dynamic_shared_memory(dynamic_type)
             for buffer, size in zip(buffers, sizes, strict=True):
-                shift = arith.constant(ir.IndexType.get(), offset)
+                shift = index_constant(offset)
                 buffer.replace_all_uses_with(memref.view(buffer.type, dynamic, shift, []))
                 offset += math.ceil(size / ALIGNMENT) * ALIGNMENT
         for position in reversed(range(inputs, inputs + count)):

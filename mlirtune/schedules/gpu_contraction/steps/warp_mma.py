@@ -25,7 +25,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu, llvm, nvgpu, nvvm, vector
 
 from mlirtune.interfaces.errors import MlirtuneError
-from mlirtune.ir.constants import is_zero_splat, splat
+from mlirtune.ir.constants import index_constant, is_zero_splat, splat
 from mlirtune.ir.inspect import ops_named
 from mlirtune.schedules.gpu_contraction.steps.workgroup import in_workgroup
 
@@ -174,10 +174,6 @@ def _indices(transfer: ir.Operation, first: int) -> list[ir.Value]:
     return list(transfer.operands[first + 1 : first + 1 + rank])
 
 
-def _index(value: int) -> ir.Value:
-    return arith.constant(ir.IndexType.get(), value)
-
-
 def _load_matrix(read: ir.Operation, lane: ir.Value, transpose: bool) -> ir.Value:
     """ldmatrix of A (x4: lane l gives row l % 16 at column 8 (l / 16)) or of B (x2,
     transposed: lanes 0-15 give K rows 0-15; the others' addresses are ignored)."""
@@ -185,9 +181,11 @@ def _load_matrix(read: ir.Operation, lane: ir.Value, transpose: bool) -> ir.Valu
     element = ir.MemRefType(memref.type).element_type
     *outer, row, column = _indices(read, 0)
     with ir.InsertionPoint(read), read.location:
-        row = arith.addi(row, arith.remui(lane, _index(16)))
+        row = arith.addi(row, arith.remui(lane, index_constant(16)))
         if not transpose:
-            column = arith.addi(column, arith.muli(arith.divui(lane, _index(16)), _index(8)))
+            column = arith.addi(
+                column, arith.muli(arith.divui(lane, index_constant(16)), index_constant(8))
+            )
         shape, tiles = (B_FRAGMENT, 2) if transpose else (A_FRAGMENT, 4)
         return nvgpu.ldmatrix(
             ir.VectorType.get(shape, element), memref, [*outer, row, column], transpose, tiles
@@ -198,9 +196,9 @@ def _fragment_places(transfer: ir.Operation, first: int, lane: ir.Value) -> list
     """Where a lane's two accumulator rows start in C: (lane / 4, 2 (lane % 4)) and 8 rows
     below, from the transfer's indices."""
     *outer, row, column = _indices(transfer, first)
-    row = arith.addi(row, arith.divui(lane, _index(4)))
-    column = arith.addi(column, arith.muli(arith.remui(lane, _index(4)), _index(2)))
-    return [[*outer, row, column], [*outer, arith.addi(row, _index(8)), column]]
+    row = arith.addi(row, arith.divui(lane, index_constant(4)))
+    column = arith.addi(column, arith.muli(arith.remui(lane, index_constant(4)), index_constant(2)))
+    return [[*outer, row, column], [*outer, arith.addi(row, index_constant(8)), column]]
 
 
 def _load_accumulator(read: ir.Operation, lane: ir.Value) -> ir.Value:
