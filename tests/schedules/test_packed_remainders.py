@@ -190,6 +190,21 @@ def test_selector_packs_a_linear_layer_with_k_in_one_block(cpu_class):
     assert values["PACK"] > 0, values
 
 
+@pytest.mark.parametrize("cpu_class", ["avx2", "avx512", "amx"])
+@pytest.mark.parametrize("n", [192, 576])
+def test_selector_packs_a_linear_layer_on_two_threads(cpu_class, n):
+    """On two threads the register tile is one whose whole column tiles the threads share
+    evenly: ViT's 192 and 576 columns make three and nine 64-wide tiles, for which no
+    packed blocks exist, and the unpacked nest ran at 0.47x numpy's two threads (8 x 32
+    packed: 1.9x, on an AMD Zen 5)."""
+    threaded = MlirJitEngine(target=cpu(cpu_class, threads=2), use_specs=False)
+    workload = Matmul(M=197, N=n, K=768, transpose="b")
+    values = threaded.plan(workload).values
+    assert values["PACK"] > 0 and (n // values["NC"]) % 2 == 0, values
+    if threaded.target.runs_here():
+        assert threaded.execute(workload).verification.ok
+
+
 @pytest.mark.parametrize("bias", [False, True])
 def test_a_linear_layers_row_tail_verifies(engine, bias):
     workload = Matmul(M=197, N=256, K=192, transpose="b", bias=bias)
