@@ -34,8 +34,8 @@ from mlirtune.schedules.roots import describe
 # Root kinds whose schedules fuse element-wise consumers into their output tiles (so do
 # NCHW and depthwise convolutions', `_tiles_epilogue`).
 TAKES_CONSUMERS = ("matmul", "batch_matmul", "generic")
-# Root kinds whose schedules materialise the zero padding they read, once.
-TAKES_PADDING = ("conv2d", "depthwise", "generic")
+# Root kinds whose schedules materialise the padding they read, once.
+TAKES_PADDING = ("conv2d", "depthwise", "pooling", "generic")
 # Rewrites a kind's schedule needs: reductions without their kept unit dims (a softmax's
 # [rows, 1] maxima), element-wise runs with transposes as generics.
 PER_KIND_PASSES = {

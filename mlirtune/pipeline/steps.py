@@ -14,6 +14,7 @@ import inspect
 
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.interfaces.schedule import Step
+from mlirtune.ir.column_slices import slice_columns_flat
 from mlirtune.ir.deallocate import deallocate_buffers
 from mlirtune.ir.expand_exp import expand_exp
 from mlirtune.ir.expand_math import expand_math
@@ -32,6 +33,7 @@ LOWERING_STEPS: dict[str, Step] = {
     "expand-exp": expand_exp,
     "prefetch-next-tile": prefetch_next_tile,
     "copy-strided-as-loops": copy_strided_as_loops,
+    "slice-columns-flat": slice_columns_flat,
 }
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import linalg
 from mlir.dialects.transform import structured
+from mlir.dialects.transform import vector as tvector
 
 from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
@@ -125,16 +126,17 @@ class Pooling(HostFamily[PoolingKnobs]):
         return pooling_schedule(op, self.knob_values(op, parameters))
 
     def select_on(self, op: OpInfo, cpu: HostCPU) -> Config:
-        """OW_TILE spans up to two vectors of a row (strided windows read stride x as much
-        input per output), one channel per tile (each channel is its own row, so more
-        channels only unroll more independent chains); COLS four vectors of a plane.
+        """OW_TILE spans up to two vectors of a row (half of one for strided windows), one
+        channel per tile (each channel is its own row, so more channels only unroll more
+        independent chains); COLS four vectors of a plane.
         A strided 1-D max pool takes CHANNELS channels of two vectors of outputs instead: the
         vectorizer then reads a [C, W] block transposed to [W, C] and takes each window
         element as a vector across the channels, rather than a scalar of one row (a sum
         pays less for the scalar form than for the transposition)."""
         lanes = cpu.lanes(op.element_type)
         ow = op.dims["OW"]
-        ow_tile = fit(ow, 2 * lanes, step=min(lanes, ow))
+        widest = _widest_tile(op, lanes)
+        ow_tile = fit(ow, widest, step=min(lanes, widest, ow))
         cols = fit(plane(op), 4 * lanes, step=min(lanes, plane(op)))
         c_tile = 1
         if across_channels(op):
@@ -157,6 +159,17 @@ class Pooling(HostFamily[PoolingKnobs]):
                 knobs["C_TILE"] * vectors(knobs["OW_TILE"], lanes) <= budget,
             ),
         ]
+        if op.attributes.get("stride", 1) > 1 and not across_channels(op):
+            constraints.append(
+                Constraint(
+                    "strided_tile_in_one_vector",
+                    f"OW_TILE <= {lanes}: a strided window's outputs are gathered one by one "
+                    "from the row it reads, and past one vector LLVM builds them in memory "
+                    "(3 x 3, stride 2, 8 x 64 x 114 x 114 on an AMD Zen 5: 2.1 ms at one "
+                    "vector, 9.3 ms at two; AVX2 4.2 and 33 ms)",
+                    knobs["OW_TILE"] <= lanes,
+                )
+            )
         if op.attributes.get("then_pool"):
             constraints.append(whole_vectors("COLS", plane(op), knobs, lanes))
         return constraints
@@ -182,6 +195,15 @@ class Pooling(HostFamily[PoolingKnobs]):
 
 
 POOLING = Pooling()
+
+
+def _widest_tile(op: OpInfo, lanes: int) -> int:
+    """The widest OW_TILE the selector takes: two vectors, and half of one for a strided
+    window, whose outputs are gathered one by one (the strided_tile_in_one_vector
+    constraint). 3 x 3 windows of stride 2 on an AMD Zen 5, AVX-512 (AVX2) tiles of 4, 8
+    and 16 outputs: 8 x 64 x 114 x 114 3.4, 2.3 and 2.1 ms (2.9 and 4.1 ms at 4 and 8);
+    8 x 256 x 27 x 27 0.67, 0.40 and 0.49 ms (1.01 and 0.97 ms)."""
+    return max(1, lanes // 2) if op.attributes.get("stride", 1) > 1 else 2 * lanes
 
 
 def pooling_schedule(op: OpInfo, knobs: PoolingKnobs, name: str = "pooling") -> ir.Module:
@@ -223,6 +245,10 @@ def pooling_schedule(op: OpInfo, knobs: PoolingKnobs, name: str = "pooling") -> 
         # stays one, so that bufferization writes the rows in place.
         s.vectorize_linalg(function)
         s.drop_leading_unit_dims(function)
+        # The vectorizer's transposes of one channel's row into a column, as shape casts.
+        s.apply_patterns(
+            function, "drop_unit_dims", tvector.apply_patterns_vector_drop_unit_dims_with_shape_cast
+        )
         s.hoist_invariant_subsets(function)
     return s.module
 

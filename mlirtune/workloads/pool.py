@@ -58,6 +58,12 @@ class Pool(PayloadWorkload):
         SEED_PARAM,
     )
 
+    @property
+    def descriptor_name(self) -> str:
+        """The pooling family's descriptor, which also schedules a 3-D pool's two stages
+        (an (H, W) pool, then a D pool) as one payload."""
+        return "pooling"
+
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         o = self.options

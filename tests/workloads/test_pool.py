@@ -13,6 +13,7 @@ from mlirtune.schedules.roots import find_roots
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads import WORKLOADS
 from mlirtune.workloads.pool import Pool
+from tests.cpu_classes import cpu
 
 VERIFIED = [
     # 1-D
@@ -64,6 +65,24 @@ def test_strided_max_1d_vectorizes_across_channels(engine, options):
     assert config["C_TILE"] == min(8, 1 << (options["C"].bit_length() - 1)) > 1
     result = engine.execute(workload)
     assert result.verification.ok, result.verification.summary()
+
+
+@pytest.mark.parametrize("cpu_class", ["avx2", "avx512"])
+@pytest.mark.parametrize(("stride", "vectors"), [(1, 2.0), (2, 0.5)])
+def test_a_strided_window_takes_one_vector_of_outputs(cpu_class, stride, vectors):
+    """Outputs of a strided window are gathered one by one: past one vector, LLVM built
+    them in memory (4-8x slower), so the constraints keep one and the selector half."""
+    workload = Pool(kind="max", spatial="64,114", kernel=3, stride=stride)
+    target = cpu(cpu_class)
+    lanes = target.lanes("f32")
+    family = FAMILIES["pooling"]
+    with new_context(), ir.Location.unknown():
+        _, op = find_roots(workload.payload_module())[0]
+        config = family.select_on(op, target)
+        assert config["OW_TILE"] == int(vectors * lanes)
+        wide = {**family.defaults(op), **config, "OW_TILE": 2 * lanes}
+        broken = family.violations(op, target, wide)
+    assert broken == ([] if stride == 1 else ["strided_tile_in_one_vector"])
 
 
 @pytest.mark.jit
