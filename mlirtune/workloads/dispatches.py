@@ -56,11 +56,15 @@ class DispatchWorkload(PayloadWorkload):
     @property
     def descriptor_name(self) -> str:
         """The pipeline a compile of the whole payload plans this dispatch with: its root
-        op's kind, or with several (a softmax's two reductions) the dispatch's kind."""
+        op's kind, or with several (a softmax's two reductions) the dispatch's kind where
+        one of them is of that kind; else none (`plan_dispatches` lowers it as it is: a
+        batch norm and a 3-D average pool of two generics in an element-wise dispatch)."""
         roots = self.roots
         if not roots:
             return self.name
-        return roots[0].kind if len(roots) == 1 else self.kind
+        if len(roots) == 1:
+            return roots[0].kind
+        return self.kind if any(op.kind == self.kind for op in roots) else "default"
 
     def arguments(self) -> list[ArgSpec]:
         return self._args

@@ -52,6 +52,44 @@ def test_a_repeated_layer_is_timed_once_and_counted_per_call(tmp_path):
     assert times == sorted(times, key=lambda t: t.total_s, reverse=True)
 
 
+# A batch norm and two 3-D average pools, which the importer writes as generics: one
+# element-wise dispatch of two generic roots, which no family takes.
+NORM_AND_POOLS = """
+import torch
+
+batch_size = 2
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.ConvTranspose3d(4, 8, 3, stride=2, padding=1)
+        self.norm = torch.nn.BatchNorm3d(8)
+        self.pool = torch.nn.AvgPool3d(2)
+
+    def forward(self, x):
+        return self.pool(self.pool(self.norm(self.conv(x))))
+
+def get_inputs():
+    return [torch.randn(batch_size, 4, 8, 8, 8)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+@needs_torch
+def test_a_dispatch_no_family_takes_is_timed_as_the_model_lowers_it(tmp_path):
+    """The model lowers it as it is (plan_dispatches); timed alone, it was planned with its
+    kind's pipeline, whose family found no root op of its own, and the profile failed."""
+    workload = problem_workload(tmp_path, "pools.py", NORM_AND_POOLS)
+    engine = MlirJitEngine(use_specs=False)
+    unscheduled = {d.function for d in engine.plan(workload).dispatches if not d.scheduled}
+    several = [p for p in dispatch_workloads(workload) if len(p.roots) > 1]
+    assert {p.function for p in several} <= unscheduled and several
+    times = dispatch_times(several, engine, max_time_s=0.02)
+    assert all(t.median_s > 0 and not t.scheduled for t in times)
+
+
 @needs_torch
 def test_bench_dispatches_prints_where_the_time_went(tmp_path, capsys):
     path = write_problem(tmp_path, "layers.py", REPEATED_LAYERS)
