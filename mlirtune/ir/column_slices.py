@@ -1,11 +1,11 @@
-"""Strided slices of column vectors (vector<N x 1>) as slices of flat vectors.
+"""Slices of column vectors (vector<N x 1>) as slices of flat vectors.
 
 The convolution vectorizer reads a channels-first pool's window row as an [W, 1] column
-(one channel's row) and takes each window element's outputs as a slice of it (slices
-have unit strides).
+(one channel's row) and takes each window element's outputs as a slice of it.
 convert-vector-to-llvm unrolls an n-D slice along its leading dim, a scalar extract and
 insert per element; a 1-D slice is one shuffle. A 3 x 3 max pool of 8 x 64 x 112 x 112,
-its rows in tiles of 32 outputs, ran in 34 ms with column slices on an AMD Zen 5.
+its rows in tiles of 32 outputs, ran in 34 ms with column slices and in 2.7 ms with flat
+ones on an AMD Zen 5.
 """
 
 from __future__ import annotations
