@@ -55,10 +55,14 @@ ROW_CHUNK = 64
 CHANNELS = 8
 
 
+def strided(op: OpInfo) -> bool:
+    """Whether the pool's window moves more than one element along W per output."""
+    return op.attributes.get("stride", 1) > 1
+
+
 def across_channels(op: OpInfo) -> bool:
     """A 1-D max pool with a strided window: worth vectorizing across channels."""
-    strided = op.attributes.get("stride", 1) > 1
-    return op.attributes["spatial"] == 1 and strided and not op.op_name.endswith("_sum")
+    return op.attributes["spatial"] == 1 and strided(op) and not op.op_name.endswith("_sum")
 
 
 def plane(op: OpInfo) -> int:
@@ -159,7 +163,7 @@ class Pooling(HostFamily[PoolingKnobs]):
                 knobs["C_TILE"] * vectors(knobs["OW_TILE"], lanes) <= budget,
             ),
         ]
-        if op.attributes.get("stride", 1) > 1 and not across_channels(op):
+        if strided(op) and not across_channels(op):
             constraints.append(
                 Constraint(
                     "strided_tile_in_one_vector",
@@ -203,7 +207,7 @@ def _widest_tile(op: OpInfo, lanes: int) -> int:
     constraint). 3 x 3 windows of stride 2 on an AMD Zen 5, AVX-512 (AVX2) tiles of 4, 8
     and 16 outputs: 8 x 64 x 114 x 114 3.4, 2.3 and 2.1 ms (2.9 and 4.1 ms at 4 and 8);
     8 x 256 x 27 x 27 0.67, 0.40 and 0.49 ms (1.01 and 0.97 ms)."""
-    return max(1, lanes // 2) if op.attributes.get("stride", 1) > 1 else 2 * lanes
+    return max(1, lanes // 2) if strided(op) else 2 * lanes
 
 
 def pooling_schedule(op: OpInfo, knobs: PoolingKnobs, name: str = "pooling") -> ir.Module:
