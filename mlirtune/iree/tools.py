@@ -8,6 +8,7 @@ A failure is one line: IREE's first diagnostic.
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -49,7 +50,18 @@ def tool(name: str) -> str:
 
 
 def tool_path(name: str) -> str | None:
-    """An IREE tool beside this interpreter (its virtual environment), else on PATH."""
+    """IREE's tool `name`: the compiler package's own executable where it ships one (the
+    console script of that name is a Python wrapper that loads the whole compiler library
+    only to start it, and a time limit that stops the wrapper left the compile running),
+    else the tool beside this interpreter (its virtual environment), else on PATH."""
+    try:
+        compiler = importlib.util.find_spec("iree.compiler")
+    except ModuleNotFoundError:
+        compiler = None
+    for folder in (compiler and compiler.submodule_search_locations) or []:
+        binary = Path(folder) / "_mlir_libs" / name
+        if binary.is_file() and os.access(binary, os.X_OK):
+            return str(binary)
     beside = Path(sys.executable).with_name(name)
     return str(beside) if beside.exists() else shutil.which(name)
 
