@@ -16,6 +16,7 @@ from mlirtune.schedules.convolution.nchw_tiles import NCHW_ACCUMULATORS, NCHW_RO
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads.conv2d import Conv2d
 from mlirtune.workloads.conv_transpose import ConvTranspose
+from tests.cpu_classes import cpu
 from tests.targets.test_targets_host import AVX512
 
 TARGET = HostCPU(AVX512)
@@ -130,4 +131,29 @@ def test_a_strided_transposed_convs_phases_keep_the_row_path(engine):
     assert [root.attributes["convs"] for root in workload.roots] == [2, 2]
     assert CONVOLUTION.select(workload.root, TARGET)["F_TILE"] == NCHW_ROWS
     result = engine.execute(workload)
+    assert result.verification.ok, result.verification.summary()
+
+
+# ResNet-18's 3x3 convs at batch 8, scaled down along H: unit stride (deep, batched) and
+# stride 2, each row of 56 or 28 pixels; and one of 14, which four pixels leave a tail of.
+RESNET = {"layout": "nchw", "N": 2, "C": 32, "F": 32, "H": 4, "KH": 3, "KW": 3, "padding": 1}
+
+
+@pytest.mark.jit
+@pytest.mark.parametrize(
+    ("options", "avx2_tile"),
+    [({"W": 56}, (4, 16)), ({"W": 56, "stride": 2}, (4, 16)), ({"W": 14}, (8, 8))],
+    ids=["unit-stride", "stride-2", "row-of-14"],
+)
+def test_sixteen_registers_take_half_the_pixels_in_two_vectors(options, avx2_tile):
+    """With AVX2's 16 registers, 4 pixels x 2 vectors of channels where 4 divides the row:
+    8 accumulators, as 8 x 1 vector, on fewer loads per FMA; 32 registers keep 8 x 1."""
+    workload = Conv2d(**{**RESNET, **options})
+    op = workload.root
+    for target, tile in ((cpu("avx2"), avx2_tile), (TARGET, (8, 16))):
+        config = CONVOLUTION.select(op, target)
+        assert (config["OW_TILE"], config["F_TILE"]) == tile
+        assert CONVOLUTION.violations(op, target, config) == []
+    avx2_config = CONVOLUTION.select(op, cpu("avx2"))
+    result = engine_for(HostCPU(), use_specs=False).execute(workload, avx2_config)
     assert result.verification.ok, result.verification.summary()

@@ -26,7 +26,7 @@ from mlirtune.schedules.convolution.flat_conv import flatten_conv_rows
 from mlirtune.schedules.convolution.knob_values import ConvolutionKnobs
 from mlirtune.schedules.convolution.nchw_flat import flat_channel_rows
 from mlirtune.schedules.convolution.nchw_rows import NCHW_OP, channel_rows
-from mlirtune.schedules.convolution.nchw_strided import strided_channels_first
+from mlirtune.schedules.convolution.nchw_strided import strided_channels_first, strided_tile
 from mlirtune.schedules.convolution.nchw_tiles import (
     NCHW_ROWS,
     channel_row_tile,
@@ -71,8 +71,6 @@ from mlirtune.targets.host_cpu import HostCPU
 
 # FMAs one filter step (C_TILE channels of one tap) may unroll into.
 STEP_FMAS = 64
-# Strided nchw register rows (output pixels), each one vector of output channels.
-STRIDED_PIXELS = 8
 # Shuffles per accumulator vector to transpose a strided nchw tile back to rows of pixels
 # (a 16 x 16 f32 transpose is 64 two-source shuffles; an estimate, not measured).
 TRANSPOSE_CYCLES = 4.0
@@ -198,13 +196,11 @@ class Convolution(HostFamily[ConvolutionKnobs]):
         up to the vector width, so each step's unrolled FMAs stay within one L1 line of
         input channels per pixel."""
         dims = op.dims
-        lanes = cpu.lanes(op.element_type)
         if op.attributes.get("nchw") and not unit_taps(op):
-            # STRIDED_PIXELS pixels x one vector of channels (measured on KernelBench 76:
-            # 8 x 16 f32 28 us, 16 x 16 29 us, 8 x 32 34 us, 1 x 16 36 us).
+            ow_tile, f_tile = strided_tile(op, cpu)
             return {
-                "OW_TILE": min(STRIDED_PIXELS, dims["OW"]),
-                "F_TILE": min(lanes, dims["F"]),
+                "OW_TILE": ow_tile,
+                "F_TILE": f_tile,
                 "C_TILE": 1,
                 "OH_TILE": 1,
                 "FLAT_ROWS": 0,
