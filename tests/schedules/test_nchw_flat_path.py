@@ -111,6 +111,7 @@ def test_selector_takes_flat_rows_where_a_row_ends_in_a_partial_vector_and_they_
         "OH_TILE": 1,
         "FLAT_ROWS": 1,
         "PACK_FILTER": 0,
+        "IMAGES_OUTER": 0,
     }
     assert CONVOLUTION.violations(resnet, TARGET, config) == []
     whole_vectors = Conv2d(**{**RESNET, "H": 64, "W": 64}, padding=1).root

@@ -12,6 +12,7 @@ from mlir import ir
 
 from mlirtune.api import engine_for
 from mlirtune.schedules.convolution import CONVOLUTION
+from mlirtune.schedules.convolution.nchw_strided import IMAGES_OUTER_PIXELS
 from mlirtune.schedules.convolution.nchw_tiles import NCHW_ACCUMULATORS, NCHW_ROWS
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.workloads.conv2d import Conv2d
@@ -35,6 +36,7 @@ def test_strided_convs_take_pixel_rows_of_channel_vectors():
         "OH_TILE": 1,
         "FLAT_ROWS": 0,
         "PACK_FILTER": 0,
+        "IMAGES_OUTER": 0,
     }
     assert CONVOLUTION.violations(op, TARGET, config) == []
     # Unit stride: rows of output channels, each four vectors of the 68 pixels (the tail of
@@ -42,7 +44,7 @@ def test_strided_convs_take_pixel_rows_of_channel_vectors():
     unit_stride = Conv2d(**CONV1D).root
     config = CONVOLUTION.select(unit_stride, TARGET)
     rows = {"OW_TILE": 64, "F_TILE": NCHW_ACCUMULATORS // 4, "C_TILE": 1, "OH_TILE": 1}
-    assert config == {**rows, "FLAT_ROWS": 0, "PACK_FILTER": 0}
+    assert config == {**rows, "FLAT_ROWS": 0, "PACK_FILTER": 0, "IMAGES_OUTER": 0}
     assert CONVOLUTION.violations(unit_stride, TARGET, config) == []
 
 
@@ -156,4 +158,38 @@ def test_sixteen_registers_take_half_the_pixels_in_two_vectors(options, avx2_til
         assert CONVOLUTION.violations(op, target, config) == []
     avx2_config = CONVOLUTION.select(op, cpu("avx2"))
     result = engine_for(HostCPU(), use_specs=False).execute(workload, avx2_config)
+    assert result.verification.ok, result.verification.summary()
+
+
+@pytest.mark.parametrize("name", ["avx2", "avx512"])
+def test_images_go_outermost_where_an_image_and_a_filter_block_pass_the_l2(name):
+    """ResNet-18's stride-2 3x3 conv to 28 x 28 x 128 at batch 8: the rows one padded image
+    gives it (64 x 57 x 58 f32, 826 KiB) and one filter block (36 KiB) pass the Zen 3
+    class's 512 KiB L2, not the AVX-512 class's 1 MiB; its 14 x 14 convs keep channel
+    blocks outermost (the filter would be packed per image for only 196 pixels), and one
+    image has no images to walk."""
+    target = cpu(name)
+    l2 = target.features.l2_bytes
+    stride_2 = Conv2d(**{**RESNET, "N": 8, "C": 64, "F": 128, "H": 56, "W": 56, "stride": 2})
+    op = stride_2.root
+    # Input rows (28 - 1) x 2 + 3 of the padded row of 58; one F block of the filter.
+    image_bytes = 4 * (64 * 57 * 58 + 64 * 3 * 3 * CONVOLUTION.select(op, target)["F_TILE"])
+    assert CONVOLUTION.select(op, target)["IMAGES_OUTER"] == int(image_bytes > l2)
+    small_planes = Conv2d(**{**RESNET, "N": 8, "C": 256, "F": 256, "H": 14, "W": 14}).root
+    assert IMAGES_OUTER_PIXELS > 14 * 14
+    assert CONVOLUTION.select(small_planes, target)["IMAGES_OUTER"] == 0
+    one_image = Conv2d(**{**RESNET, "N": 1, "C": 64, "F": 128, "H": 56, "W": 56, "stride": 2})
+    assert CONVOLUTION.select(one_image.root, target)["IMAGES_OUTER"] == 0
+    one_image_config = CONVOLUTION.select(one_image.root, target) | {"IMAGES_OUTER": 1}
+    assert CONVOLUTION.violations(one_image.root, target, one_image_config) != []
+
+
+@pytest.mark.jit
+@pytest.mark.parametrize("options", [{"W": 56, "stride": 2}, {"W": 14}], ids=["stride-2", "14"])
+def test_images_outermost_verify(options):
+    """Walked images outermost, with a partial pixel tile (14 = 8 + 6) too."""
+    workload = Conv2d(**{**RESNET, **options})
+    config = CONVOLUTION.select(workload.root, cpu("avx2")) | {"IMAGES_OUTER": 1}
+    assert CONVOLUTION.violations(workload.root, cpu("avx2"), config) == []
+    result = engine_for(HostCPU(), use_specs=False).execute(workload, config)
     assert result.verification.ok, result.verification.summary()

@@ -38,7 +38,15 @@ DEFAULTS = {
     ),
     "convolution": (
         OpInfo("conv2d", CONV, F32),
-        {"OW_TILE": 8, "F_TILE": 32, "C_TILE": 1, "OH_TILE": 1, "FLAT_ROWS": 0, "PACK_FILTER": 0}
+        {
+            "OW_TILE": 8,
+            "F_TILE": 32,
+            "C_TILE": 1,
+            "OH_TILE": 1,
+            "FLAT_ROWS": 0,
+            "PACK_FILTER": 0,
+            "IMAGES_OUTER": 0,
+        }
         | {"THREADS": 1},
     ),
     "rowwise": (

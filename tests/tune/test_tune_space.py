@@ -406,6 +406,7 @@ def test_export_as_transform_tune_knobs():
                 "OH_TILE": 1,
                 "FLAT_ROWS": 0,
                 "PACK_FILTER": 0,
+                "IMAGES_OUTER": 0,
             },
         ),
         ("reduction", {"ROWS": 1, "COLS": 16, "PREFETCH": 0}),

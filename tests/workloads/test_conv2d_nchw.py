@@ -174,7 +174,7 @@ def test_two_output_rows_share_each_broadcast_where_the_registers_and_rows_allow
     target = HostCPU(AVX512)
     rows = Conv2d(layout="nchw", N=1, C=64, F=64, H=56, W=48, KH=3, KW=3, padding=1).root
     config = CONVOLUTION.select(rows, target)
-    rows_of = {"C_TILE": 1, "FLAT_ROWS": 0, "PACK_FILTER": 0}
+    rows_of = {"C_TILE": 1, "FLAT_ROWS": 0, "PACK_FILTER": 0, "IMAGES_OUTER": 0}
     assert config == {"OW_TILE": 32, "F_TILE": 6, "OH_TILE": 2, **rows_of}
     assert CONVOLUTION.violations(rows, target, config) == []
     avx2 = CONVOLUTION.select(rows, HostCPU(AVX512, isa="avx2"))  # 16 registers

@@ -26,7 +26,11 @@ from mlirtune.schedules.convolution.flat_conv import flatten_conv_rows
 from mlirtune.schedules.convolution.knob_values import ConvolutionKnobs
 from mlirtune.schedules.convolution.nchw_flat import flat_channel_rows
 from mlirtune.schedules.convolution.nchw_rows import NCHW_OP, channel_rows
-from mlirtune.schedules.convolution.nchw_strided import strided_channels_first, strided_tile
+from mlirtune.schedules.convolution.nchw_strided import (
+    images_outer_choices,
+    strided_channels_first,
+    strided_config,
+)
 from mlirtune.schedules.convolution.nchw_tiles import (
     NCHW_ROWS,
     channel_row_tile,
@@ -119,6 +123,7 @@ def channel_rows_config(op: OpInfo, cpu: HostCPU, *, flat: bool) -> Config:
         "OH_TILE": oh_tile,
         "FLAT_ROWS": int(flat),
         "PACK_FILTER": 0,
+        "IMAGES_OUTER": 0,
     }
 
 
@@ -164,6 +169,15 @@ class Convolution(HostFamily[ConvolutionKnobs]):
             minimum=0,
             alternatives=(0, 1),
         ),
+        Knob(
+            "IMAGES_OUTER",
+            "1: images outside the output-channel blocks, the filter packed per image "
+            "(strided nchw, nchw_strided.py)",
+            0,
+            images_outer_choices,
+            minimum=0,
+            alternatives=(0, 1),
+        ),
         threads_knob(),
     )
     values_type = ConvolutionKnobs
@@ -197,15 +211,7 @@ class Convolution(HostFamily[ConvolutionKnobs]):
         input channels per pixel."""
         dims = op.dims
         if op.attributes.get("nchw") and not unit_taps(op):
-            ow_tile, f_tile = strided_tile(op, cpu)
-            return {
-                "OW_TILE": ow_tile,
-                "F_TILE": f_tile,
-                "C_TILE": 1,
-                "OH_TILE": 1,
-                "FLAT_ROWS": 0,
-                "PACK_FILTER": 0,
-            }
+            return strided_config(op, cpu)
         if op.attributes.get("nchw"):
             # F_TILE channels x OH_TILE output rows of whole vectors (the row's tail split
             # off in pieces, nchw_rows.row_pieces), or of a plane's flat row where a row ends
@@ -226,6 +232,7 @@ class Convolution(HostFamily[ConvolutionKnobs]):
             "OH_TILE": 1,
             "FLAT_ROWS": 0,
             "PACK_FILTER": 0,
+            "IMAGES_OUTER": 0,
         }
         # The filter packed where it can be and the cost model finds it cheaper (nhwc.py).
         packed = config | {"PACK_FILTER": 1}

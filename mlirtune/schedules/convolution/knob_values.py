@@ -22,4 +22,5 @@ class ConvolutionKnobs(KnobValues):
     oh_tile: int
     flat_rows: int
     pack_filter: int
+    images_outer: int
     threads: int

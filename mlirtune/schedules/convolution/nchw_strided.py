@@ -22,10 +22,12 @@ from mlir.dialects import transform
 from mlir.dialects.transform import structured
 from mlir.dialects.transform import tensor as ttensor
 
+from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.schedules.builder import ScheduleBuilder
 from mlirtune.schedules.convolution.epilogue import has_epilogue
 from mlirtune.schedules.convolution.knob_values import ConvolutionKnobs
+from mlirtune.schedules.convolution.nchw_tiles import unit_taps
 from mlirtune.targets.host_cpu import HostCPU
 
 # Register rows (output pixels) of a tile, each one vector of output channels.
@@ -53,7 +55,7 @@ def strided_channels_first(
     tiled = epilogue or unpack
     if knobs.threads > 1 and d["F"] % f_tile == 0:
         tiled = s.fuse_with_loops(tiled, [1, 0, 0, 0], "parallel_images", parallel=True)[0]
-    convs = _pixel_tiles(s, op, tiled, function, f_tile, ow_tile)
+    convs = _pixel_tiles(s, op, tiled, function, (f_tile, ow_tile), knobs.images_outer)
     for tile_conv, pixels in convs:
         with s.at("tap_and_pixel_loops"):
             tiled = structured.TileUsingForOp(
@@ -89,22 +91,27 @@ def _pixel_tiles(
     op: OpInfo,
     output: ir.Value,
     function: ir.Value,
-    f_tile: int,
-    ow_tile: int,
+    tile: tuple[int, int],
+    images_outer: int,
 ) -> list[tuple[ir.Value, int]]:
     """The `output` op (the unpack, or the epilogue after it) in F_TILE channels x OW_TILE
     pixels of one row, F blocks outermost so that the filter's packing (fused per block) is
-    hoisted out of the image and pixel loops. Partial F blocks and pixel tiles are peeled,
+    hoisted out of the image and pixel loops; with IMAGES_OUTER, the images outermost, so
+    that an image's input is re-read from L2 by its F blocks, and the filter is packed once
+    per image (`images_outer`). Partial F blocks and pixel tiles are peeled,
     F first (peeling a loop invalidates the handles inside it), then each part's conv
     matched, before canonicalization inlines the one-iteration remainder loops. Returns
     each tile's conv and its pixel count."""
     d = op.dims
+    f_tile, ow_tile = tile
+    order = [0, 1, 2, 3] if images_outer else [1, 0, 2, 3]
     _, loops = s.fuse_with_loops(
-        output, [1, f_tile, 1, ow_tile], step="output_tile", interchange=[1, 0, 2, 3]
+        output, [1, f_tile, 1, ow_tile], step="output_tile", interchange=order
     )
-    f_parts = [loops[0]]
+    f_loop = loops[order.index(1)]
+    f_parts = [f_loop]
     if d["F"] % f_tile:
-        f_parts = list(s.peel(loops[0], step="peel_f"))
+        f_parts = list(s.peel(f_loop, step="peel_f"))
     convs = []
     for f_part in f_parts:
         tile_conv = s.match_generic(f_part, PACKED_CONV_LOOPS, step="match_block_conv")
@@ -163,6 +170,20 @@ def _vectorize_pixels(s: ScheduleBuilder, function: ir.Value, whole_f_blocks: bo
     s.allow_fma(function)
 
 
+def strided_config(op: OpInfo, cpu: HostCPU) -> dict[str, int]:
+    """The selector's config for this path: `strided_tile`, and `images_outer`."""
+    ow_tile, f_tile = strided_tile(op, cpu)
+    return {
+        "OW_TILE": ow_tile,
+        "F_TILE": f_tile,
+        "C_TILE": 1,
+        "OH_TILE": 1,
+        "FLAT_ROWS": 0,
+        "PACK_FILTER": 0,
+        "IMAGES_OUTER": images_outer(op, cpu, f_tile),
+    }
+
+
 def strided_tile(op: OpInfo, cpu: HostCPU) -> tuple[int, int]:
     """The selector's (OW_TILE, F_TILE) for this path: STRIDED_PIXELS
     pixels x one vector of channels (measured on KernelBench 76 with 32 registers: 8 x 16
@@ -181,3 +202,32 @@ def strided_tile(op: OpInfo, cpu: HostCPU) -> tuple[int, int]:
     ):
         return pixels, vectors * lanes
     return min(STRIDED_PIXELS, dims["OW"]), min(lanes, dims["F"])
+
+
+# Output pixels per image from which the strided path walks images outermost: the filter is
+# then packed once per image, about 1 / (2 * OH * OW) of the image's FLOPs per weight (at
+# 14 x 14 that cost 0.88x on an AMD Zen 3; at 28 x 28 and up it paid).
+IMAGES_OUTER_PIXELS = 512
+
+
+def images_outer_choices(op: OpInfo, lanes: int) -> list[int]:
+    """IMAGES_OUTER candidates: 0, and 1 for a strided nchw conv of several images."""
+    strided_path = op.attributes.get("nchw") and not unit_taps(op)
+    return [0, 1] if strided_path and op.dims["N"] > 1 else [0]
+
+
+def images_outer(op: OpInfo, cpu: HostCPU, f_tile: int) -> int:
+    """1 where one image's input and one F block of the packed filter pass the L2 together:
+    walked F blocks outermost, every block then re-reads all images' input from beyond the
+    L2. Measured on an AMD Zen 3 (512 KiB L2) at batch 8 against F blocks outermost:
+    ResNet-18's 56x56x64 conv 1.46x, its stride-2 conv to 28x28x128 2.31x, 28x28x128
+    1.42x; its 14x14 and 7x7 convs fit (0.88x and 0.57x walked images outermost). The
+    input's rows are counted at W's stride and dilation."""
+    d, attributes = op.dims, op.attributes
+    if 1 not in images_outer_choices(op, cpu.lanes(op.element_type)):
+        return 0
+    rows = (d["OH"] - 1) * attributes["stride_w"] + (d["KH"] - 1) * attributes["dilation_w"] + 1
+    image = d["C"] * rows * attributes["IW"]
+    filter_block = d["C"] * d["KH"] * d["KW"] * f_tile
+    passes_l2 = (image + filter_block) * element_bytes(op.element_type) > cpu.features.l2_bytes
+    return int(passes_l2 and d["OH"] * d["OW"] >= IMAGES_OUTER_PIXELS)
