@@ -14,6 +14,13 @@ import yaml
 from mlirtune.interfaces.errors import UsageError
 
 
+def cache_dir() -> Path:
+    """This project's cache folder: $XDG_CACHE_HOME/mlirtune, else ~/.cache/mlirtune (the
+    tuning database, measured peaks, pinned downloads, torch-mlir's conversions)."""
+    cache_home = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
+    return Path(cache_home).expanduser() / "mlirtune"
+
+
 def read_text(path: str | Path, stage: str) -> str:
     """The text of a file a user named: a missing, unreadable or binary (not UTF-8) file
     is a UsageError naming it."""

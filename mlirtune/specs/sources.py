@@ -17,7 +17,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from mlirtune.files import write_atomic
+from mlirtune.files import cache_dir, write_atomic
 from mlirtune.interfaces.errors import UsageError
 
 SPEC_SUFFIXES = (".mlir", ".mlirbc")
@@ -171,5 +171,4 @@ def spec_config_dir() -> Path:
 
 def spec_cache_dir() -> Path:
     """Where pinned downloads are kept: $XDG_CACHE_HOME/mlirtune/specs (~/.cache by default)."""
-    cache_home = Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser()
-    return cache_home / "mlirtune" / "specs"
+    return cache_dir() / "specs"

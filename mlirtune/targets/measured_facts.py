@@ -14,19 +14,17 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 from collections.abc import Callable
 from pathlib import Path
 
-from mlirtune.files import write_atomic
+from mlirtune.files import cache_dir, write_atomic
 from mlirtune.toolchain import digest
 
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 
 
 def facts_cache_path() -> Path:
-    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(cache) / "mlirtune" / "peaks.json"
+    return cache_dir() / "peaks.json"
 
 
 def cache_key(fingerprint: dict[str, object]) -> str:

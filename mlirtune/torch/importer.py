@@ -24,6 +24,7 @@ import numpy as np
 
 from mlirtune.contain.child import CHILD_BASE_BYTES, run_capped
 from mlirtune.interfaces.errors import UsageError
+from mlirtune.torch.conversions import cached_conversion, conversion_key, keep_conversion
 
 INSTALL = "pip install -e '.[torch]' (or pip install 'mlirtune[torch]')"
 # Address space torch and torch-mlir take in the conversion's child before any module
@@ -137,13 +138,18 @@ def _refuse_dynamic_shapes(program: object, name: str) -> None:
 
 def _to_linalg(program: object, name: str) -> str:
     """The exported program as linalg on tensors (generic form), lowered by torch-mlir in a
-    process of its own (see mlirtune/torch/to_linalg.py)."""
+    process of its own (see mlirtune/torch/to_linalg.py), or kept from an earlier import
+    of the same program (conversions.py)."""
     import torch
 
     with tempfile.TemporaryDirectory(prefix="mlirtune-torch-") as folder:
         program_path, text_path = Path(folder) / "program.pt2", Path(folder) / "linalg.mlir"
         torch.export.save(program, program_path)
         script = Path(__file__).with_name("to_linalg.py")
+        key = conversion_key(program_path, script)
+        kept = cached_conversion(key)
+        if kept is not None:
+            return kept
         child = run_capped(
             [sys.executable, "-I", str(script), str(program_path), str(text_path), ENTRY],
             f"{name}: torch-mlir's conversion to linalg",
@@ -155,7 +161,9 @@ def _to_linalg(program: object, name: str) -> str:
                 + _conversion_failure(child.done, child.cap, child.cap_origin),
                 stage="torch",
             )
-        return text_path.read_text()
+        text = text_path.read_text()
+        keep_conversion(key, text)
+        return text
 
 
 def _conversion_failure(done: subprocess.CompletedProcess, cap: int | None, origin: str) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from mlirtune.bench.result import statistics_of
+from mlirtune.files import cache_dir
 from mlirtune.interfaces.errors import MlirtuneError
 from mlirtune.targets.host_cpu import HostCPU
 from mlirtune.toolchain import current_toolchain_hashes, digest
@@ -64,8 +65,7 @@ def default_db_path() -> Path:
     """$MLIRTUNE_DB, else $XDG_CACHE_HOME/mlirtune/tuning.db, else ~/.cache/mlirtune/tuning.db."""
     if os.environ.get("MLIRTUNE_DB"):
         return Path(os.environ["MLIRTUNE_DB"]).expanduser()
-    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(cache) / "mlirtune" / "tuning.db"
+    return cache_dir() / "tuning.db"
 
 
 def current_hashes() -> tuple[str, tuple[str, str]]:
