@@ -263,20 +263,23 @@ class SpecSet:
         defaults, tuned on one CPU of their class for every CPU of it, say so in the
         lowering's notes instead, so a warning is not printed for every compile. An entry
         whose race found nothing faster than the selector of its day applies only while the
-        selector still chooses its config: it must not pin an older selector's choice."""
+        selector still chooses its config (then silently: that config is the selector's
+        own, which may lie outside the tuner's space): it must not pin an older selector's
+        choice."""
         if layout_differs(origin.entry.metadata.get("workload") or {}, op):
             return False, None  # not this op's entry: its operands lie otherwise
         stale = stale_reasons(origin.entry, self.target)
         applies = True
-        if origin.entry.metadata.get("won") is False and selector_moved(
-            config, op, lowering, self.target
-        ):
+        raced_in_vain = origin.entry.metadata.get("won") is False
+        if raced_in_vain and selector_moved(config, op, lowering, self.target):
             applies = False
             note = (
                 f"spec entry {origin.label} found no config faster than the selector it was "
                 "raced against, and the selector now chooses another, so it is not applied "
                 "(`mlirtune specs adapt` races it again)"
             )
+        elif raced_in_vain:
+            note = None  # the selector's own choice, constraints or not: nothing to say
         elif not stale:
             broken = [
                 name

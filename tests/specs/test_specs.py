@@ -386,6 +386,18 @@ def test_an_entry_that_kept_the_selector_applies_only_while_the_selector_agrees(
     assert cli(capsys, "specs", "verify", same)[0] == 0
 
 
+def test_an_entry_that_kept_a_selector_config_outside_the_space_applies_silently(tmp_path):
+    """The selector may choose outside the tuner's space (a matrix-vector product's single
+    accumulator): an entry that kept its choice is that choice, nothing to warn about."""
+    spec = ("matmul", (("M", 1), ("N", 1000), ("K", 512)))
+    assert problem(spec).space.violations(problem(spec).baseline)  # outside the space
+    path = save(tmp_path, "kept", (spec, baseline(spec)), won=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SpecWarning)
+        lowering = spec_engine(path).plan(workload(spec))
+    assert lowering.config_source.startswith("spec:kept:")
+
+
 # --- the shipped libraries ---------------------------------------------------------------
 
 
