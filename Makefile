@@ -21,9 +21,9 @@ demo: $(STAMP)
 	$(BIN)/mlirtune tune matmul M=256 N=256 K=256 --budget 30 --strategy model --db $(VENV)/demo-tuning.db --update-spec $(VENV)/demo-specs.mlir
 	$(BIN)/mlirtune specs list $(VENV)/demo-specs.mlir
 
-# One worker per core: the suite is compiles and child processes, each on one core.
+# One worker per core (a page's README examples stay on one, in order), the slowest listed.
 test: $(STAMP)
-	$(BIN)/pytest -n auto --durations=20
+	$(BIN)/pytest -n auto --dist loadgroup --durations=20
 
 lint: $(STAMP)
 	$(BIN)/ruff check mlirtune tests benchmarks scripts

@@ -87,8 +87,15 @@ def scratch(tmp_path_factory):
     return for_page
 
 
+# A page's blocks run on one pytest-xdist worker, in page order (`--dist loadgroup`).
+PAGE_BLOCKS = [
+    pytest.param(b, marks=pytest.mark.xdist_group(b.page), id=f"{b.page}:{b.line}-{b.language}")
+    for b in EXAMPLES
+]
+
+
 @pytest.mark.subprocess
-@pytest.mark.parametrize("block", EXAMPLES, ids=lambda b: f"{b.page}:{b.line}-{b.language}")
+@pytest.mark.parametrize("block", PAGE_BLOCKS)
 def test_readme_example_runs(block: Block, scratch):
     cwd, env = scratch(block.page)
     if block.language == "python":
