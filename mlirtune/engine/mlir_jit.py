@@ -197,7 +197,7 @@ class MlirJitEngine(DescriptorEngine):
         self, workload: Workload, schedule_parameters: dict[str, int] | None = None
     ) -> CompiledKernel:
         """Lower and JIT once per (workload, parameters); later calls hit the cache."""
-        key = repr((workload.describe(), sorted((schedule_parameters or {}).items())))
+        key = repr((workload.compile_key(), sorted((schedule_parameters or {}).items())))
         if key not in self._cache:
             module, lowering = self._lower(workload, schedule_parameters, with_timer=True)
             libraries = set(workload.requirements()) | set(self.runtime.requirements())

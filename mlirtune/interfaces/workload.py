@@ -131,6 +131,11 @@ class Workload(ABC):
     def describe(self) -> dict[str, OptionValue]:
         """A JSON-friendly identity: workload name plus its options."""
 
+    def compile_key(self) -> str:
+        """What decides the compiled kernel besides its schedule parameters (an engine's
+        cache key): the identity, `describe`, unless that does not fix the payload."""
+        return repr(self.describe())
+
     @abstractmethod
     def arguments(self) -> list[ArgSpec]:
         """Payload arguments in call order."""

@@ -23,6 +23,7 @@ from mlirtune.ir.context import run_passes
 from mlirtune.ir.dtypes import dtype_of_mlir
 from mlirtune.ir.inspect import find_function, ops_named
 from mlirtune.schedules.roots import find_roots, root_flops, summed_terms
+from mlirtune.toolchain import digest
 from mlirtune.torch.importer import ENTRY, ImportedModule
 from mlirtune.torch.masks import store_masks_as_bytes
 from mlirtune.torch.scans import lower_scans
@@ -42,6 +43,7 @@ class TorchWorkload(PayloadWorkload):
         super().__init__()
         self.imported = imported
         self.options = {"module": imported.name, "seed": 0}
+        self.ir_digest = digest(imported.text)
         with ir.Context(), ir.Location.unknown():
             self._args = self._signature(self._parse())
 

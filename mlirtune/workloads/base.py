@@ -40,6 +40,10 @@ class PayloadWorkload(Workload):
     """A Workload whose subclasses define `arguments`, `payload_module`, `reference` and
     `get_complexity`; everything else is derived from those."""
 
+    # A digest of the IR text the workload was made from, where its options do not fix
+    # that IR (an imported module is named by its class, a dispatch by its function).
+    ir_digest: str = ""
+
     def __init__(self, **options: Any) -> None:
         known = {p.name: p for p in self.parameters}
         unknown = sorted(set(options) - set(known))
@@ -78,6 +82,11 @@ class PayloadWorkload(Workload):
     def describe(self) -> dict[str, OptionValue]:
         """A JSON-friendly identity: workload name plus its options."""
         return {"name": self.name, **self.options}
+
+    def compile_key(self) -> str:
+        """The identity, and the IR's digest where the options do not fix it: two modules
+        of one class name compile apart."""
+        return f"{super().compile_key()} {self.ir_digest}".rstrip()
 
     @cached_property
     def roots(self) -> list[OpInfo]:

@@ -22,6 +22,7 @@ from mlirtune.ir.context import new_context
 from mlirtune.ir.dtypes import dtype_of_mlir
 from mlirtune.ir.inspect import find_function
 from mlirtune.schedules.roots import root_flops, summed_terms
+from mlirtune.toolchain import digest
 from mlirtune.workloads.base import SEED_PARAM, PayloadWorkload
 
 
@@ -45,6 +46,7 @@ class DispatchWorkload(PayloadWorkload):
         super().__init__()
         self.options = {"module": source, "dispatch": function, "seed": 0}
         self.function, self.kind, self.text = function, kind, text
+        self.ir_digest = digest(text)
         self._inputs, self._reference = inputs, reference
         with new_context(), ir.Location.unknown():
             entry = find_function(ir.Module.parse(self.text), "payload")

@@ -14,7 +14,7 @@ from mlirtune.api import engine_for
 from mlirtune.cli import main
 from mlirtune.interfaces.errors import UsageError
 from mlirtune.targets.host_cpu import HostCPU
-from tests.torch import needs_torch
+from tests.torch import needs_torch, problem_workload
 
 pytestmark = [
     pytest.mark.jit,
@@ -256,3 +256,30 @@ def test_a_missing_extra_says_what_to_install(monkeypatch):
     )
     with pytest.raises(UsageError, match=r"needs torch_mlir.*pip install -e '\.\[torch\]'"):
         importer.require_torch()
+
+
+SCALED = """
+import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return x * {scale}
+
+
+def get_inputs():
+    return [torch.randn({rows}, 16)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_two_modules_of_one_class_name_compile_apart(tmp_path, engine):
+    """One engine, two modules both named Model: each gets a kernel of its own (the cache
+    keys the imported IR, not the class name alone)."""
+    for rows, scale in ((4, 2.0), (8, 3.0)):
+        text = SCALED.format(rows=rows, scale=scale)
+        workload = problem_workload(tmp_path, f"scaled_{rows}.py", text)
+        assert engine.execute(workload).verification.ok
