@@ -7,9 +7,9 @@ project's MLIR parses. It imports nothing from mlirtune.
 Beside torch-mlir's decompositions it applies its own, where torch-mlir's make kernels this
 project cannot make fast: variances in the input's precision (not f64), a group norm as
 rows, a softmax's masked rows found by its maximum, products of an input of rank 3 or
-more with a matrix as one matrix product over its rows, strided convolutions as convolutions
-of stride one, 3-D depthwise convolutions as grouped ones, and reflected and replicated
-pads as joined slices.
+more with a matrix as one matrix product over its rows, a linear layer on one row as a
+product of one column, strided convolutions as convolutions of stride one, 3-D depthwise
+convolutions as grouped ones, and reflected and replicated pads as joined slices.
 
     python -I to_linalg.py PROGRAM.pt2 OUT.mlir FUNC_NAME
 """
@@ -84,10 +84,18 @@ def view(x, size):
 
 
 def linear(x, weight, bias=None):
-    """A linear layer on an input of rank 3 or more, as `matmul` takes it, plus its bias."""
-    if x.dim() <= 2:
+    """A linear layer on one row (a classifier at batch 1, a decoding step) as the weight's
+    rows times that row, a product of one column: the weight is stored [N, K], and its
+    product as the right operand reads it a row apart per element (ResNet-18's classifier,
+    512 to 1000 on an AMD Zen 3: 0.41 ms against numpy's 0.036). On an input of rank 3 or
+    more, as `matmul` takes it. Plus its bias."""
+    if x.numel() == x.shape[-1] and weight.dim() == 2:
+        column = weight @ x.reshape(x.shape[-1], 1)
+        out = column.reshape(*x.shape[:-1], weight.shape[0])
+    elif x.dim() <= 2:
         return NotImplemented
-    out = matmul(x, weight.t())
+    else:
+        out = matmul(x, weight.t())
     return out if bias is None else out + bias
 
 
