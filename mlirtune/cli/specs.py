@@ -255,11 +255,20 @@ def _verify(args: argparse.Namespace) -> int:
             verdict = (
                 f"not applied: breaks {', '.join(report.broken)}"
                 if report.broken
+                else "its config is checked when the model compiles"
+                if report.model
                 else "applies (valid here)"
             )
             print(f"  stale  {report.label}: tuned {'; '.join(report.stale)}; {verdict}")
         elif report.broken:
             print(f"  moved  {report.label}: not applied, pinned {report.broken[0]}")
+    models = sorted({r.model for r in reports if r.model})
+    if models:
+        tuned = plural(sum(bool(r.model) for r in reports), "entry")
+        print(
+            f"  {tuned} tuned on dispatches of {', '.join(models)}: only the model makes their "
+            "payloads (`mlirtune run --torch MODEL --spec LIBRARY` lists what they match)"
+        )
     bad = [r for r in reports if not r.ok]
     overlaps = [r for r in reports if r.shadowed_by]
     print(f"{plural(len(reports), 'entry')}: {len(bad)} with problems, {len(overlaps)} shadowed")

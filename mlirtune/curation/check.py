@@ -4,7 +4,8 @@ on another CPU of this class or with another toolchain) and if so still valid he
 
 Each entry's payload is rebuilt from the workload recorded in its metadata and every matcher
 of the merged libraries is run on it (`probe`), so overlaps are found by the matchers
-themselves, not by comparing metadata.
+themselves, not by comparing metadata. An entry tuned on a dispatch of a model (`tune
+--torch`) has no payload to rebuild without that model: its class and staleness are checked.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from mlirtune.specs.entry_config import config_violations, selector_moved, unset
 from mlirtune.specs.library import SpecLibrary
 from mlirtune.specs.merge import merge, probe
 from mlirtune.specs.specset import foreign_class, stale_reasons
+from mlirtune.workloads.dispatches import DispatchWorkload
 
 
 @dataclass
@@ -37,6 +39,7 @@ class EntryReport:
     stale: list[str] = field(default_factory=list)
     broken: list[str] = field(default_factory=list)  # constraints its config breaks here
     error: str | None = None
+    model: str | None = None  # the model whose dispatch it was tuned on: no payload here
 
     @property
     def ok(self) -> bool:
@@ -54,6 +57,10 @@ def check(libraries: list[SpecLibrary], target: Target) -> list[EntryReport]:
         report.stale = stale_reasons(entry, target)
         reports.append(report)
         if report.workload is None or "kind" not in meta:
+            continue
+        if report.workload.get("name") == DispatchWorkload.name:
+            # Tuned on a dispatch of a model (`tune --torch`), which only that model makes.
+            report.model = str(report.workload.get("module"))
             continue
         try:
             payload, root = payload_root({"options": report.workload, "kind": meta["kind"]})

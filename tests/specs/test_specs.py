@@ -398,6 +398,19 @@ def test_an_entry_that_kept_a_selector_config_outside_the_space_applies_silently
     assert lowering.config_source.startswith("spec:kept:")
 
 
+def test_verify_says_which_model_made_the_entries_tuned_on_its_dispatches(tmp_path, capsys):
+    """An entry of `tune --torch` records a dispatch of a model, whose payload only that
+    model makes: verify checks its class and staleness and names the model, no error."""
+    dispatch = {"name": "dispatch", "module": "Tiny", "dispatch": "dispatch_0_matmul", "seed": 0}
+    path = save(tmp_path, "model", (MATMUL, baseline(MATMUL)), workload=dispatch)
+    code, out, _ = cli(capsys, "specs", "verify", path)
+    assert code == 0, out
+    assert "1 entry tuned on dispatches of Tiny" in out and "0 with problems" in out
+    stale = save(tmp_path, "stale", (MATMUL, baseline(MATMUL)), workload=dispatch, **OTHER_CPU)
+    code, out, _ = cli(capsys, "specs", "verify", stale)
+    assert code == 0 and "(other cpu); its config is checked when the model compiles" in out
+
+
 # --- the shipped libraries ---------------------------------------------------------------
 
 
