@@ -24,11 +24,12 @@ def _no_user_spec_libraries(tmp_path_factory):
     """Keep the developer's own spec libraries ($MLIRTUNE_SPECS, ~/.config/mlirtune/specs)
     out of every test: compiles see only the shipped defaults unless a test adds some. The
     cache (measured peaks, the default tuning database) goes to a scratch folder too.
-    Reports are as wide as on a terminal of 120 columns wherever the tests run
-    (pytest-xdist's workers are told 80)."""
+    Output is as wide as with no terminal wherever the tests run (the fallback widths of
+    help text and reports; pytest-xdist tells its workers COLUMNS=80)."""
     patch = pytest.MonkeyPatch()
     patch.delenv("MLIRTUNE_SPECS", raising=False)
-    patch.setenv("COLUMNS", "120")
+    patch.delenv("COLUMNS", raising=False)
+    patch.delenv("LINES", raising=False)
     patch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
     patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
     yield

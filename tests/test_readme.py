@@ -64,9 +64,11 @@ def test_the_readme_has_examples_of_each_kind():
     assert sum("mlirtune " in b.code for b in README_EXAMPLES if b.language == "sh") >= 4
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def scratch(tmp_path_factory):
-    """For each page, a working directory and an environment that keep its examples' files."""
+    """For each page, a working directory and an environment that keep its examples' files
+    for the whole session: a pytest-xdist worker may run other modules' tests between a
+    page's blocks, which would end a module's fixture."""
     made: dict[str, tuple[Path, dict[str, str]]] = {}
 
     def for_page(page: str) -> tuple[Path, dict[str, str]]:
