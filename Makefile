@@ -21,9 +21,10 @@ demo: $(STAMP)
 	$(BIN)/mlirtune tune matmul M=256 N=256 K=256 --budget 30 --strategy model --db $(VENV)/demo-tuning.db --update-spec $(VENV)/demo-specs.mlir
 	$(BIN)/mlirtune specs list $(VENV)/demo-specs.mlir
 
-# One worker per core (a page's README examples stay on one, in order), the slowest listed.
+# One worker per core, a test file's tests on one of them in order (a page's README
+# examples use the files earlier ones wrote); the slowest listed.
 test: $(STAMP)
-	$(BIN)/pytest -n auto --dist loadgroup --durations=20
+	$(BIN)/pytest -n auto --dist loadfile --durations=20
 
 lint: $(STAMP)
 	$(BIN)/ruff check mlirtune tests benchmarks scripts

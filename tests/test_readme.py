@@ -64,11 +64,9 @@ def test_the_readme_has_examples_of_each_kind():
     assert sum("mlirtune " in b.code for b in README_EXAMPLES if b.language == "sh") >= 4
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def scratch(tmp_path_factory):
-    """For each page, a working directory and an environment that keep its examples' files
-    for the whole session: a pytest-xdist worker may run other modules' tests between a
-    page's blocks, which would end a module's fixture."""
+    """For each page, a working directory and an environment that keep its examples' files."""
     made: dict[str, tuple[Path, dict[str, str]]] = {}
 
     def for_page(page: str) -> tuple[Path, dict[str, str]]:
@@ -89,15 +87,8 @@ def scratch(tmp_path_factory):
     return for_page
 
 
-# A page's blocks run on one pytest-xdist worker, in page order (`--dist loadgroup`).
-PAGE_BLOCKS = [
-    pytest.param(b, marks=pytest.mark.xdist_group(b.page), id=f"{b.page}:{b.line}-{b.language}")
-    for b in EXAMPLES
-]
-
-
 @pytest.mark.subprocess
-@pytest.mark.parametrize("block", PAGE_BLOCKS)
+@pytest.mark.parametrize("block", EXAMPLES, ids=lambda b: f"{b.page}:{b.line}-{b.language}")
 def test_readme_example_runs(block: Block, scratch):
     cwd, env = scratch(block.page)
     if block.language == "python":
