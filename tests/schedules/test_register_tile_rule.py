@@ -11,13 +11,14 @@ import pytest
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.schedules.contraction.knob_values import UNIT_AMX
 from mlirtune.schedules.contraction.register_tiles import (
+    feeds_the_pipes,
     filling_tiles,
     fullest_register_tile,
     register_file_holds,
 )
 from mlirtune.schedules.registry import FAMILIES
 from mlirtune.targets.host_cpu import HostCPU
-from tests.cpu_classes import AMX, AVX2, AVX512
+from tests.cpu_classes import AMX, AVX2, AVX512, AVX512_BF16
 
 CONTRACTION = FAMILIES["contraction"]
 
@@ -78,6 +79,30 @@ def test_amx_takes_bf16_products_and_the_fma_tile_for_f32():
     cpu = HostCPU(AMX)
     assert CONTRACTION.select(matmul(2048, 2048, 2048, "bf16"), cpu)["UNIT"] == UNIT_AMX
     assert CONTRACTION.select(matmul(2048, 2048, 2048), cpu)["UNIT"] == 0
+
+
+def test_one_row_tiles_are_bound_by_their_loads():
+    """A K step of r x v loads v vectors of B and r broadcasts for r * v FMAs: 1 x 4 issues
+    5 loads for 4 FMAs, 2 x 4 6 for 8, 2 x 2 4 for 4 (two load ports, two FMA pipes)."""
+    assert not any(feeds_the_pipes(1, v) for v in (1, 2, 4))
+    assert feeds_the_pipes(2, 4) and feeds_the_pipes(2, 2)
+    assert all(rows > 1 for rows, _ in filling_tiles(matmul(197, 192, 768), HostCPU(AVX512_BF16)))
+
+
+def test_a_prime_m_takes_a_full_tile_and_a_row_tail_where_four_fmas_are_in_flight():
+    """ViT's 197 x 192 x 768 with B stored [N, K], on a core that keeps four FMAs in flight
+    (an AMD Zen 4's 512-bit FMAs): 1 x 64 meets that floor and divides 197, but is bound by
+    its loads; 5 x 64 leaves a 2-row tail, split off."""
+    op = OpInfo(
+        "matmul",
+        {"M": 197, "N": 192, "K": 768},
+        ("f32",) * 3,
+        "linalg.matmul",
+        {"transpose_b": True},
+    )
+    config = CONTRACTION.select(op, with_in_flight(AVX512_BF16, 4))
+    assert (config["MR"], config["NR"], config["MC"], config["PACK"]) == (5, 64, 195, 1)
+    assert not CONTRACTION.violations(op, with_in_flight(AVX512_BF16, 4), {**config, "KU": 1})
 
 
 def test_k_in_one_block_is_split_for_a_row_tail():

@@ -9,7 +9,7 @@ from mlirtune.interfaces.dtype import element_bytes
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.ir.prefetch import LINE_BYTES
 from mlirtune.schedules.contraction.packed_tails import row_tail
-from mlirtune.schedules.cpu_model import ACCUMULATORS, MEMORY_BYTES_PER_CYCLE
+from mlirtune.schedules.cpu_model import ACCUMULATORS, LOAD_PORTS, MEMORY_BYTES_PER_CYCLE
 from mlirtune.targets.host_cpu import FMA_UNITS, HostCPU
 
 # Vectors per row of the packed micro-kernel's register tile (`packed_register_tile`).
@@ -109,18 +109,31 @@ def register_file_holds(op: OpInfo, cpu: HostCPU, rows: int, width: int) -> bool
 def filling_tiles(op: OpInfo, cpu: HostCPU) -> list[tuple[int, int]]:
     """The register tiles of PACKED_VECTORS or two vectors per row that the register file
     holds, with at least as many accumulators as the core keeps FMAs in flight
-    (CpuFeatures.fma_in_flight): BLIS's analytical rule. Most accumulators first; of as
-    many, more rows: fewer of B's vectors, which stream from L2, per FMA (AVX2, 2048^3 f32
-    on an AMD Zen 3: 4 x 16 0.8-0.9x OpenBLAS, 2 x 32 0.7x)."""
+    (CpuFeatures.fma_in_flight): BLIS's analytical rule; and whose FMAs keep the pipes as
+    busy as their loads keep the load ports (`feeds_the_pipes`). Most accumulators first;
+    of as many, more rows: fewer of B's vectors, which stream from L2, per FMA (AVX2,
+    2048^3 f32 on an AMD Zen 3: 4 x 16 0.8-0.9x OpenBLAS, 2 x 32 0.7x)."""
     lanes, registers = cpu.lanes(op.element_type), cpu.features.vector_registers
     floor = cpu.features.fma_in_flight
     tiles = [
         (rows, v * lanes)
         for v in (PACKED_VECTORS, 2)
         for rows in range(1, registers)
-        if rows * v >= floor and register_file_holds(op, cpu, rows, v * lanes)
+        if rows * v >= floor
+        and feeds_the_pipes(rows, v)
+        and register_file_holds(op, cpu, rows, v * lanes)
     ]
     return sorted(tiles, key=lambda tile: (-tile[0] * tile[1], -tile[0]))
+
+
+def feeds_the_pipes(rows: int, vectors: int) -> bool:
+    """Whether a register tile of `rows` x `vectors` is bound by its FMAs rather than by its
+    loads: each K step loads a row of B's vectors and broadcasts one value per row, for
+    `rows * vectors` FMAs. A one-row tile never is. Where the core keeps only four FMAs in
+    flight (an AMD Zen 4, whose 512-bit FMAs take both of its 256-bit pipes), 1 x 64 f32
+    met the accumulator floor and was taken for a prime M; ViT's 197 x 192 x 768 (B stored
+    [N, K]) ran at 44 GFLOP/s with it, at 85 with 5 x 64 and a 2-row tail."""
+    return rows * vectors * LOAD_PORTS >= (rows + vectors) * FMA_UNITS
 
 
 def fullest_register_tile(op: OpInfo, cpu: HostCPU) -> tuple[int, int] | None:
