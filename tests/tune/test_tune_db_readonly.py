@@ -7,13 +7,16 @@ read-only run in a forked child that drops to `nobody` when the tests run as roo
 
 import argparse
 import contextlib
+import gc
 import hashlib
 import io
 import json
 import os
 import pickle
 import pwd
+import select
 import shutil
+import signal
 import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator
@@ -32,6 +35,8 @@ from mlirtune.tune.outcome import Outcome
 WORKLOAD = {"name": "matmul", "kind": "matmul", "dtypes": ["f32"], "options": {"M": 64}}
 KEY = TuningKey(WORKLOAD, {"model": "cpu A"}, {"mlirtune": "0.1.0"}, "x86_64/matmul", "p1")
 RECORDS = 5
+# The most an unprivileged child may take: each opens a small database, in well under a second.
+CHILD_SECONDS = 60
 
 
 def fill(db: TuningDB) -> None:
@@ -96,11 +101,18 @@ def read_all(path: Path) -> int:
 
 def unprivileged(action: Callable[[], object]) -> object:
     """`action()` in a forked child that file permissions bind (as `nobody` when we are root);
-    its result, or its exception as (type name, message), comes back through a pipe."""
+    its result, or its exception as (type name, message), comes back through a pipe.
+
+    The child must not run the garbage collector: a test run's worker holds unreachable MLIR
+    contexts of earlier tests, and destroying one in the child joins an LLVM thread pool whose
+    threads were not forked with it, which waits forever (seen once in a full run). The
+    parent collects before forking and gives the child CHILD_SECONDS."""
     current_hashes()  # the child cannot import: nobody may read the interpreter's files
+    gc.collect()
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
+        gc.disable()
         try:
             os.close(read_end)
             try:
@@ -122,6 +134,10 @@ def unprivileged(action: Callable[[], object]) -> object:
             os._exit(0)
     os.close(write_end)
     with os.fdopen(read_end, "rb") as stream:
+        if not select.select([stream], [], [], CHILD_SECONDS)[0]:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail(f"the unprivileged child gave no result in {CHILD_SECONDS} s")
         data = stream.read()
     os.waitpid(pid, 0)
     assert data, "the child died without a result"
