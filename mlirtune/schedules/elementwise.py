@@ -14,11 +14,17 @@ from mlir import ir
 from mlirtune.interfaces.op import OpInfo
 from mlirtune.interfaces.schedule import Config, Knob
 from mlirtune.ir.gathers import reads_rows
-from mlirtune.ir.roots import element_types, loop_sizes, rows_cols
+from mlirtune.ir.inspect import ops_named
+from mlirtune.ir.maps import map_loops
+from mlirtune.ir.roots import element_types, indexing_maps, loop_sizes, rows_cols
 from mlirtune.schedules.builder import ScheduleBuilder
+from mlirtune.schedules.cpu_model import ceil_div
 from mlirtune.schedules.knobs import powers_of_two, threads_knob, vector_columns
 from mlirtune.schedules.vector_tiles import VectorTileFamily, VectorTileKnobs
 from mlirtune.targets.host_cpu import HostCPU
+
+# Rows of a tile at most (the ROWS knob's largest power of two).
+MAX_ROWS = 32
 
 
 @dataclass(frozen=True)
@@ -36,7 +42,7 @@ class Elementwise(VectorTileFamily[ElementwiseKnobs]):
     root_kinds = ("elementwise",)
     owns = ("elementwise",)
     knobs = (
-        Knob("ROWS", "rows per tile", 8, powers_of_two("ROWS", 32)),
+        Knob("ROWS", "rows per tile", 8, powers_of_two("ROWS", MAX_ROWS)),
         Knob("COLS", "columns per tile", 64, vector_columns("COLS", (1, 2, 4, 8))),
         threads_knob(),
     )
@@ -52,7 +58,17 @@ class Elementwise(VectorTileFamily[ElementwiseKnobs]):
         # and a single four-vector row streams best (measured 3-4.6x numpy on 1024^2 and
         # 300x500 chains, against 1.3-2.6x with eight-row tiles).
         _, cols = self.vector_tile(op, cpu)
-        return {"ROWS": 1, "COLS": cols}
+        if not op.attributes.get("transposed_read"):
+            return {"ROWS": 1, "COLS": cols}
+        # An input read across rows (a transpose of the two innermost dims): a tile of up to
+        # a vector's rows reads a block of that input whole, contiguous rows of it, and
+        # transposes it in registers; one row per tile gathers its elements one by one.
+        lanes = cpu.lanes(op.element_type)
+        budget = int(cpu.features.vector_registers * self.register_share)
+        cap = max(1, min(lanes, MAX_ROWS, budget // ceil_div(cols, lanes)))
+        row_loop = chain_loops(op)[-2]  # the loop the schedule tiles by ROWS
+        rows = min(1 << (row_loop - 1).bit_length(), 1 << (cap.bit_length() - 1))
+        return {"ROWS": rows, "COLS": cols}
 
 
 ELEMENTWISE = Elementwise()
@@ -110,9 +126,27 @@ def chain_root(op: ir.Operation) -> OpInfo:
     if len(loops) > 2:
         dims |= {f"L{i}": size for i, size in enumerate(loops)}
     attributes = {"rank": len(loops)}
-    if op.parent is not None and reads_rows(op.parent):
-        attributes["row_gathers"] = 1
+    function = op.parent
+    chain = [op]
+    if function is not None:
+        if reads_rows(function):
+            attributes["row_gathers"] = 1
+        chain = [*ops_named(function, "linalg.generic"), *ops_named(function, "linalg.transpose")]
+    if len(loops) > 1 and any(_reads_across_rows(member, len(loops)) for member in chain):
+        attributes["transposed_read"] = 1
     return OpInfo("elementwise", dims, element_types(op), op.name, attributes)
+
+
+def _reads_across_rows(op: ir.Operation, rank: int) -> bool:
+    """Whether linalg op `op` of the chain (of result rank `rank`) reads an input whose
+    innermost dim is the row loop (the second innermost) of its result, which it writes
+    in loop order: a transpose of the two innermost dims."""
+    maps = [map_loops(m) for m in indexing_maps(op)]
+    inputs, outputs = maps[: -len(op.results)], maps[-len(op.results) :]
+    if any(loops != list(range(rank)) for loops in outputs):
+        return False
+    # Not a broadcast along the rows' elements (a per-row scale, an embedding's ids).
+    return any(loops and loops[-1] == rank - 2 and rank - 1 in loops for loops in inputs)
 
 
 def chain_loops(op: OpInfo) -> list[int]:
