@@ -109,10 +109,19 @@ def _earliest_first(function: ir.Operation) -> list[ir.Operation]:
         op = op.operation
         if is_free(op) or op.name in (SOURCE, SINK, "func.return"):
             continue
-        producers = {defining_op(v) for v in _operands_within(op)}
+        producers = {p for v in _operands_within(op) for p in _computing(v)}
         last = max((i for i, earlier in enumerate(order) if earlier in producers), default=-1)
         order.insert(last + 1, op)
     return order
+
+
+def _computing(value: ir.Value) -> list[ir.Operation]:
+    """The op that computes `value`, or where a free op does, the ops computing its
+    operands (a convolution's input read through views of another dispatch's result)."""
+    producer = defining_op(value)
+    if producer is None or not is_free(producer):
+        return [producer] if producer is not None else []
+    return [p for operand in producer.operands for p in _computing(operand)]
 
 
 def _takes_padding(group: Group, op: ir.Operation, kind: str | None) -> bool:

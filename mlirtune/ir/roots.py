@@ -41,15 +41,15 @@ def is_padded(value: ir.Value) -> bool:
     return getattr(value.owner, "name", "") == "tensor.pad"
 
 
-def padding(value: ir.Value) -> int:
-    """The innermost dim's padding of `value` when a tensor.pad (seen through reshapes)
-    produces it, else 0: the rows a schedule copies into the padded buffer are that much
-    narrower than the pooled input."""
+def padding(value: ir.Value, side: str = "static_low") -> int:
+    """The innermost dim's padding before (`side` "static_low") or after ("static_high")
+    `value` when a tensor.pad (seen through reshapes) produces it, else 0: the rows a
+    schedule copies into the padded buffer are that much narrower than the pooled input."""
     owner = value.owner
     while isinstance(owner, ir.OpView) and owner.name in {"tensor.collapse_shape"}:
         owner = owner.operands[0].owner
     if isinstance(owner, ir.OpView) and owner.name == "tensor.pad":
-        return int(list(owner.attributes["static_low"])[-1])
+        return int(list(owner.attributes[side])[-1])
     return 0
 
 

@@ -264,18 +264,18 @@ class ScheduleBuilder:
         self, function: ir.Value, rank: int, width: int, pad: int, chunk: int = 64
     ) -> None:
         """The function's tensor.pad -> a fill of the padded buffer and a linalg.copy of
-        the input into it (see `materialize_pad`)."""
+        the input into it (see `materialize_pad`); `pad` is the row's padding on each side."""
         pads = self.match(function, ["tensor.pad"], step="match_pad")
-        self.materialize_pad(pads, rank, width, pad_width=pad, chunk=chunk)
+        self.materialize_pad(pads, rank, width, row=width - 2 * pad, chunk=chunk)
 
     def materialize_pad(
-        self, pad: ir.Value, rank: int, width: int, *, pad_width: int, chunk: int = 64
+        self, pad: ir.Value, rank: int, width: int, *, row: int, chunk: int = 64
     ) -> None:
         """The tensor.pad ops `pad` -> a fill of the padded buffer and a linalg.copy of the
         input into it (both of rank `rank`), each tiled into rows of at most `chunk`
-        elements so that they vectorize row by row; `width` is the padded row, `pad_width`
-        its padding on each side. The insert_slice of the copied rows stays one, so
-        bufferization writes them in place."""
+        elements so that they vectorize row by row; `width` is the padded row, `row` the
+        input's. The insert_slice of the copied rows stays one, so bufferization writes
+        them in place."""
         with self.at("pad_in_destination_style"):
             insert = structured.RewriteInDestinationPassingStyleOp(
                 transform.AnyOpType.get(), pad
@@ -283,10 +283,10 @@ class ScheduleBuilder:
         fill = self.producer(insert, 1, step="match_padding_fill")
         with self.at("copy_into_padding"):
             copy = structured.InsertSliceToCopyOp(transform.AnyOpType.get(), insert).transformed
-        for target, row in ((fill, width), (copy, width - 2 * pad_width)):
-            size = min(chunk, row)
+        for target, length in ((fill, width), (copy, row)):
+            size = min(chunk, length)
             _, loops = self.tile(target, [1] * (rank - 1) + [size], step="padding_rows")
-            if row % size:
+            if length % size:
                 self.peel(loops[-1], step="peel_padding_row")
 
     def vectorize_function(

@@ -10,7 +10,9 @@ each step is generalized and its unit loops folded away: what is left is an elem
 multiply-add of OH_TILE input rows (shifted by the tap) with the tap's weight, which
 vectorizes along W. The accumulators stay in registers across the taps because
 loop-invariant subsets are hoisted. A strided dim has no contiguous form: a step covers one
-output along it (scalar along W for a W stride).
+output along it (scalar along W for a W stride; an imported convolution strided along W
+arrives as convolutions of W stride one over the phases of its rows, see
+mlirtune.torch.to_linalg).
 """
 
 from __future__ import annotations
@@ -181,7 +183,9 @@ def depthwise_schedule(op: OpInfo, knobs: DepthwiseKnobs, name: str = "depthwise
     with ScheduleBuilder(name) as s:
         function = s.match(s.root, ["func.func"], step="match_function")
         if attrs.get("padded", attrs.get("pad")):  # H-only padding has no W `pad`
-            s.materialize_padding(function, 4, d["IW"], attrs["pad"])
+            row = d["IW"] - attrs["pad"] - attrs.get("pad_after", attrs["pad"])
+            pads = s.match(function, ["tensor.pad"], step="match_pad")
+            s.materialize_pad(pads, 4, d["IW"], row=row)
         # Loops (n, oh, ow, c, kh, kw); tiles visited as n, c, oh, ow.
         sizes = [1, oh_tile, ow_tile, c_tile, 0, 0]
         extents = {1: d["OH"], 2: d["OW"], 3: d["C"]}
@@ -243,7 +247,8 @@ def _tile_output(
 
 def recognise_depthwise(op: ir.Operation, loops: list[int], dtypes: tuple[str, ...]) -> OpInfo:
     """A channels-first depthwise conv: loops N, OH, OW, C, KH, KW in the op's order, IW the
-    (padded) input row; stride and dilation per dim, `pad` the input row's padding."""
+    (padded) input row; stride and dilation per dim, `pad` the input row's padding (and
+    `pad_after` its padding after the row, where that differs)."""
     dims = dict(zip(("N", "OH", "OW", "C", "KH", "KW"), loops, strict=True))
     dims["IW"] = ir.ShapedType(op.operands[0].type).shape[-1]
     conv = linalg.infer_convolution_dimensions(op)
@@ -256,6 +261,9 @@ def recognise_depthwise(op: ir.Operation, loops: list[int], dtypes: tuple[str, .
         "pad": padding(op.operands[0]),
         "padded": int(is_padded(op.operands[0])),
     }
+    after = padding(op.operands[0], "static_high")
+    if after != attrs["pad"]:  # a phase of a strided convolution's row (torch.to_linalg)
+        attrs["pad_after"] = after
     if stored_epilogue(op):
         attrs["epilogue"] = 1  # element-wise ops after it, tiled with it (`_tile_output`)
     return OpInfo("depthwise", dims, dtypes, op.name, attrs)

@@ -263,11 +263,12 @@ def _pad_by_stage(s: ScheduleBuilder, op: OpInfo, depth_name: str) -> None:
     down along H and W, so a smaller copy than padding the whole input in D)."""
     if op.attributes.get("then_padded"):
         depth = s.match(s.root, [depth_name], step="match_depth_pool")
-        s.materialize_pad(s.producer(depth, 0), 3, plane(op), pad_width=0, chunk=ROW_CHUNK)
+        s.materialize_pad(s.producer(depth, 0), 3, plane(op), row=plane(op), chunk=ROW_CHUNK)
     if op.attributes.get("padded"):
         image = s.match(s.root, [op.op_name], step="match_image_pool")
         pad = op.attributes["pad"]
-        s.materialize_pad(s.producer(image, 0), 4, op.dims["IW"], pad_width=pad, chunk=ROW_CHUNK)
+        row = op.dims["IW"] - 2 * pad
+        s.materialize_pad(s.producer(image, 0), 4, op.dims["IW"], row=row, chunk=ROW_CHUNK)
 
 
 def _tile_output(

@@ -8,8 +8,9 @@ Beside torch-mlir's decompositions it applies its own, where torch-mlir's make k
 project cannot make fast: variances in the input's precision (not f64), a group norm as
 rows, a softmax's masked rows found by its maximum, products of an input of rank 3 or
 more with a matrix as one matrix product over its rows, a linear layer on one row as a
-product of one column, strided convolutions as convolutions of stride one, 3-D depthwise
-convolutions as grouped ones, and reflected and replicated pads as joined slices.
+product of one column, strided convolutions as convolutions of stride one (a 2-D
+depthwise one along W), 3-D depthwise convolutions as grouped ones, and reflected and
+replicated pads as joined slices.
 
     python -I to_linalg.py PROGRAM.pt2 OUT.mlir FUNC_NAME
 """
@@ -179,8 +180,9 @@ def _bordered(x, padding, source):
 def convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     """A 3-D depthwise convolution as a grouped one (`_depthwise_as_grouped`), and a strided
     convolution (1-D or 3-D, or transposed) as convolutions of stride one, whose windows
-    read contiguous rows that vector loads take; others (stride one, a dilated transposed
-    one, a 2-D one, whose own families read strided rows) are left to torch-mlir."""
+    read contiguous rows that vector loads take, a 2-D depthwise one strided along W as
+    convolutions of W stride one; others (stride one, a dilated transposed one, another
+    2-D one, whose own families read strided rows) are left to torch-mlir."""
     out_channels = weight.shape[1] * groups if transposed else weight.shape[0]
     if x.dim() == 5 and groups == x.shape[1] == out_channels:
         return _depthwise_as_grouped(
@@ -192,8 +194,11 @@ def convolution(x, weight, bias, stride, padding, dilation, transposed, output_p
         if any(d != 1 for d in dilation):
             return NotImplemented
         return _transposed_phases(x, weight, bias, stride, padding, output_padding, groups)
-    if x.dim() == 4:  # the 2-D convolution families read strided rows themselves
-        return NotImplemented
+    if x.dim() == 4:
+        depthwise = groups == x.shape[1] == out_channels
+        if depthwise and 1 < stride[1] <= weight.shape[3] and dilation[1] == 1:
+            return _depthwise_row_phases(x, weight, bias, stride, padding, dilation, groups)
+        return NotImplemented  # the 2-D convolution families read strided rows themselves
     return _strided_phases(x, weight, bias, stride, padding, dilation, groups)
 
 
@@ -268,6 +273,44 @@ def _strided_phases(x, weight, bias, stride, padding, dilation, groups):
         total = part if total is None else total + part
     if bias is not None:
         total = total + bias.reshape(1, -1, *([1] * dims))
+    return total
+
+
+def _depthwise_row_phases(x, weight, bias, stride, padding, dilation, groups):
+    """A 2-D depthwise convolution of W stride s (at most its taps along W, and of W
+    dilation one) as s convolutions of W stride one, summed. The input is deinterleaved
+    once into the s phases of each row (a reshape of the row to [W/s, s] and one
+    transpose, which reads whole rows); the taps r, r + s, ... read the padded row's phase
+    r, which is the input's phase (r - p) mod s behind -((r - p) // s) zeros of the row's
+    padding, and zeros past its end. The depthwise family vectorizes along W only where a
+    tap reads a contiguous row; with a W stride it computed one output at a time. The H
+    stride stays in the convolutions (their rows are read one at a time anyway), and each
+    convolution takes its padding and reads its phase in place (mlirtune.dispatch.free)."""
+    import torch
+
+    s, p = stride[1], padding[1]
+    n, c, h, w = x.shape
+    out = (w + 2 * p - weight.shape[3]) // s + 1
+    if w % s:  # whole phases: the row's last ones padded
+        x = torch.nn.functional.pad(x, [0, s - w % s])
+    length = x.shape[3] // s
+    phases = x.reshape(n, c, h, length, s).permute(0, 1, 2, 4, 3).contiguous()
+    total = None
+    for r in range(s):
+        taps = weight[:, :, :, r::s]
+        before = -((r - p) // s)  # the row's padding ahead of the input's phase
+        inside = min(out + taps.shape[3] - 1 - before, length)  # elements read from it
+        phase = phases[:, :, :, (r - p) % s, :inside]
+        after = out + taps.shape[3] - 1 - before - inside
+        zeros = [before, after, padding[0], padding[0]]
+        if any(zeros):
+            phase = torch.nn.functional.pad(phase, zeros)
+        part = torch.ops.aten.convolution.default(
+            phase, taps, None, [stride[0], 1], [0, 0], [dilation[0], 1], False, [0, 0], groups
+        )
+        total = part if total is None else total + part
+    if bias is not None:
+        total = total + bias.reshape(1, -1, 1, 1)
     return total
 
 

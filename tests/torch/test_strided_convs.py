@@ -16,6 +16,7 @@ from mlir import ir
 from mlirtune.api import engine_for
 from mlirtune.ir.roots import indexing_maps, is_windowed
 from mlirtune.targets.host_cpu import HostCPU
+from tests.cpu_classes import cpu
 from tests.torch import needs_torch, problem_workload
 
 pytestmark = [pytest.mark.jit, needs_torch]
@@ -130,5 +131,48 @@ DEPTHWISE = {
 @pytest.mark.parametrize("name", sorted(DEPTHWISE))
 def test_a_3d_depthwise_conv_imports_as_a_grouped_one(tmp_path, name):
     workload = layer_problem(tmp_path, f"depthwise_{name}", DEPTHWISE[name], "5, 6, 7")
+    result = engine_for(HostCPU(), use_specs=False).execute(workload)
+    assert result.verification.ok, result.verification
+
+
+# 2-D depthwise convolutions strided along W: layer, input (H, W), W stride.
+DEPTHWISE_2D = {
+    "downsampling": (
+        "torch.nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=8, bias=False)",
+        "13, 13",
+        2,
+    ),
+    "wide_taps": ("torch.nn.Conv2d(8, 8, 5, stride=(1, 2), padding=2, groups=8)", "9, 12", 2),
+    "stride_3": ("torch.nn.Conv2d(8, 8, (3, 4), stride=(2, 3), groups=8)", "10, 17", 3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEPTHWISE_2D))
+@pytest.mark.parametrize("cpu_class", ["avx2", "avx512"])
+def test_a_2d_depthwise_conv_strided_along_w_convolves_each_phase_of_its_rows(
+    tmp_path, name, cpu_class
+):
+    layer, shape, stride = DEPTHWISE_2D[name]
+    workload = layer_problem(tmp_path, f"depthwise_2d_{name}", layer, shape)
+    lowering = engine_for(cpu(cpu_class), use_specs=False).plan(workload)
+    # One depthwise convolution of W stride one per phase, each reading its phase in place
+    # (the only dispatches left untuned copy each phase's taps from the filter) ...
+    depthwise = [d for d in lowering.dispatches if d.kind == "depthwise"]
+    assert len(depthwise) == stride
+    assert sum(not d.scheduled for d in lowering.dispatches) == stride
+    for dispatch in depthwise:
+        (root,) = dispatch.lowering.roots
+        assert root.attributes.get("stride", 1) == 1, root
+        assert dispatch.scheduled
+    # ... deinterleaved by one transpose, whose tiles read whole rows of phases.
+    transposes = [
+        root
+        for d in lowering.dispatches
+        for root in d.lowering.roots
+        if root.attributes.get("transposed_read")
+    ]
+    (transpose,) = transposes
+    plan = next(d for d in lowering.dispatches if transpose in d.lowering.roots)
+    assert plan.lowering.values["ROWS"] >= stride
     result = engine_for(HostCPU(), use_specs=False).execute(workload)
     assert result.verification.ok, result.verification
