@@ -18,9 +18,9 @@ from mlirtune.schedules.roots import describe
 
 # The op through which a payload reads an input.
 SOURCE = "bufferization.to_tensor"
-# Root kinds whose dispatches take the broadcast bias they accumulate onto (their init),
-# and the slices of their input they read.
-TAKES_BIAS = ("conv2d", "depthwise")
+# Convolution kinds, whose dispatches take the broadcast bias they accumulate onto (their
+# init) and the views of their input they read.
+CONVOLUTION_KINDS = ("conv2d", "depthwise")
 INPUT_VIEWS = ("tensor.extract_slice", *VIEWS)
 
 
@@ -65,7 +65,7 @@ def _convolution_input_view(op: ir.Operation) -> bool:
 
 def _convolution_input(use: ir.OpOperand) -> bool:
     info = describe(use.owner.operation)
-    return info is not None and info.kind in TAKES_BIAS and use.operand_number == 0
+    return info is not None and info.kind in CONVOLUTION_KINDS and use.operand_number == 0
 
 
 def _bias_broadcast(op: ir.Operation) -> bool:
@@ -80,6 +80,6 @@ def _bias_broadcast(op: ir.Operation) -> bool:
         reader = use.owner.operation
         info = describe(reader)
         last = len(reader.operands) - 1
-        if info is None or info.kind not in TAKES_BIAS or use.operand_number != last:
+        if info is None or info.kind not in CONVOLUTION_KINDS or use.operand_number != last:
             return False
     return True

@@ -298,10 +298,11 @@ def _depthwise_row_phases(x, weight, bias, stride, padding, dilation, groups):
     total = None
     for r in range(s):
         taps = weight[:, :, :, r::s]
+        needed = out + taps.shape[3] - 1  # elements of the padded phase its taps read
         before = -((r - p) // s)  # the row's padding ahead of the input's phase
-        inside = min(out + taps.shape[3] - 1 - before, length)  # elements read from it
+        inside = min(needed - before, length)  # elements read from the input's phase
         phase = phases[:, :, :, (r - p) % s, :inside]
-        after = out + taps.shape[3] - 1 - before - inside
+        after = needed - before - inside
         zeros = [before, after, padding[0], padding[0]]
         if any(zeros):
             phase = torch.nn.functional.pad(phase, zeros)
